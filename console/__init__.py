@@ -1,0 +1,1 @@
+"""The console: the Django web app that human experts use."""

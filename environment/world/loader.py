@@ -1,0 +1,82 @@
+"""Loading the world, fail closed.
+
+The world's content hash is recorded in ``world.sha256`` beside this module.  A
+world whose canonical form hashes to anything else (a changed generator, an edited
+export, a corrupt file) is refused with :class:`WorldHashMismatch`: every task,
+calibration and replay assumes exactly the recorded world.
+
+Within a process the world is generated once and shared read-only by every
+episode; episodes copy only the state they mutate.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from ..errors import StoreBenchError
+from .codec import canonical_bytes, content_hash, from_document
+from .model import World
+
+RECORDED_HASH_FILE = Path(__file__).with_name("world.sha256")
+
+_cache: dict[str, tuple[World, str]] = {}
+
+
+class WorldHashMismatch(StoreBenchError):
+    code = "world_hash_mismatch"
+
+
+def recorded_hash() -> str:
+    try:
+        return RECORDED_HASH_FILE.read_text().strip()
+    except FileNotFoundError as exc:
+        raise WorldHashMismatch(
+            f"no recorded world hash at {RECORDED_HASH_FILE}; run `storebench world hash --record` "
+            "after reviewing the generator change") from exc
+
+
+def _check(world: World, source: str, expected: str | None) -> str:
+    actual = content_hash(world)
+    want = expected if expected is not None else recorded_hash()
+    if actual != want:
+        raise WorldHashMismatch(
+            f"the world from {source} hashes to {actual}, but the recorded world is {want}; "
+            "refusing to load it (regenerate it, or if the generator changed on purpose, review "
+            "the change and record the new hash with `storebench world hash --record`)")
+    return actual
+
+
+def load_world(path: str | Path | None = None, *, expected_hash: str | None = None) -> World:
+    """The recorded world: generated in-process (cached), or read from an export file."""
+    if path is None:
+        if "generated" not in _cache:
+            from .generate import generate
+
+            world = generate()
+            _cache["generated"] = (world, _check(world, "the generator", expected_hash))
+        return _cache["generated"][0]
+    path = Path(path)
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        raw = gzip.decompress(raw)
+    try:
+        world = from_document(json.loads(raw))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WorldHashMismatch(f"{path} is not a world export: {exc}") from exc
+    _check(world, str(path), expected_hash)
+    return world
+
+
+def world_hash(world: World | None = None) -> str:
+    if world is None:
+        load_world()
+        return _cache["generated"][1]
+    return content_hash(world)
+
+
+def export_world(world: World, path: str | Path) -> None:
+    data = canonical_bytes(world)
+    path = Path(path)
+    path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)

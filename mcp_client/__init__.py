@@ -1,0 +1,1 @@
+"""MCP server adapter and client; filled by a later issue."""

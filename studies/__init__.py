@@ -1,0 +1,1 @@
+"""Studies: who takes part, in which sessions, and what they produced."""

@@ -1,0 +1,32 @@
+"""Create the demo users. Safe to run any number of times."""
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+# (username, password, is_superuser)
+DEMO_USERS = (
+    ("admin", "admin", True),
+    ("coordinator", "coordinator", False),
+    ("participant", "participant", False),
+)
+
+
+class Command(BaseCommand):
+    help = "Create or reset the demo users (admin, coordinator, participant)."
+
+    @transaction.atomic
+    def handle(self, *args, **options) -> None:
+        User = get_user_model()
+        for username, password, is_superuser in DEMO_USERS:
+            user, created = User.objects.get_or_create(username=username)
+            user.is_superuser = is_superuser
+            user.is_staff = is_superuser
+            user.is_active = True
+            if created or not user.check_password(password):
+                user.set_password(password)
+            user.save()
+            self.stdout.write(
+                f"{'created' if created else 'exists '}  {username} / {password}"
+                + ("  (superuser)" if is_superuser else "")
+            )
+        self.stdout.write(self.style.SUCCESS("Demo users ready."))

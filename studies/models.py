@@ -1,0 +1,1 @@
+"""Study models; none yet."""

@@ -1,0 +1,46 @@
+"""Shared test helpers.
+
+Service tests call ``require_service(name, host, port)`` before they touch a
+server. When the server is unreachable the test is skipped on a developer's
+machine, and fails when ``STOREBENCH_REQUIRE_SERVICES=1`` or ``CI`` is set, so
+that CI can never pass by skipping.
+"""
+import os
+import socket
+
+import pytest
+
+
+def services_required() -> bool:
+    return os.environ.get("STOREBENCH_REQUIRE_SERVICES") == "1" or bool(
+        os.environ.get("CI")
+    )
+
+
+def skip_or_fail(reason: str) -> None:
+    """Fail when services are required, skip otherwise."""
+    if services_required():
+        pytest.fail(reason + " (STOREBENCH_REQUIRE_SERVICES=1 or CI is set)", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_service(name: str, host: str, port: int, timeout: float = 2.0) -> None:
+    """Check that ``host:port`` accepts a TCP connection, or skip/fail the test."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as exc:
+        error = exc
+    skip_or_fail(f"{name} is not reachable at {host}:{port}: {error}")
+
+
+@pytest.fixture(name="require_service", scope="session")
+def require_service_fixture():
+    """The ``require_service`` helper, for tests that prefer a fixture."""
+    return require_service
+
+
+@pytest.fixture(name="skip_or_fail", scope="session")
+def skip_or_fail_fixture():
+    """The ``skip_or_fail`` helper, for preconditions other than a TCP port."""
+    return skip_or_fail
