@@ -43,7 +43,13 @@ def audit(name: str) -> Callable[[AuditFn], AuditFn]:
 
 
 def run_audits(world: World) -> list[AuditResult]:
-    return [AuditResult(name, *fn(world)) for name, fn in AUDITS.items()]
+    results = []
+    for name, fn in AUDITS.items():
+        try:
+            results.append(AuditResult(name, *fn(world)))
+        except KeyError as exc:  # a dangling reference: the audit cannot even measure
+            results.append(AuditResult(name, False, f"dangling reference {exc.args[0]!r}"))
+    return results
 
 
 def _first_bad(items, pred, label) -> tuple[bool, str]:
@@ -549,7 +555,9 @@ def _(w):
     unlisted = [sp for sp in w.supply_products if sp.role == SupplyRole.UNLISTED]
     ok = len(unlisted) >= 10 and all(sp.product_id is None for sp in unlisted) and all(
         w.by_id("supply_skus")[s].variant_id is None for sp in unlisted for s in sp.sku_ids)
-    return ok, f"{len(unlisted)} unlisted supply products an operator could list"
+    linked = [sp.id for sp in unlisted if sp.product_id is not None]
+    return ok, (f"{len(unlisted)} unlisted supply products an operator could list (want >= 10)"
+                + (f"; linked to a listing already: {linked[:3]}" if linked else ""))
 
 
 @audit("listing_cap_respected")

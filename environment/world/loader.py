@@ -55,8 +55,13 @@ def load_world(path: str | Path | None = None, *, expected_hash: str | None = No
             from .generate import generate
 
             world = generate()
-            _cache["generated"] = (world, _check(world, "the generator", expected_hash))
-        return _cache["generated"][0]
+            _cache["generated"] = (world, _check(world, "the generator", None))
+        world, actual = _cache["generated"]
+        if expected_hash is not None and actual != expected_hash:
+            raise WorldHashMismatch(
+                f"the world from the generator hashes to {actual}, but {expected_hash} was expected; "
+                "refusing to load it")
+        return world
     path = Path(path)
     raw = path.read_bytes()
     if path.suffix == ".gz":

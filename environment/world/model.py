@@ -214,7 +214,7 @@ class World:
     orders: tuple[Order, ...]
     returns: tuple[Return, ...]
     purchase_orders: tuple[PurchaseOrder, ...]
-    _index: dict = field(default_factory=dict, compare=False, repr=False)
+    _index: dict = field(default_factory=dict, compare=False, repr=False, init=False)
 
     def by_id(self, kind: str) -> dict:
         """Lazily built id -> record maps, e.g. ``world.by_id("variants")``."""
