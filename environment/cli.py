@@ -90,6 +90,137 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- tasks, runs, calibration, grading ------------------------------------------------
+
+
+def _cmd_tasks_list(args: argparse.Namespace) -> int:
+    from .tasks import HELD_OUT_SEEDS, PUBLIC_SEEDS, all_tasks
+
+    rows = [{"id": t.id, "split": t.split, "title": t.title, "days": t.horizon_days, "windows": t.windows,
+             "window_hours": t.window_hours, "ops_per_window": t.ops_per_window, "events": len(t.events),
+             "competition": bool(t.competitors), "file_hash": t.file_hash}
+            for t in all_tasks(args.split)]
+    if args.json:
+        _print_json({"public_seeds": list(PUBLIC_SEEDS), "held_out_seeds": len(HELD_OUT_SEEDS), "tasks": rows})
+    else:
+        for r in rows:
+            print(f"{r['id']:<16} {r['split']:<5} {r['days']:>3} days {r['windows']:>3} windows "
+                  f"{r['ops_per_window']:>2} ops/window  events {r['events']}  "
+                  f"{'rivals' if r['competition'] else ''}")
+    return 0
+
+
+def _load_calibration_arg(path: str | None):
+    from .calibration import load_calibration
+
+    if path is None:
+        return None, None
+    return load_calibration(path)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .anchors import get_anchor
+    from .api import arm, cell_constants, grade
+    from .artifacts import write_trial
+    from .world import world_hash
+
+    get_anchor(args.policy)  # refuse an unknown policy before any work
+    calibration, cal_hash = _load_calibration_arg(args.calibration)
+    started = time.perf_counter()
+    ep = arm(args.task, args.seed)
+    get_anchor(args.policy).run(ep)
+    if not ep.over:
+        ep.stop()
+    wall = time.perf_counter() - started
+    cell, source = cell_constants(ep.task, ep.seed, calibration)
+    result = grade(ep, cell)
+    out = write_trial(ep, result, args.out, policy=args.policy, world_hash=world_hash(),
+                      calibration_hash=cal_hash if source == "calibration file" else None,
+                      calibration_source=source, wall_seconds=wall)
+    data = result.as_json()
+    data["pass"] = float(result.reward_composite) >= cell["threshold"]
+    data["threshold"] = cell["threshold"]
+    if args.json:
+        _print_json({"out": str(out), **data})
+    else:
+        print(f"{args.policy} on {args.task} seed {args.seed}: composite {data['reward_composite']:.3f} "
+              f"(business {data['business']:.3f}, reliability {data['reliability']:.3f}, continuity "
+              f"{data['continuity']:.3f}); threshold {cell['threshold']:.2f} ({source}); "
+              f"{'pass' if data['pass'] else 'no pass'}; wrote {out}")
+    return 0
+
+
+def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict, float]:
+    from .calibration import calibrate_cell
+    from .tasks import get_task
+    from .world import load_world
+
+    started = time.perf_counter()
+    task_id, seed = cell
+    return task_id, seed, calibrate_cell(get_task(task_id), seed, load_world()), time.perf_counter() - started
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .calibration import cells_for, check_gates, document, write_calibration
+    from .report import write_report
+    from .tasks import all_tasks
+    from .world import world_hash
+
+    task_ids = [t.id for t in all_tasks()] if args.tasks == ["all"] else args.tasks
+    cells = cells_for(task_ids, args.seeds)
+    started = time.perf_counter()
+    results: dict[str, dict[int, dict]] = {}
+    done = 0
+
+    def record(item) -> None:
+        nonlocal done
+        task_id, seed, cell, seconds = item
+        done += 1
+        results.setdefault(task_id, {})[seed] = cell
+        print(f"[{done}/{len(cells)}] {task_id} seed {seed}: threshold {cell['threshold']:.2f}, oracle "
+              f"{cell['oracle']} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    if args.workers > 1:
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            for item in pool.map(_calibrate_one, cells):
+                record(item)
+    else:
+        for cell in cells:
+            record(_calibrate_one(cell))
+    ordered = {tid: results[tid] for tid in task_ids}
+    doc = document(ordered, world_hash())
+    digest = write_calibration(doc, args.out)
+    report = write_report(doc, args.out)
+    failures = [f for tid, seeds in ordered.items() for seed in sorted(seeds)
+                for f in check_gates(tid, seeds[seed])]
+    wall = time.perf_counter() - started
+    print(report.read_text())
+    print(f"wrote {args.out} ({digest}) and {report} in {wall:.1f} s with {args.workers} worker(s)")
+    for failure in failures:
+        print(f"GATE FAILURE: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _cmd_regrade(args: argparse.Namespace) -> int:
+    from .calibration import load_calibration
+    from .grading import regrade
+
+    calibration, _digest = load_calibration(args.calibration)
+    results = [regrade(folder, calibration) for folder in args.dirs]
+    if args.json:
+        _print_json({"all_reproduce": all(r.reproduces for r in results), "trials": [r.as_json() for r in results]})
+    else:
+        for r in results:
+            head = (f"{r.path}: {r.task} seed {r.seed}: composite {r.composite} business {r.business} "
+                    f"reliability {r.reliability} {'pass' if r.passed else 'no pass'}")
+            print(head + (" - reproduces" if r.reproduces else " - DOES NOT REPRODUCE"))
+            for p in r.problems:
+                print(f"    {p}")
+    return 0 if all(r.reproduces for r in results) else 1
+
+
 # --- parser ------------------------------------------------------------------------
 
 
@@ -124,6 +255,46 @@ def build_parser() -> argparse.ArgumentParser:
     exp = wsub.add_parser("export", help="write the world as canonical JSON (.json or .json.gz)")
     exp.add_argument("path", help="output file")
     exp.set_defaults(func=_cmd_world_export)
+
+    tasks = sub.add_parser("tasks", help="the task suite", description="Tasks bundled with the environment.")
+    tsub = tasks.add_subparsers(dest="tasks_command", metavar="TASKS_COMMAND", required=True)
+    tlist = tsub.add_parser("list", help="list the training tasks and evaluation lenses")
+    tlist.add_argument("--json", action="store_true", help="print JSON")
+    tlist.add_argument("--split", choices=("train", "eval"), help="only this split")
+    tlist.set_defaults(func=_cmd_tasks_list)
+
+    run = sub.add_parser("run", help="run a scripted policy on one task and seed and write its trial folder",
+                         description="Run an anchor policy through the tool surface, grade it and write the "
+                                     "trial's artifacts (score.json, actions, ledger, per-window balances).")
+    run.add_argument("--task", required=True, help="task id (see `storebench tasks list`)")
+    run.add_argument("--seed", required=True, type=int, help="task seed, e.g. 7, 11 or 13")
+    run.add_argument("--policy", required=True, help="do-nothing, absentee, blast-list, rule-based, smart-triage "
+                                                     "or exploiter")
+    run.add_argument("--out", required=True, help="trial folder to create (must be empty or new)")
+    run.add_argument("--calibration", metavar="FILE",
+                     help="calibration file for the business zero and scale; without it the cell is calibrated "
+                          "on the spot")
+    run.add_argument("--json", action="store_true", help="print the score as JSON")
+    run.set_defaults(func=_cmd_run)
+
+    cal = sub.add_parser("calibrate", help="run the anchors on task-seed cells, check the gates, write the file",
+                         description="Calibrate cells: the six anchors set each cell's zero, scale and pass "
+                                     "threshold; the four gates must hold. Writes FILE, FILE.sha256 and a report "
+                                     "(table and chart) beside it. Exits 1 if any gate fails.")
+    cal.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+    cal.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
+    cal.add_argument("--out", required=True, help="calibration JSON to write")
+    cal.add_argument("--workers", type=int, default=1, help="parallel worker processes (one cell each)")
+    cal.set_defaults(func=_cmd_calibrate)
+
+    reg = sub.add_parser("regrade", help="recompute scores of trial folders from their ledgers",
+                         description="Re-grade trials: recompute business, reliability, composite and pass from "
+                                     "each score.json, its ledger and the calibration. Exits 0 only if every "
+                                     "trial reproduces.")
+    reg.add_argument("dirs", nargs="+", help="trial folders")
+    reg.add_argument("--calibration", required=True, help="calibration file")
+    reg.add_argument("--json", action="store_true", help="print JSON")
+    reg.set_defaults(func=_cmd_regrade)
     return parser
 
 

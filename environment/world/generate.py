@@ -100,7 +100,7 @@ def _vendors() -> list[Vendor]:
                 city=city,
                 tier=Tier(tier),
                 lead_days=r.randint(*terms["lead"]),
-                moq=int(round(r.randint(*terms["moq"]) / 6.0)) * 6,
+                moq=max(3, int(round(r.randint(*terms["moq"]) / 3.0)) * 3),
                 defect_rate=round(r.uniform(*terms["defect"]), 4),
                 on_time_rate=round(r.uniform(*terms["on_time"]), 3),
                 founded=r.randint(1978, 2016),
@@ -171,7 +171,7 @@ def _designs() -> list[_Design]:
             if c not in chosen:
                 chosen.append(c)
         d.colours = chosen
-        d.popularity = dr.lognormal(0.0, 0.95)
+        d.popularity = dr.lognormal(0.0, 1.25)
         d.elasticity = round(dr.uniform(1.4, 2.6), 3)
     # Listed lines are the more popular designs on the whole; shuffle mildly so the
     # market still holds a few strong designs an operator could list.

@@ -49,8 +49,8 @@ OPENING_RETURN_WINDOW_DAYS = 5  # the previous operator left these returns unans
 
 
 def trend(minutes: int) -> float:
-    """The store grew over its history: traffic rose from 70% to 100% of today's."""
-    return 0.7 + 0.3 * (minutes - HISTORY_START) / (SHIFT_START - HISTORY_START)
+    """The store grew over its history: traffic rose from 40% to 100% of today's."""
+    return 0.4 + 0.6 * (minutes - HISTORY_START) / (SHIFT_START - HISTORY_START)
 
 
 class History:
@@ -262,17 +262,19 @@ class History:
             sp = self.sp[p.supply_product_id]
             vendor = self.vendor[sp.vendor_id]
             rows = self.variant_rows[p.id]
-            cover = r.lognormal(math.log(22.0), 0.7)
+            cover = r.lognormal(math.log(14.0), 0.6)
+            # How complete the previous operator kept this line's size run.
+            completeness = r.uniform(0.3, 0.8) if rows[0]["price"] < 9000 else r.uniform(0.2, 0.55)
+            top_mix = max(row["mix"] for row in rows)
             targets = {}
             for row in rows:
-                demand = p.popularity * row["mix"]
-                # Leftover units of slow sizes; dear lines were bought more thinly.
-                tail = r.weighted_choice((0, 1, 2, 3), (0.68, 0.22, 0.08, 0.02) if row["price"] < 6000
-                                         else (0.82, 0.14, 0.04, 0.0))
-                units = int(round(demand * cover + r.uniform(-0.5, 0.5))) + tail
-                if r.chance(0.12) or row["id"] in backordered:
+                base = p.popularity * row["mix"] * cover
+                units = int(base) + (1 if r.random() < base - int(base) else 0)
+                if units == 0 and r.random() < completeness * (0.5 + 0.5 * row["mix"] / top_mix):
+                    units = 1  # one on the shelf so the size shows as available
+                if r.chance(0.06) or row["id"] in backordered:
                     units = 0  # a broken size run
-                targets[row["id"]] = max(0, units)
+                targets[row["id"]] = units
             first_period_start = max(p.listed_since, HISTORY_START)
             start_period = (first_period_start - HISTORY_START) // (PO_PERIOD_DAYS * DAY)
             last_period = (SHIFT_START - 1 - HISTORY_START) // (PO_PERIOD_DAYS * DAY)

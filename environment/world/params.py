@@ -21,7 +21,7 @@ UNLISTED_DESIGNS = 22
 TARGET_VARIANTS = 3448
 HISTORY_ORDERS = 3320
 RETURN_RATE = 0.147
-CURRENT_DAILY_ORDERS = 7.5  # store traffic at the shift start, average season
+CURRENT_DAILY_ORDERS = 10.0  # store traffic at the shift start, average season (the store grew)
 NEW_CUSTOMER_SHARE = 0.752
 FITS = ("", "Relaxed", "Classic", "Slim", "Oversized", "Cropped", "Essential")
 

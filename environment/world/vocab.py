@@ -137,10 +137,10 @@ COUNTRY_TIERS = {
 
 # tier -> lead days, MOQ, defect rate, on-time rate, cost share of reference price
 TIER_TERMS = {
-    "budget": {"lead": (14, 22), "moq": (60, 140), "defect": (0.035, 0.065), "on_time": (0.72, 0.84), "cost": (0.27, 0.33)},
-    "standard": {"lead": (8, 14), "moq": (30, 60), "defect": (0.015, 0.03), "on_time": (0.84, 0.92), "cost": (0.34, 0.40)},
-    "premium": {"lead": (5, 9), "moq": (12, 30), "defect": (0.005, 0.014), "on_time": (0.92, 0.98), "cost": (0.42, 0.48)},
-    "quick-turn": {"lead": (3, 5), "moq": (6, 18), "defect": (0.008, 0.02), "on_time": (0.9, 0.97), "cost": (0.52, 0.58)},
+    "budget": {"lead": (14, 22), "moq": (24, 60), "defect": (0.035, 0.065), "on_time": (0.72, 0.84), "cost": (0.27, 0.33)},
+    "standard": {"lead": (8, 14), "moq": (12, 30), "defect": (0.015, 0.03), "on_time": (0.84, 0.92), "cost": (0.34, 0.40)},
+    "premium": {"lead": (5, 9), "moq": (6, 15), "defect": (0.005, 0.014), "on_time": (0.92, 0.98), "cost": (0.42, 0.48)},
+    "quick-turn": {"lead": (3, 5), "moq": (3, 9), "defect": (0.008, 0.02), "on_time": (0.9, 0.97), "cost": (0.52, 0.58)},
 }
 
 VENDOR_WORDS_A = ("Harbor", "Silkline", "Golden Loom", "Evergreen", "Bright Thread", "Lotus",

@@ -1,0 +1,307 @@
+"""The anchors: scripted operators that act only through the 29 tools.
+
+Every anchor plays through :meth:`Episode.call` with the same per-window budget
+as an agent and learns about the store only from tool results (``store_status``,
+being free, is the cheap way to know the budget).  Money in results is a dollar
+string; anchors convert it with :func:`cents`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+
+from ..engine import Episode
+from ..errors import StoreBenchError
+
+
+def cents(text: str | None) -> int:
+    return 0 if text is None else int(Decimal(text) * 100)
+
+
+class Policy:
+    name = "policy"
+
+    def run(self, ep: Episode) -> None:
+        while not ep.over:
+            status = ep.call("store_status").data
+            self.window(ep, status)
+            if not ep.over and ep.call("store_status").data["window"] == status["window"]:
+                ep.call("end_window")
+
+    def window(self, ep: Episode, status: dict) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @staticmethod
+    def ops(ep: Episode) -> int:
+        return ep.call("store_status").data["operations_left"]
+
+    @staticmethod
+    def rows(ep: Episode, tool: str, **args) -> list[dict]:
+        """Every row of a paginated read (one operation per page)."""
+        out: list[dict] = []
+        page = 1
+        while True:
+            result = ep.call(tool, {**args, "page": page, "page_size": 100})
+            if not result.ok:
+                return out
+            out += result.data["rows"]
+            if page >= result.data["pages"] or ep.over:
+                return out
+            page += 1
+
+
+class DoNothing(Policy):
+    """Never calls a tool: the episode ends at once."""
+
+    name = "do-nothing"
+
+    def run(self, ep: Episode) -> None:
+        ep.stop()
+
+
+class Absentee(Policy):
+    """Attends every window (ends it) and does nothing else."""
+
+    name = "absentee"
+
+    def run(self, ep: Episode) -> None:
+        while not ep.over:
+            ep.call("end_window")
+
+
+class BlastList(Policy):
+    """Ships every order it can, soonest deadline first; decides nothing else."""
+
+    name = "blast-list"
+
+    def window(self, ep: Episode, status: dict) -> None:
+        if not status["orders_awaiting_shipment"]:
+            return
+        for row in self.rows(ep, "list_orders", status="awaiting_shipment"):
+            if self.ops(ep) < 1 or ep.over:
+                return
+            if row["in_stock"]:
+                ep.call("fulfill_order", {"order_id": row["order_id"]})
+                if ep.call("store_status").data["window"] != status["window"]:
+                    return
+
+
+class RuleBased(Policy):
+    """A checklist clerk: ship, refund in full, and reorder what sold on a fixed rule."""
+
+    name = "rule-based"
+    reorder_point = 3
+
+    def __init__(self) -> None:
+        self.sources: dict[str, dict] = {}
+        self.open_po: set[str] = set()
+        self.window_no = 0
+
+    def window(self, ep: Episode, status: dict) -> None:
+        self.window_no += 1
+        keep = 3
+        if status["orders_awaiting_shipment"]:
+            for row in self.rows(ep, "list_orders", status="awaiting_shipment", sort="placed_newest")[::-1]:
+                if self.ops(ep) <= keep or ep.over:
+                    break
+                if row["in_stock"]:
+                    ep.call("fulfill_order", {"order_id": row["order_id"]})
+        if status["open_returns"] and self.ops(ep) > 1 and not ep.over:
+            for row in self.rows(ep, "list_returns", status="open"):
+                if self.ops(ep) <= 1 or ep.over:
+                    break
+                ep.call("refund_return", {"return_id": row["return_id"]})
+        if self.window_no % 2 == 1 and self.ops(ep) > 2 and not ep.over:
+            self._reorder(ep)
+
+    def _reorder(self, ep: Episode) -> None:
+        if not self.sources:
+            for row in self.rows(ep, "search_supply_catalog", listed="in_shop"):
+                pid = row["restocks_product"]
+                if row["available"] and (pid not in self.sources
+                                         or cents(row["unit_cost_min"]) < cents(self.sources[pid]["unit_cost_min"])):
+                    self.sources[pid] = row
+        result = ep.call("sales_report", {"days": 7, "group_by": "product", "page_size": 100})
+        if not result.ok:
+            return
+        for row in result.data["rows"]:
+            if self.ops(ep) < 1 or ep.over:
+                return
+            pid = row["product_id"]
+            source = self.sources.get(pid)
+            if source is None or pid in self.open_po or row["units_available_now"] > self.reorder_point:
+                continue
+            quantity = max(source["moq"], 2 * row["units"])
+            placed = ep.call("place_purchase_order", {"supply_product_id": source["supply_product_id"],
+                                                      "quantity": quantity})
+            if placed.ok:
+                self.open_po.add(pid)
+
+
+class SmartTriage(Policy):
+    """A heuristic operator: urgent work first, then restock by forecast, then price."""
+
+    name = "smart-triage"
+    cover_days = 9
+    cash_reserve = 150_000
+
+    def __init__(self) -> None:
+        self.sources: dict[str, list[dict]] = {}
+        self.long_rate: dict[str, float] = {}
+        self.incoming_until: dict[str, int] = {}
+        self.priced = False
+        self.window_no = 0
+
+    # -- a window ------------------------------------------------------------------
+
+    def window(self, ep: Episode, status: dict) -> None:
+        self.window_no += 1
+        per_day = 24 // status["window_hours"]
+        self._ship(ep, status)
+        if status["open_returns"] and not ep.over and self.ops(ep) > 0:
+            self._refund(ep)
+        if ep.over or self.ops(ep) < 3:
+            return
+        if not self.sources:
+            self._learn_market(ep)
+        if (self.window_no - 1) % per_day == 0:
+            self._restock(ep, status)
+        if not self.priced and self.ops(ep) > 2:
+            self._price(ep)
+        if self.ops(ep) > 2 and not ep.over:
+            self._ship(ep, ep.call("store_status").data)
+
+    def _ship(self, ep: Episode, status: dict) -> None:
+        if not status["orders_awaiting_shipment"] or ep.over:
+            return
+        for row in self.rows(ep, "list_orders", status="awaiting_shipment", sort="deadline"):
+            if ep.over or self.ops(ep) < 1:
+                return
+            if row["in_stock"]:
+                ep.call("fulfill_order", {"order_id": row["order_id"]})
+
+    def _refund(self, ep: Episode) -> None:
+        for row in self.rows(ep, "list_returns", status="open"):
+            if ep.over or self.ops(ep) < 1:
+                return
+            ep.call("refund_return", {"return_id": row["return_id"]})
+
+    # -- restocking by forecast ----------------------------------------------------------
+
+    def _learn_market(self, ep: Episode) -> None:
+        for row in self.rows(ep, "search_supply_catalog", listed="in_shop"):
+            if row["available"]:
+                self.sources.setdefault(row["restocks_product"], []).append(row)
+        for row in self.rows(ep, "sales_report", days=120, group_by="product"):
+            self.long_rate[row["product_id"]] = row["units"] / 120.0
+
+    def _restock(self, ep: Episode, status: dict) -> None:
+        recent = {r["product_id"]: r for r in self.rows(ep, "sales_report", days=4, group_by="product")}
+        stock = {r["product_id"]: r for r in self.rows(ep, "list_inventory", level="product")}
+        now_day = ep.window * status["window_hours"] / 24.0  # the policy's own count of elapsed days
+        days_left = status["windows_total"] * status["window_hours"] / 24.0 - now_day
+        cash = cents(ep.call("store_status").data["cash"])
+        plans = []
+        for pid, inv in stock.items():
+            if inv["status"] != "active":
+                continue
+            rate_recent = recent.get(pid, {}).get("units", 0) / 4.0
+            sold_out_share = inv["variants_sold_out"] / max(1, inv["variants"])
+            long_rate = self.long_rate.get(pid, 0.0)
+            rate = max(rate_recent, long_rate * (1.0 if sold_out_share > 0.4 else 0.6))
+            if rate <= 0.02:
+                continue
+            sources = [s for s in self.sources.get(pid, []) if s["available"]]
+            if not sources:
+                continue
+            best = min(sources, key=lambda s: (cents(s["unit_cost_min"]) * (1 + 0.02 * s["lead_days"]),
+                                               s["supply_product_id"]))
+            lead = best["lead_days"]
+            sell_days = days_left - lead
+            if sell_days < 2:
+                continue
+            have = inv["available"] + inv["incoming"]
+            need = rate * min(self.cover_days + lead, days_left) - have
+            need = min(need, rate * sell_days * 0.9)
+            if need < max(2.0, 0.5 * best["moq"]):
+                continue
+            quantity = max(best["moq"], int(need + 0.5))
+            urgency = have / rate
+            plans.append((urgency, pid, best, quantity))
+        plans.sort(key=lambda p: (p[0], p[1]))
+        for _urgency, pid, best, quantity in plans:
+            if ep.over or self.ops(ep) < 2:
+                return
+            cost = quantity * cents(best["unit_cost_max"])
+            if cash - cost < self.cash_reserve:
+                continue
+            placed = ep.call("place_purchase_order", {"supply_product_id": best["supply_product_id"],
+                                                      "quantity": quantity})
+            if placed.ok:
+                cash -= cents(placed.data["cost"])
+
+    # -- pricing against peers ------------------------------------------------------------
+
+    def _price(self, ep: Episode) -> None:
+        self.priced = True
+        products = self.rows(ep, "list_products", status="active")
+        markups: dict[str, list[float]] = {}
+        line_markup = {}
+        for p in products:
+            sources = self.sources.get(p["product_id"])
+            if not sources or p["shelf_price"] is None:
+                continue
+            primary = sources[0]
+            cost = cents(primary["unit_cost_min"])
+            markup = cents(p["shelf_price"]) / max(1, cost)
+            line_markup[p["product_id"]] = (markup, cost, primary["vendor_id"])
+            markups.setdefault(primary["vendor_id"][:0] + primary["country"], []).append(markup)
+        all_markups = sorted(m for m, _c, _v in line_markup.values())
+        if not all_markups:
+            return
+        median = all_markups[len(all_markups) // 2]
+        for pid, (markup, cost, _vendor) in sorted(line_markup.items()):
+            if ep.over or self.ops(ep) < 3:
+                return
+            if markup > 1.25 * median or markup < 0.8 * median:
+                target = int(cost * median / 50) * 50 + 50
+                ep.call("set_price", {"product_id": pid, "price": f"{target / 100:.2f}"})
+
+
+class Exploiter(Policy):
+    """Plays every closed exploit of the catalogue, then walks off a third of the way in."""
+
+    name = "exploiter"
+
+    def run(self, ep: Episode) -> None:
+        from .exploits import play_catalogue
+
+        play_catalogue(ep)
+
+
+ANCHORS: dict[str, Callable[[], Policy]] = {
+    "do-nothing": DoNothing,
+    "absentee": Absentee,
+    "blast-list": BlastList,
+    "rule-based": RuleBased,
+    "smart-triage": SmartTriage,
+    "exploiter": Exploiter,
+}
+
+
+class UnknownPolicy(StoreBenchError):
+    code = "unknown_policy"
+
+
+def get_anchor(name: str) -> Policy:
+    if name not in ANCHORS:
+        raise UnknownPolicy(f"unknown policy {name!r}; the anchors are {', '.join(ANCHORS)}")
+    return ANCHORS[name]()
+
+
+def run_policy(ep: Episode, name: str) -> Episode:
+    get_anchor(name).run(ep)
+    if not ep.over:
+        ep.stop()
+    return ep

@@ -1,0 +1,41 @@
+"""The Python API for one episode, the layer later front ends build on.
+
+    from environment.api import arm
+    ep = arm("steady", 7)
+    result = ep.call("list_orders", {"page_size": 20})
+    print(result.header); print(result.data)
+    ...
+    ep.stop()                      # or play to the horizon
+    s = grade(ep, calibration)     # business, reliability, composite, pass
+    ep.ledger.to_jsonl()           # the ledger; ep.dense_rewards() the per-window reward
+
+:func:`cell_constants` finds the business zero and scale of a cell: from a
+calibration file when one is given, otherwise by calibrating the cell on the spot.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from .calibration import calibrate_cell, cell_of
+from .engine import Episode
+from .engine.settlement import Score, score
+from .tasks import Task, get_task
+from .world import load_world
+
+
+def arm(task: str | Task, seed: int) -> Episode:
+    return Episode(get_task(task) if isinstance(task, str) else task, seed, load_world())
+
+
+def cell_constants(task: Task, seed: int, calibration: dict | None) -> tuple[dict, str]:
+    cell = cell_of(calibration, task.id, seed) if calibration else None
+    if cell is not None:
+        return cell, "calibration file"
+    return calibrate_cell(task, seed, load_world()), "calibrated for this cell on the spot"
+
+
+def grade(ep: Episode, cell: dict) -> Score:
+    if not ep.over:
+        ep.stop()
+    return score(ep, Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"])))

@@ -1,0 +1,70 @@
+"""Trial artifacts: one folder per trial, written atomically.
+
+Files: ``score.json`` (the release's field names, plus the counts the rates come
+from), ``summary.json`` (who played, how it ended), ``actions.jsonl`` (every call
+with its arguments, enough to replay), ``ledger.jsonl`` (every money movement),
+``windows.jsonl`` (balances and dense-reward deltas per window), ``events.jsonl``
+and ``manifest.json`` (source version, world, task file and calibration hashes).
+Everything is first written to a sibling temporary folder that is renamed into
+place, so a crash never leaves a folder that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from . import __version__
+from .engine import Episode
+from .engine.settlement import Score
+from .errors import StoreBenchError
+
+
+class ArtifactError(StoreBenchError):
+    code = "artifact_error"
+
+
+def _jsonl(rows) -> str:
+    return "".join(json.dumps(r, separators=(",", ":"), sort_keys=True) + "\n" for r in rows)
+
+
+def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, world_hash: str,
+                calibration_hash: str | None, calibration_source: str, wall_seconds: float | None = None) -> Path:
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise ArtifactError(f"{out} already holds files; choose an empty or new folder")
+    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    dense = ep.dense_rewards()
+    windows = []
+    for i, row in enumerate(ep.window_log):
+        windows.append({**row, "dense_reward_cents": dense[i] if i < len(dense) else None})
+    files = {
+        "score.json": json.dumps(result.as_json(), indent=2) + "\n",
+        "summary.json": json.dumps({
+            "task": ep.task.id, "seed": ep.seed, "policy": policy, "model": None,
+            "turns": len(ep.action_log), "operations_spent": ep.calls,
+            "termination": ("suspended" if ep.bankrupt else "horizon" if ep.window >= ep.n_windows else "stopped"),
+            "end_reason": ep.end_reason, "windows_played": ep.window, "windows_total": ep.n_windows,
+            "wall_seconds": None if wall_seconds is None else round(wall_seconds, 3),
+            "calibration": calibration_source,
+        }, indent=2) + "\n",
+        "actions.jsonl": _jsonl(ep.action_log),
+        "ledger.jsonl": ep.ledger.to_jsonl(),
+        "windows.jsonl": _jsonl(windows),
+        "events.jsonl": _jsonl(ep.event_log),
+        "manifest.json": json.dumps({
+            "source_version": __version__, "world_hash": world_hash, "task": ep.task.id,
+            "task_file_hash": ep.task.file_hash, "calibration_hash": calibration_hash, "seed": ep.seed,
+        }, indent=2) + "\n",
+    }
+    for name, text in files.items():
+        (tmp / name).write_text(text)
+    if out.exists():
+        out.rmdir()
+    tmp.replace(out)
+    return out

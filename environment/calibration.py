@@ -1,0 +1,168 @@
+"""Calibration: the anchor ladder of each task-seed cell, its constants and gates.
+
+For every cell the six anchors play the real tool surface; their results set
+the business zero (the better of do-nothing and absentee), the business scale
+(the better judgment anchor lands at 0.70), the oracle and the pass threshold,
+with the release's exact rounding.  Four gates must hold on every cell; a gate
+failure names the cell and the gate.  The file keeps the release's layout,
+``tasks -> task id -> seed -> cell``, so the release's re-grader reads it as is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+
+from .anchors import ANCHORS, run_policy
+from .engine import Episode
+from .engine.settlement import business_normalized, compose, score
+from .errors import StoreBenchError
+from .tasks import Task, get_task
+
+HONEST_TRADING = ("blast-list", "rule-based", "smart-triage")
+JUDGMENT = ("rule-based", "smart-triage")
+TIE = Decimal("0.02")
+JUDGMENT_GAP = Decimal("0.05")
+FLAP_MARGIN = Decimal("0.005")  # rounding the threshold to cents of score can eat half of the tie rule's 0.01
+TARGET = Decimal("0.70")
+
+
+class CalibrationError(StoreBenchError):
+    code = "calibration_invalid"
+
+
+def _r2(x: Decimal) -> Decimal:
+    return x.quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+
+
+def _num(x: Decimal) -> float:
+    return float(x)
+
+
+@dataclass(frozen=True, slots=True)
+class GateFailure:
+    task: str
+    seed: int
+    gate: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.task} seed {self.seed}: gate {self.gate} failed: {self.detail}"
+
+
+def run_anchor(task: Task, seed: int, name: str, world=None):
+    ep = Episode(task, seed, world)
+    run_policy(ep, name)
+    return ep, score(ep)
+
+
+def threshold_of(composites: dict[str, Decimal]) -> Decimal:
+    top = sorted((composites[a] for a in HONEST_TRADING), reverse=True)
+    a, b = top[0], top[1]
+    if a - b <= TIE:
+        return _r2(b - Decimal("0.01"))
+    return _r2((a + b) / 2)
+
+
+def calibrate_cell(task: Task, seed: int, world=None) -> dict:
+    raw = {name: run_anchor(task, seed, name, world)[1] for name in ANCHORS}
+    zero = max(raw["do-nothing"].business_raw, raw["absentee"].business_raw)
+    oracle = max(JUDGMENT, key=lambda a: (raw[a].business_raw, a == "smart-triage"))
+    scale = _r2((raw[oracle].business_raw - zero) / TARGET)
+    anchors = {}
+    composites = {}
+    for name, s in raw.items():
+        business = business_normalized(s.business_raw, zero, scale)
+        composites[name] = compose(business, s.reliability, s.continuity)
+        anchors[name] = {"business_raw": _num(s.business_raw), "business_normalized": _num(business),
+                         "reward_composite": _num(composites[name]), "reliability": _num(s.reliability),
+                         "continuity": _num(s.continuity), "net_assets": _num(s.net_assets)}
+    return {"seed": seed, "business_zero_raw": _num(zero), "business_scale": _num(scale), "oracle": oracle,
+            "threshold": _num(threshold_of(composites)), "anchors": anchors}
+
+
+def check_gates(task_id: str, cell: dict) -> list[GateFailure]:
+    seed = cell["seed"]
+    comp = {name: Decimal(str(a["reward_composite"])) for name, a in cell["anchors"].items()}
+    thr = Decimal(str(cell["threshold"]))
+    failures = []
+    floor = max(comp["blast-list"], comp["absentee"], comp["do-nothing"])
+    for judge in JUDGMENT:
+        if comp[judge] <= floor:
+            failures.append(GateFailure(task_id, seed, "ordering", f"{judge} {comp[judge]} does not outscore "
+                                        f"blast-list/absentee/do-nothing (best {floor})"))
+    best = max(comp[j] for j in JUDGMENT)
+    if best - comp["blast-list"] < JUDGMENT_GAP:
+        failures.append(GateFailure(task_id, seed, "judgment-gap", f"best judgment anchor {best} clears blast-list "
+                                    f"{comp['blast-list']} by less than {JUDGMENT_GAP}"))
+    ladder = sorted(comp[a] for a in HONEST_TRADING)
+    above = min((c for c in ladder if c >= thr), default=None)
+    below = max((c for c in ladder if c < thr), default=None)
+    if above is None or above - thr < FLAP_MARGIN or (below is not None and thr - below < FLAP_MARGIN):
+        failures.append(GateFailure(task_id, seed, "flap-margin", f"threshold {thr} is within {FLAP_MARGIN} of an "
+                                    f"adjacent anchor (above {above}, below {below})"))
+    honest = [comp[a] for a in ("absentee", *HONEST_TRADING)]
+    if comp["exploiter"] >= min(honest):
+        failures.append(GateFailure(task_id, seed, "exploit-suppression", f"exploiter {comp['exploiter']} is not "
+                                    f"below every honest anchor (lowest {min(honest)})"))
+    return failures
+
+
+def document(cells: dict[str, dict[int, dict]], world_hash: str) -> dict:
+    return {"world_hash": world_hash,
+            "tasks": {tid: {str(seed): cells[tid][seed] for seed in sorted(cells[tid])} for tid in cells}}
+
+
+def dump(doc: dict) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+def file_hash(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def write_calibration(doc: dict, path: str | Path) -> str:
+    path = Path(path)
+    data = dump(doc)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    digest = file_hash(data)
+    path.with_name(path.name + ".sha256").write_text(digest + "\n")
+    return digest
+
+
+def load_calibration(path: str | Path) -> tuple[dict, str]:
+    """A calibration file and its hash; refused if it is not the release's layout."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        doc = json.loads(data)
+    except (OSError, ValueError) as exc:
+        raise CalibrationError(f"{path}: cannot read the calibration file: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
+        raise CalibrationError(f"{path}: not a calibration file (no 'tasks' table)")
+    for tid, seeds in doc["tasks"].items():
+        if not isinstance(seeds, dict):
+            raise CalibrationError(f"{path}: tasks.{tid} must map seeds to cells")
+        for seed, cell in seeds.items():
+            for key in ("business_zero_raw", "business_scale", "threshold"):
+                if not isinstance(cell, dict) or not isinstance(cell.get(key), int | float):
+                    raise CalibrationError(f"{path}: tasks.{tid}.{seed}.{key} is missing or not a number")
+    return doc, file_hash(data)
+
+
+def cell_of(doc: dict, task_id: str, seed: int) -> dict | None:
+    return doc["tasks"].get(task_id, {}).get(str(seed))
+
+
+def cells_for(task_ids: Iterable[str], seeds: Iterable[int]) -> list[tuple[str, int]]:
+    out = []
+    for tid in task_ids:
+        get_task(tid)  # unknown ids fail before any work starts
+        out += [(tid, int(s)) for s in seeds]
+    return out

@@ -1,0 +1,505 @@
+"""One episode: the live store for one (task, seed), behind a metered clock.
+
+Arming copies what an episode mutates out of the shared world (prices, stock
+lots, open obligations) in a few milliseconds.  From then on the store moves only
+when the operator spends operations: every tool call but ``store_status`` costs
+one; spending the window's last operation or calling ``end_window`` advances the
+world one window (:mod:`.dynamics`).  Writes execute at the frozen window-start
+time.  When the horizon is reached, the store is suspended, or the operator
+stops, the world freezes and the settlement pass runs (:mod:`.settlement`).
+
+Randomness is purpose-keyed through :meth:`Episode.stream`: every draw is named
+by what it is for, the window and the entity it concerns.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from .. import simtime
+from ..rand import Stream
+from ..simtime import DAY, HOUR
+from ..tasks.model import Task
+from ..world.model import OrderStatus, POStatus, ReturnStatus, SupplyRole, World
+from ..world.params import season_factor
+from .economics import economics_for
+from .ledger import Account, Ledger
+from .state import Lot, OrderRec, OrderState, PORec, POState, ProductRec, ReturnRec, VariantRec
+
+class ToolResult:
+    """What one tool call returns: the store header, and data or a structured error."""
+
+    __slots__ = ("tool", "header", "data", "error")
+
+    def __init__(self, tool: str, header: str, data: dict | None, error: dict | None) -> None:
+        self.tool = tool
+        self.header = header
+        self.data = data
+        self.error = error
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def as_dict(self) -> dict:
+        body = {"ok": True, "result": self.data} if self.ok else {"ok": False, "error": self.error}
+        return {"header": self.header, **body}
+
+    def text(self) -> str:
+        """The result as an agent reads it: the header line, then JSON."""
+        import json
+
+        body = self.data if self.ok else {"error": self.error}
+        return self.header + "\n" + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+def _validation_error(exc):
+    from ..tools.registry import ToolError
+
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown argument")
+        elif err["type"] == "missing":
+            problems.append(f"{where}: is required")
+        else:
+            problems.append(f"{where}: {err['msg'].lower()}")
+    first = exc.errors()[0]
+    return ToolError("invalid_argument", "; ".join(problems),
+                     field=".".join(str(p) for p in first["loc"]) or None)
+
+
+# Kinds of scheduled happenings, processed in (time, sequence) order as windows close.
+DEADLINE, DELIVERY, RETURN_REQUEST, ESCALATION, SETTLEMENT, PO_ARRIVAL = range(6)
+
+
+class Episode:
+    def __init__(self, task: Task, seed: int, world: World | None = None) -> None:
+        from ..world import load_world
+
+        self.world = world if world is not None else load_world()
+        self.task = task
+        self.seed = int(seed)
+        self.econ = economics_for(task.economics, task.listing_cap)
+        self.start = simtime.parse(task.start)
+        self.window_minutes = task.window_hours * HOUR
+        self.n_windows = task.windows
+        self.horizon_end = self.start + self.n_windows * self.window_minutes
+        self.window = 0
+        self.now = self.start
+        self.ops_left = task.ops_per_window
+        self.over = False
+        self.end_reason = ""
+        self.bankrupt = False
+        self.ledger = Ledger()
+        self.rating = self.econ.starting_rating
+        self.attended: set[int] = set()
+        self.calls = 0
+        self.negative_cash_since: int | None = None
+        self.holding_carry_hc = 0
+        self.autoship_used: dict[int, int] = {}
+        self._queue: list[tuple[int, int, int, str]] = []
+        self._seq = 0
+        self.event_log: list[dict] = []
+        self.window_log: list[dict] = []
+        self.action_log: list[dict] = []
+        self._arm()
+
+    # -- randomness -----------------------------------------------------------
+
+    def stream(self, purpose: str, *parts: int | str) -> Stream:
+        return Stream.of(self.seed, purpose, *parts)
+
+    # -- scheduling -------------------------------------------------------------
+
+    def schedule(self, at: int, kind: int, ref: str) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, (at, self._seq, kind, ref))
+
+    def due(self, until: int):
+        """Pop scheduled happenings strictly before ``until``, in time order."""
+        q = self._queue
+        while q and q[0][0] < until:
+            at, _seq, kind, ref = heapq.heappop(q)
+            yield at, kind, ref
+
+    # -- arming -------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        w = self.world
+        e = self.econ
+        task = self.task
+        sp_by_id = w.by_id("supply_products")
+        vendors = w.by_id("vendors")
+        self.vendors = vendors
+        self.supply_products = sp_by_id
+        self.skus = w.by_id("supply_skus")
+        self.sku_variant: dict[str, int] = {}
+        self.products: list[ProductRec] = []
+        self.product_by_id: dict[str, ProductRec] = {}
+        self.variant_by_id: dict[str, VariantRec] = {}
+        self.variants: list[VariantRec] = []
+        variants_w = w.by_id("variants")
+        doy = simtime.day_of_year(self.start)
+        for p in w.products:
+            rec = ProductRec(len(self.products), p.id, p.title, p.description, p.category, str(p.season),
+                             p.material, p.garment, p.active, (p.supply_product_id, *p.alt_supply_product_ids),
+                             p.ref_price, p.popularity, p.elasticity, p.listed_since)
+            acc = 0.0
+            for vid in p.variant_ids:
+                v = variants_w[vid]
+                vr = VariantRec(len(self.variants), v.id, rec, v.size, v.colour, v.price, v.sku_ids, v.mix)
+                acc += v.mix
+                rec.mix_cum.append(acc)
+                rec.variants.append(vr)
+                self.variants.append(vr)
+                self.variant_by_id[vr.id] = vr
+                for sku_id in v.sku_ids:
+                    self.sku_variant[sku_id] = vr.idx
+            self.products.append(rec)
+            self.product_by_id[rec.id] = rec
+        from .copy import copy_quality
+
+        for rec in self.products:
+            rec.copy_quality = copy_quality(rec)
+
+        # Supply market state.
+        self.cost_drift: dict[str, float] = {sp.id: 1.0 for sp in w.supply_products}
+        self.country_cost: dict[str, float] = {}
+        self.global_cost = 1.0
+        self.category_cost: dict[str, float] = {}
+        self.country_lead: dict[str, int] = {}
+        self.delisted: set[str] = set()
+        self.failed_vendors: set[str] = set()
+        self.vendor_defect: dict[str, float] = {v.id: v.defect_rate for v in w.vendors}
+        self.capacity_factor = 1.0
+        self.listed_supply: dict[str, str] = {}  # unlisted supply product -> product id once listed
+        self.next_product_no = len(w.products) + 1
+
+        # Ledger: opening balances.
+        start = self.start
+        self.ledger.post(start, 0, Account.CASH, "opening_cash", e.starting_cash, "")
+        self.ledger.post(start, 0, Account.DEPOSIT, "opening_deposit", e.deposit, "")
+
+        # Orders still open, shipped but unsettled, or recently delivered.
+        self.orders: dict[str, OrderRec] = {}
+        self.customers_n = len(w.customers)
+        self.customer_ids = [c.id for c in w.customers]
+        self.returning_customers = set(self.customer_ids)
+        history_returns = {r.order_id for r in w.returns}
+        reserved_open: dict[str, int] = {}
+        for o in w.orders:
+            if o.status == OrderStatus.UNFULFILLED:
+                rec = self._order_from_world(o, OrderState.OPEN)
+                rec.receivable = self._net_of_commission(o.paid_cents)
+                self.ledger.post(start, 0, Account.RECEIVABLE, "opening_receivable", rec.receivable, o.id)
+                self.schedule(max(o.deadline, start), DEADLINE, o.id)
+                if not o.backorder:
+                    reserved_open[o.variant_id] = reserved_open.get(o.variant_id, 0) + o.quantity
+            elif o.settled_at is None and o.shipped_at is not None:
+                rec = self._order_from_world(o, OrderState.SHIPPED)
+                rec.shipped_at = o.shipped_at
+                rec.on_time = o.shipped_at <= o.deadline
+                rec.receivable = self._net_of_commission(o.paid_cents)
+                rec.settle_at = o.shipped_at + w.settlement_days * DAY
+                self.ledger.post(start, 0, Account.RECEIVABLE, "opening_receivable", rec.receivable, o.id)
+                self.schedule(rec.settle_at, SETTLEMENT, o.id)
+                if o.delivered_at is None:
+                    self._schedule_delivery(rec, o.shipped_at)
+                else:
+                    rec.status = OrderState.DELIVERED
+                    rec.delivered_at = o.delivered_at
+                    if o.id not in history_returns:
+                        self._maybe_schedule_return(rec)
+            elif (o.status == OrderStatus.DELIVERED and o.id not in history_returns
+                  and o.delivered_at is not None and o.delivered_at >= start - 12 * DAY):
+                rec = self._order_from_world(o, OrderState.DELIVERED)
+                rec.shipped_at = o.shipped_at
+                rec.delivered_at = o.delivered_at
+                rec.settled = True
+                rec.on_time = True
+                self._maybe_schedule_return(rec)
+        self.next_order_no = 100_001 + len(w.orders)
+
+        # Stock: opening lots, trimmed for the task, with reservations for open orders.
+        pos = w.by_id("purchase_orders")
+        for v in w.variants:
+            vr = self.variant_by_id[v.id]
+            units = v.stock
+            product = vr.product
+            if task.trim_stock_days is not None:
+                daily = product.popularity * vr.mix * season_factor(product.season, doy)
+                cap = max(task.trim_stock_floor, round(task.trim_stock_days * daily))
+                units = min(units, cap)
+            if task.empty_shelf:
+                units = 0
+            units = max(units, reserved_open.get(v.id, 0))
+            vr.reserved = reserved_open.get(v.id, 0)
+            if units:
+                po = pos.get(v.lot_po_id) if v.lot_po_id else None
+                rate = self.vendor_defect[po.vendor_id] if po else 0.02
+                vr.lots.append(Lot(v.lot_po_id or "opening", units, v.unit_cost, rate))
+        for rec in self.orders.values():
+            if rec.status == OrderState.OPEN and rec.backorder:
+                rec.variant.reserved += rec.quantity
+
+        # Returns still open.
+        self.returns: dict[str, ReturnRec] = {}
+        orders_w = w.by_id("orders")
+        for r in w.returns:
+            if r.status != ReturnStatus.OPEN:
+                continue
+            o = orders_w[r.order_id]
+            orec = self.orders.get(o.id) or self._order_from_world(o, OrderState.DELIVERED)
+            orec.shipped_at = o.shipped_at
+            orec.delivered_at = o.delivered_at
+            orec.settled = o.settled_at is not None
+            orec.on_time = True
+            escalate = max(r.requested_at + e.return_escalate_days * DAY, start + self.window_minutes)
+            floor = 10_000 if r.defective else self._floor_bp(r.id)
+            rec = ReturnRec(r.id, orec, r.reason, r.defective, r.requested_at, escalate, floor, opening=True)
+            self.returns[r.id] = rec
+            self.schedule(escalate, ESCALATION, r.id)
+        self.next_return_no = 20_001 + len(w.returns)
+
+        # Purchase orders in transit.
+        self.pos: dict[str, PORec] = {}
+        for po in w.purchase_orders:
+            if po.status != POStatus.IN_TRANSIT:
+                continue
+            lines = [(line.sku_id, self.variant_by_id[self.skus[line.sku_id].variant_id].idx, line.quantity,
+                      line.unit_cost) for line in po.lines]
+            arrive = po.eta + self._po_delay(po.id, po.vendor_id)
+            rec = PORec(po.id, po.vendor_id, po.supply_product_id, lines, po.cost, po.placed_at, po.eta,
+                        arrive, self.vendor_defect[po.vendor_id], opening=True)
+            self.pos[po.id] = rec
+            self.ledger.post(start, 0, Account.IN_TRANSIT, "opening_in_transit", po.cost, po.id)
+            self.schedule(arrive, PO_ARRIVAL, po.id)
+        self.next_po_no = 5001 + len(w.purchase_orders)
+
+        self.opening_net_assets = self.ledger.net_assets()
+        from .events import EventBook
+
+        self.events = EventBook(self)
+        self.events.fire_due(self.now)
+        self._record_window_balance()
+
+    def _order_from_world(self, o, status: OrderState) -> OrderRec:
+        rec = OrderRec(o.id, o.customer_id, self.variant_by_id[o.variant_id], o.quantity, o.unit_price,
+                       o.paid_subcents, o.placed_at, o.deadline, status, backorder=o.backorder, opening=True)
+        rec.unit_cost = self.variant_by_id[o.variant_id].unit_cost or 0
+        self.orders[o.id] = rec
+        return rec
+
+    # -- shared helpers for dynamics and tools ---------------------------------------
+
+    def _net_of_commission(self, paid_cents: int) -> int:
+        return paid_cents - paid_cents * self.econ.commission_bp // 10_000
+
+    def _floor_bp(self, return_id: str) -> int:
+        """Hidden acceptance floor: the share of the payment a customer accepts (80-100%)."""
+        return 8_000 + 500 * self.stream("refund-floor", return_id).randint(0, 4)
+
+    def _po_delay(self, po_id: str, vendor_id: str) -> int:
+        vendor = self.vendors[vendor_id]
+        r = self.stream("po-delay", po_id)
+        if r.random() < vendor.on_time_rate:
+            return 0
+        return r.randint(1, 7) * DAY
+
+    def _schedule_delivery(self, order: OrderRec, shipped_at: int) -> None:
+        transit = self.stream("transit", order.id).randint(36, 110) * HOUR
+        order.delivered_at = shipped_at + transit
+        self.schedule(order.delivered_at, DELIVERY, order.id)
+
+    def _maybe_schedule_return(self, order: OrderRec) -> None:
+        """Decide, once per delivered order, whether and when the customer sends it back."""
+        from ..world.vocab import CATEGORY_RETURN_WEIGHT
+
+        r = self.stream("return", order.id)
+        if order.defective_units:
+            p = 0.85
+        else:
+            p = 0.118 * CATEGORY_RETURN_WEIGHT[order.variant.product.category]
+        if r.random() >= p:
+            return
+        delay = r.randint(24, 10 * 24) * HOUR
+        at = order.delivered_at + delay
+        if at < self.now:
+            at = self.now + r.randint(1, 11) * HOUR
+        self.schedule(at, RETURN_REQUEST, order.id)
+
+    def unit_cost_now(self, sku_id: str) -> int:
+        sku = self.skus[sku_id]
+        sp = self.supply_products[sku.supply_product_id]
+        country = self.vendors[sp.vendor_id].country
+        factor = (self.cost_drift[sp.id] * self.country_cost.get(country, 1.0) * self.global_cost
+                  * self.category_cost.get(sp.category, 1.0))
+        return max(1, int(round(sku.unit_cost * factor)))
+
+    def lead_days(self, vendor_id: str) -> int:
+        vendor = self.vendors[vendor_id]
+        return vendor.lead_days + self.country_lead.get(vendor.country, 0)
+
+    def supply_available(self, sp_id: str) -> bool:
+        sp = self.supply_products[sp_id]
+        return sp_id not in self.delisted and sp.vendor_id not in self.failed_vendors
+
+    def active_listings(self) -> int:
+        return sum(1 for p in self.products if p.active)
+
+    def cash(self) -> int:
+        return self.ledger.balance[Account.CASH]
+
+    def inventory_cost(self) -> int:
+        return sum(lot.units * lot.unit_cost for v in self.variants for lot in v.lots)
+
+    def dense_value(self) -> int:
+        """Net assets plus salvage rate x inventory at cost: the dense reward channel's level."""
+        return self.ledger.net_assets() + self.inventory_cost() * self.econ.salvage_bp // 10_000
+
+    def adjust_rating(self, delta: float) -> None:
+        self.rating = min(5.0, max(1.0, self.rating + delta))
+
+    def new_customer_for(self, order_no: int) -> str:
+        r = self.stream("customer", order_no)
+        if r.random() < 0.22:
+            return self.customer_ids[r.next64() % len(self.customer_ids)]
+        self.customers_n += 1
+        cid = f"CUS-{self.customers_n:05d}"
+        self.customer_ids.append(cid)
+        return cid
+
+    def _record_window_balance(self) -> None:
+        b = self.ledger.balance
+        self.window_log.append({
+            "window": self.window + 1, "at": simtime.iso(self.now), "cash_cents": b[Account.CASH],
+            "receivable_cents": b[Account.RECEIVABLE], "in_transit_cents": b[Account.IN_TRANSIT],
+            "deposit_cents": b[Account.DEPOSIT], "net_assets_cents": self.ledger.net_assets(),
+            "inventory_units": sum(v.on_hand for v in self.variants),
+            "inventory_cost_cents": self.inventory_cost(), "dense_value_cents": self.dense_value(),
+            "rating": round(self.rating, 4),
+        })
+
+    # -- the tool surface ---------------------------------------------------------------
+
+    def call(self, name: str, arguments: dict | None = None) -> ToolResult:
+        """Call one merchant tool by name, exactly as an agent would through MCP.
+
+        Every call but ``store_status`` spends one operation, a refused one included; a
+        refusal is a structured :class:`ToolResult` error, never an exception.  Spending the
+        window's last operation advances the world after the call has run.
+        """
+        from pydantic import ValidationError
+
+        from ..tools.format import header
+        from ..tools.registry import REGISTRY, ToolError
+
+        arguments = {} if arguments is None else arguments
+        spec = REGISTRY.get(name)
+        entry = {"window": min(self.window + 1, self.n_windows), "tool": name, "arguments": arguments}
+        if spec is None:
+            error = ToolError("unknown_tool", f"there is no tool {name!r}; the tools are: "
+                              + ", ".join(sorted(REGISTRY)), tool=name)
+            return self._log(entry, ToolResult(name, header(self), None, error.as_dict()))
+        if not isinstance(arguments, dict):
+            error = ToolError("invalid_argument", "arguments must be an object of named values")
+            return self._log(entry, ToolResult(name, header(self), None, error.as_dict()))
+        if self.over and not spec.free:
+            error = ToolError("store_closed", f"the shift has ended ({self.end_reason}); the store is frozen "
+                              "for settlement and no further operations are accepted")
+            return self._log(entry, ToolResult(name, header(self), None, error.as_dict()))
+        advance_after = False
+        if not spec.free:
+            self.spend_operation()
+            advance_after = self.ops_left <= 0 and name != "end_window"
+        try:
+            args = spec.args.model_validate(arguments)
+            data = spec.handler(self, args)
+            result = ToolResult(name, "", data, None)
+        except ValidationError as exc:
+            result = ToolResult(name, "", None, _validation_error(exc).as_dict())
+        except ToolError as exc:
+            result = ToolResult(name, "", None, exc.as_dict())
+        if advance_after and not self.over:
+            self.advance()
+            if result.data is not None:
+                result.data["window_ended"] = True
+        result.header = header(self)
+        return self._log(entry, result)
+
+    def _log(self, entry: dict, result: ToolResult) -> ToolResult:
+        entry["ok"] = result.ok
+        if not result.ok:
+            entry["error"] = result.error["code"]
+        self.action_log.append(entry)
+        return result
+
+    def stop(self) -> None:
+        """The operator walks away: the world freezes now and settlement runs."""
+        self.finish("operator stopped")
+
+    def header_line(self) -> str:
+        from ..tools.format import header
+
+        return header(self)
+
+    def dense_rewards(self) -> list[int]:
+        """Per-window change of (net assets + salvage x inventory at cost), in cents."""
+        values = [row["dense_value_cents"] for row in self.window_log]
+        if self.over:
+            values.append(self.ledger.net_assets())
+        return [b - a for a, b in zip(values, values[1:])]
+
+    # -- the clock ----------------------------------------------------------------------
+
+    def spend_operation(self) -> None:
+        self.ops_left -= 1
+        self.calls += 1
+        self.attended.add(self.window)
+
+    def advance(self) -> None:
+        """Close the current window: the world moves 12 (or 24) hours."""
+        from .dynamics import run_window
+
+        if self.over:
+            return
+        run_window(self)
+        self.window += 1
+        self.now = self.start + self.window * self.window_minutes
+        self.ops_left = self.task.ops_per_window
+        self.events.fire_due(self.now)
+        self._record_window_balance()
+        if self.bankrupt:
+            self.finish("suspended: cash stayed below zero")
+        elif self.window >= self.n_windows:
+            self.finish("horizon reached")
+
+    def finish(self, reason: str) -> None:
+        from .settlement import settle
+
+        if self.over:
+            return
+        self.over = True
+        self.end_reason = reason
+        settle(self)
+
+    @property
+    def supply_roles(self) -> dict:
+        return {sp.id: sp.role for sp in self.world.supply_products}
+
+    def is_unlisted_supply(self, sp_id: str) -> bool:
+        return self.supply_products[sp_id].role == SupplyRole.UNLISTED and sp_id not in self.listed_supply
+
+    def demand_season(self, product: ProductRec, at: int) -> float:
+        return season_factor(product.season, simtime.day_of_year(at))
+
+    @staticmethod
+    def clamp(x: float, low: float, high: float) -> float:
+        return low if x < low else high if x > high else x
+
+    @staticmethod
+    def finite(x: float) -> bool:
+        return math.isfinite(x)

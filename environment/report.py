@@ -1,0 +1,76 @@
+"""The calibration report: the anchor ladder per cell as a table and a chart.
+
+Written beside the calibration file as ``<name>.report.md`` (a Markdown table like
+the paper's Table 6) and ``<name>.ladder.svg`` (one row per task, one marker per
+seed and anchor, the threshold as a tick, like its Figure 3).  Plain SVG, so the
+chart needs no plotting library.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LADDER = ("blast-list", "rule-based", "smart-triage")
+COLOURS = {"blast-list": "#d95f02", "rule-based": "#7570b3", "smart-triage": "#1b9e77", "exploiter": "#999999"}
+
+
+def table(doc: dict) -> str:
+    lines = ["| task | blast-list | rule-based | smart-triage | exploiter | threshold | oracle |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for tid, seeds in doc["tasks"].items():
+        keys = sorted(seeds, key=int)
+
+        def col(anchor: str) -> str:
+            return " / ".join(f"{seeds[k]['anchors'][anchor]['reward_composite']:.3f}" for k in keys)
+
+        thr = " / ".join(f"{seeds[k]['threshold']:.2f}" for k in keys)
+        oracle = " / ".join(seeds[k]["oracle"] for k in keys)
+        lines.append(f"| {tid} | {col('blast-list')} | {col('rule-based')} | {col('smart-triage')} | "
+                     f"{col('exploiter')} | {thr} | {oracle} |")
+    seeds_line = ", ".join(sorted({k for s in doc["tasks"].values() for k in s}, key=int))
+    return f"Anchor composites and thresholds per cell (seeds {seeds_line}, in that order).\n\n" + "\n".join(lines)
+
+
+def svg(doc: dict) -> str:
+    tasks = list(doc["tasks"])
+    row_h, left, width = 28, 130, 560
+    height = row_h * len(tasks) + 70
+    x = (lambda v: left + v * width)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<rect width="100%" height="100%" fill="white"/>']
+    for t in range(0, 9):
+        v = t / 10
+        parts.append(f'<line x1="{x(v):.1f}" y1="20" x2="{x(v):.1f}" y2="{height - 40}" stroke="#eee"/>')
+        parts.append(f'<text x="{x(v):.1f}" y="{height - 25}" text-anchor="middle">{v:.1f}</text>')
+    parts.append(f'<text x="{left + width / 2}" y="{height - 8}" text-anchor="middle">composite score</text>')
+    for i, tid in enumerate(tasks):
+        y = 35 + i * row_h
+        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{tid}</text>')
+        for k, cell in sorted(doc["tasks"][tid].items(), key=lambda kv: int(kv[0])):
+            thr = cell["threshold"]
+            parts.append(f'<line x1="{x(thr):.1f}" y1="{y - 9}" x2="{x(thr):.1f}" y2="{y + 9}" stroke="black" '
+                         f'stroke-width="2"><title>{tid} seed {k} threshold {thr:.2f}</title></line>')
+            for anchor in (*LADDER, "exploiter"):
+                v = cell["anchors"][anchor]["reward_composite"]
+                parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="4" fill="{COLOURS[anchor]}" '
+                             f'fill-opacity="0.8"><title>{tid} seed {k} {anchor} {v:.3f}</title></circle>')
+    lx = left
+    for anchor in (*LADDER, "exploiter"):
+        parts.append(f'<circle cx="{lx}" cy="10" r="4" fill="{COLOURS[anchor]}"/>'
+                     f'<text x="{lx + 8}" y="14">{anchor}</text>')
+        lx += 110
+    parts.append(f'<line x1="{lx}" y1="3" x2="{lx}" y2="17" stroke="black" stroke-width="2"/>'
+                 f'<text x="{lx + 6}" y="14">threshold</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(doc: dict, calibration_path: str | Path) -> Path:
+    path = Path(calibration_path)
+    stem = path.name[:-5] if path.name.endswith(".json") else path.name
+    md = path.with_name(stem + ".report.md")
+    chart = path.with_name(stem + ".ladder.svg")
+    chart.write_text(svg(doc))
+    md.write_text("# Calibration ladder\n\n" + table(doc) + f"\n\nChart: {chart.name}\n")
+    return md

@@ -1,0 +1,96 @@
+"""Returns: the inbox, one return in full, and refunds."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..engine.dynamics import refund_money, restock_return
+from ..engine.state import ReturnRec, ReturnState
+from ..simtime import HOUR
+from .format import usd, when
+from .registry import Args, Family, Money, PageArgs, ToolError, ToolKind, page_of, tool
+
+
+def return_row(ep, r: ReturnRec) -> dict:
+    return {
+        "return_id": r.id, "order_id": r.order.id, "status": str(r.status), "reason": r.reason,
+        "product_id": r.order.variant.product.id, "variant_id": r.order.variant.id,
+        "requested_at": when(r.requested_at), "escalates_at": when(r.escalate_at),
+        "hours_to_escalation": round((r.escalate_at - ep.now) / HOUR, 1) if r.status == ReturnState.OPEN else None,
+        "paid": usd(r.order.paid_cents), "refunded": usd(r.order.refunded), "refundable": usd(max(0, r.capacity)),
+    }
+
+
+def get_return_rec(ep, return_id: str) -> ReturnRec:
+    r = ep.returns.get(return_id)
+    if r is None:
+        raise ToolError("unknown_return", f"no return {return_id!r}; list_returns shows the ids", return_id=return_id)
+    return r
+
+
+class ListReturnsArgs(PageArgs):
+    status: Literal["open", "resolved", "escalated", "all"] = Field("open", description="Which returns to list.")
+
+
+@tool("list_returns", title="List returns", family=Family.RETURNS, kind=ToolKind.READ, args=ListReturnsArgs,
+      idempotent=True)
+def list_returns(ep, args: ListReturnsArgs) -> dict:
+    """The returns inbox, soonest escalation first. A return you leave unanswered past its
+    escalation time is refunded in full by the platform, which also fines the store. Up to
+    100 rows a page."""
+    rows = [r for r in ep.returns.values() if args.status == "all" or str(r.status) == args.status]
+    rows.sort(key=lambda r: (r.escalate_at, r.id))
+    return page_of([return_row(ep, r) for r in rows], args)
+
+
+class ReturnArgs(Args):
+    return_id: str = Field(..., max_length=40, description="A return id such as RET-20500.")
+
+
+@tool("get_return", title="Get return", family=Family.RETURNS, kind=ToolKind.READ, args=ReturnArgs,
+      idempotent=True)
+def get_return(ep, args: ReturnArgs) -> dict:
+    """One return in full: the customer's reason, the item and the batch it shipped from, what
+    the customer paid, what has been refunded, what can still be refunded, and when it
+    escalates."""
+    r = get_return_rec(ep, args.return_id)
+    return {**return_row(ep, r), "title": r.order.variant.product.title, "size": r.order.variant.size,
+            "colour": r.order.variant.colour, "quantity": r.order.quantity,
+            "delivered_at": when(r.order.delivered_at), "resolved_at": when(r.resolved_at),
+            "item_comes_back_to_stock": not r.defective}
+
+
+class RefundArgs(ReturnArgs):
+    amount: Money | None = Field(None, description="Dollars to refund now; omit to refund everything refundable.")
+
+
+@tool("refund_return", title="Refund a return", family=Family.RETURNS, kind=ToolKind.WRITE, args=RefundArgs)
+def refund_return(ep, args: RefundArgs) -> dict:
+    """Refund a return, in full by default. The customer closes the return once the refunds
+    add up to what they find acceptable; a smaller refund is still paid but leaves the return
+    open until it escalates. Refunding a sale that has not been paid out yet reduces the
+    pending payout instead of costing cash. A resolved, undamaged item goes back into stock."""
+    r = get_return_rec(ep, args.return_id)
+    if r.status != ReturnState.OPEN:
+        raise ToolError("return_closed", f"{r.id} is already {r.status}", status=str(r.status))
+    capacity = r.capacity
+    amount = capacity if args.amount is None else int(args.amount * 100)
+    if amount <= 0:
+        raise ToolError("invalid_amount", "the refund must be more than zero", amount=usd(amount))
+    if amount > capacity:
+        raise ToolError("exceeds_refundable", f"{usd(amount)} is more than the {usd(capacity)} still refundable "
+                        f"on {r.id}", refundable=usd(capacity))
+    refund_money(ep, r.order, amount, ep.now, "refund")
+    paid = r.order.paid_cents
+    accepted = r.order.refunded * 10_000 >= r.floor_bp * paid
+    if accepted:
+        r.status = ReturnState.RESOLVED
+        r.resolved_at = ep.now
+        r.credit_bp = min(10_000, r.order.refunded * 10_000 // max(1, paid))
+        restock_return(ep, r)
+    return {"return_id": r.id, "refunded_now": usd(amount), "refunded_total": usd(r.order.refunded),
+            "status": str(r.status),
+            "note": ("the customer accepted; the return is closed" if accepted else
+                     "the customer has not accepted this refund as settlement; the return stays open")}

@@ -1,0 +1,263 @@
+"""Sourcing: the supplier market, purchase orders."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..allocation import apportion
+from ..engine.episode import PO_ARRIVAL
+from ..engine.ledger import Account
+from ..engine.state import POState, PORec
+from ..simtime import DAY, HOUR
+from ..world.generate import _size_weight
+from .format import usd, when
+from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
+
+MAX_PO_UNITS = 5_000
+
+
+def get_supply(ep, sp_id: str):
+    sp = ep.supply_products.get(sp_id)
+    if sp is None:
+        raise ToolError("unknown_supply_product", f"no supply product {sp_id!r}; search_supply_catalog shows the "
+                        "ids", supply_product_id=sp_id)
+    return sp
+
+
+def restocks(ep, sp) -> str | None:
+    return sp.product_id or ep.listed_supply.get(sp.id)
+
+
+def supply_row(ep, sp) -> dict:
+    vendor = ep.vendors[sp.vendor_id]
+    costs = [ep.unit_cost_now(s) for s in sp.sku_ids]
+    return {"supply_product_id": sp.id, "title": sp.title, "category": sp.category, "season": str(sp.season),
+            "vendor_id": vendor.id, "vendor": vendor.name, "country": vendor.country,
+            "unit_cost_min": usd(min(costs)), "unit_cost_max": usd(max(costs)), "moq": vendor.moq,
+            "lead_days": ep.lead_days(vendor.id), "skus": len(sp.sku_ids), "restocks_product": restocks(ep, sp),
+            "available": ep.supply_available(sp.id)}
+
+
+class SearchSupplyArgs(PageArgs):
+    query: str | None = Field(None, max_length=80, description="Words that must appear in the title.")
+    category: str | None = Field(None, max_length=40, description="Only this category.")
+    vendor_id: str | None = Field(None, max_length=20, description="Only this vendor.")
+    country: str | None = Field(None, max_length=40, description="Only vendors in this country.")
+    listed: Literal["any", "in_shop", "not_in_shop"] = Field("any", description="Whether it restocks a shop product.")
+
+
+@tool("search_supply_catalog", title="Search supply catalog", family=Family.SOURCING, kind=ToolKind.READ,
+      args=SearchSupplyArgs, idempotent=True)
+def search_supply_catalog(ep, args: SearchSupplyArgs) -> dict:
+    """Search the supplier market: supply products with their vendor, country, current unit
+    cost range, minimum order (MOQ, units per purchase order), lead time, and which shop
+    product each restocks (none means you could list it). Up to 100 rows a page."""
+    words = (args.query or "").lower().split()
+    rows = []
+    for sp in ep.world.supply_products:
+        vendor = ep.vendors[sp.vendor_id]
+        if words and not all(w in sp.title.lower() for w in words):
+            continue
+        if args.category and sp.category != args.category.lower():
+            continue
+        if args.vendor_id and vendor.id != args.vendor_id:
+            continue
+        if args.country and vendor.country.lower() != args.country.lower():
+            continue
+        in_shop = restocks(ep, sp) is not None
+        if (args.listed == "in_shop" and not in_shop) or (args.listed == "not_in_shop" and in_shop):
+            continue
+        rows.append(sp)
+    out = page_of(rows, args)
+    out["rows"] = [supply_row(ep, sp) for sp in out["rows"]]
+    return out
+
+
+class SupplyArgs(Args):
+    supply_product_id: str = Field(..., max_length=40, description="A supply product id such as SP-0042.")
+
+
+@tool("supply_product_detail", title="Supply product detail", family=Family.SOURCING, kind=ToolKind.READ,
+      args=SupplyArgs, idempotent=True)
+def supply_product_detail(ep, args: SupplyArgs) -> dict:
+    """One supply product: every SKU (size and colour) with its current unit cost and the shop
+    variant it restocks, plus the vendor's MOQ and current lead time."""
+    sp = get_supply(ep, args.supply_product_id)
+    skus = []
+    for sku_id in sp.sku_ids:
+        sku = ep.skus[sku_id]
+        idx = ep.sku_variant.get(sku_id)
+        skus.append({"sku_id": sku_id, "size": sku.size, "colour": sku.colour,
+                     "unit_cost": usd(ep.unit_cost_now(sku_id)),
+                     "restocks_variant": ep.variants[idx].id if idx is not None else None})
+    return {**supply_row(ep, sp), "material": sp.material, "sku_rows": skus}
+
+
+class VendorArgs(Args):
+    vendor_id: str = Field(..., max_length=20, description="A vendor id such as VND-07.")
+
+
+@tool("supplier_profile", title="Supplier profile", family=Family.SOURCING, kind=ToolKind.READ, args=VendorArgs,
+      idempotent=True)
+def supplier_profile(ep, args: VendorArgs) -> dict:
+    """A vendor's profile: country, tier, current lead time, minimum order, its record of
+    delivering on time and of defect returns on the shop's past orders, and whether it is
+    still trading."""
+    vendor = ep.vendors.get(args.vendor_id)
+    if vendor is None:
+        raise ToolError("unknown_vendor", f"no vendor {args.vendor_id!r}", vendor_id=args.vendor_id)
+    record = vendor_record(ep.world)[vendor.id]
+    return {"vendor_id": vendor.id, "name": vendor.name, "country": vendor.country, "city": vendor.city,
+            "tier": str(vendor.tier), "founded": vendor.founded, "lead_days": ep.lead_days(vendor.id),
+            "moq": vendor.moq, "on_time_delivery_record": f"{round(vendor.on_time_rate * 100)}%",
+            "purchase_orders_received": record["pos"], "defect_returns_per_100_sold":
+                round(100 * record["defects"] / record["sold"], 1) if record["sold"] else None,
+            "trading": vendor.id not in ep.failed_vendors,
+            "supply_products": sorted(sp.id for sp in ep.world.supply_products if sp.vendor_id == vendor.id)}
+
+
+_RECORDS: dict[int, dict] = {}
+
+
+def vendor_record(world) -> dict:
+    """Observed history per vendor (received POs, units sold, defect returns), computed once."""
+    key = id(world)
+    if key not in _RECORDS:
+        sps = world.by_id("supply_products")
+        products = world.by_id("products")
+        orders = world.by_id("orders")
+        rec = {v.id: {"pos": 0, "sold": 0, "defects": 0} for v in world.vendors}
+        for po in world.purchase_orders:
+            if po.received_at is not None:
+                rec[po.vendor_id]["pos"] += 1
+        vendor_of = {v.id: sps[products[v.product_id].supply_product_id].vendor_id for v in world.variants}
+        for o in world.orders:
+            rec[vendor_of[o.variant_id]]["sold"] += 1
+        for r in world.returns:
+            if r.defective:
+                rec[vendor_of[orders[r.order_id].variant_id]]["defects"] += 1
+        _RECORDS[key] = rec
+    return _RECORDS[key]
+
+
+class PlacePOArgs(Args):
+    supply_product_id: str = Field(..., max_length=40, description="What to buy (see search_supply_catalog).")
+    quantity: int | None = Field(None, ge=1, le=MAX_PO_UNITS,
+                                 description="Total units, split over sizes by the standard size curve and evenly "
+                                             "over colours. Give this or lines, not both.")
+    lines: dict[str, int] | None = Field(None, description="Units per SKU or shop variant id, e.g. "
+                                         "{\"PRD-001-M-BLK\": 12}. Give this or quantity.")
+
+
+@tool("place_purchase_order", title="Place purchase order", family=Family.SOURCING, kind=ToolKind.WRITE,
+      args=PlacePOArgs)
+def place_purchase_order(ep, args: PlacePOArgs) -> dict:
+    """Buy stock from a vendor. Pays the vendor now (the money is in transit until the goods
+    land after the lead time, sometimes later), must meet the vendor's MOQ in total units, and
+    needs enough cash. Goods can only land on a product in the shop: list an unlisted supply
+    product first. A share of units may arrive defective, depending on the vendor."""
+    sp = get_supply(ep, args.supply_product_id)
+    if (args.quantity is None) == (args.lines is None):
+        raise ToolError("invalid_argument", "give either quantity or lines, not both and not neither")
+    if not ep.supply_available(sp.id):
+        raise ToolError("supply_unavailable", f"{sp.id} is not offered any more (vendor stopped trading or the "
+                        "line was withdrawn); search for another source")
+    if restocks(ep, sp) is None:
+        raise ToolError("not_in_shop", f"{sp.id} does not restock any shop product; list it first with "
+                        "list_supply_product")
+    vendor = ep.vendors[sp.vendor_id]
+    if args.lines is not None:
+        wanted: dict[str, int] = {}
+        for key, qty in sorted(args.lines.items()):
+            if isinstance(qty, bool) or not isinstance(qty, int) or qty < 0:
+                raise ToolError("invalid_argument", f"lines[{key!r}] must be a whole number of units >= 0")
+            sku_id = key if key in ep.skus and ep.skus[key].supply_product_id == sp.id else None
+            if sku_id is None:
+                idx = ep.variant_by_id.get(key)
+                sku_id = next((s for s in sp.sku_ids if idx is not None and ep.sku_variant.get(s) == idx.idx), None)
+            if sku_id is None:
+                raise ToolError("unknown_sku", f"{key!r} is neither a SKU of {sp.id} nor a shop variant it restocks",
+                                key=key)
+            if qty:
+                wanted[sku_id] = wanted.get(sku_id, 0) + qty
+    else:
+        skus = [ep.skus[s] for s in sp.sku_ids]
+        weights = [_size_weight(s.size, sp.sizes) / len(sp.colours) for s in skus]
+        wanted = {s.id: q for s, q in zip(skus, apportion(args.quantity, weights), strict=True) if q}
+    units = sum(wanted.values())
+    if units > MAX_PO_UNITS:
+        raise ToolError("too_many_units", f"{units} units is over the {MAX_PO_UNITS}-unit limit of one order")
+    if units < vendor.moq:
+        raise ToolError("below_moq", f"{vendor.name} needs at least {vendor.moq} units per order; this one has "
+                        f"{units}", moq=vendor.moq, units=units)
+    lines = []
+    cost = 0
+    for sku_id in sp.sku_ids:
+        qty = wanted.get(sku_id, 0)
+        if qty:
+            unit = ep.unit_cost_now(sku_id)
+            lines.append((sku_id, ep.sku_variant[sku_id], qty, unit))
+            cost += qty * unit
+    if cost > ep.cash():
+        raise ToolError("insufficient_cash", f"the order costs {usd(cost)} but cash is {usd(ep.cash())}",
+                        cost=usd(cost), cash=usd(ep.cash()))
+    po_id = f"PO-{ep.next_po_no}"
+    ep.next_po_no += 1
+    lead = ep.lead_days(vendor.id)
+    eta = ep.now + lead * DAY
+    po = PORec(po_id, vendor.id, sp.id, lines, cost, ep.now, eta, eta + ep._po_delay(po_id, vendor.id),
+               ep.vendor_defect[vendor.id])
+    ep.pos[po_id] = po
+    ep.ledger.post(ep.now, ep.window, Account.CASH, "po_payment", -cost, po_id)
+    ep.ledger.post(ep.now, ep.window, Account.IN_TRANSIT, "po_payment", cost, po_id)
+    ep.schedule(po.arrive_at, PO_ARRIVAL, po_id)
+    return {"po_id": po_id, "vendor": vendor.name, "units": units, "cost": usd(cost), "eta": when(eta),
+            "lines": [{"sku_id": s, "variant_id": ep.variants[i].id, "quantity": q, "unit_cost": usd(c)}
+                      for s, i, q, c in lines]}
+
+
+class POArgs(Args):
+    po_id: str = Field(..., max_length=20, description="A purchase order id such as PO-5800.")
+
+
+@tool("cancel_purchase_order", title="Cancel purchase order", family=Family.SOURCING, kind=ToolKind.WRITE,
+      args=POArgs, destructive=True)
+def cancel_purchase_order(ep, args: POArgs) -> dict:
+    """Cancel a purchase order before the vendor ships it (within its cancellation window, see
+    platform_terms). The vendor refunds the cost less a cancellation fee."""
+    po = ep.pos.get(args.po_id)
+    if po is None:
+        raise ToolError("unknown_purchase_order", f"no purchase order {args.po_id!r}", po_id=args.po_id)
+    if po.status not in (POState.PLACED, POState.IN_TRANSIT):
+        raise ToolError("not_cancellable", f"{po.id} is {po.status}", status=str(po.status))
+    window = ep.econ.po_cancel_window_hours * HOUR
+    if ep.now - po.placed_at > window:
+        raise ToolError("already_shipped", f"{po.id} was placed more than {ep.econ.po_cancel_window_hours} hours "
+                        "ago and has shipped; it can no longer be cancelled")
+    fee = po.cost * ep.econ.po_cancel_fee_bp // 10_000
+    ep.ledger.post(ep.now, ep.window, Account.IN_TRANSIT, "po_cancelled", -po.cost, po.id)
+    ep.ledger.post(ep.now, ep.window, Account.CASH, "po_cancel_refund", po.cost - fee, po.id)
+    po.status = POState.CANCELLED
+    return {"po_id": po.id, "status": "cancelled", "refunded": usd(po.cost - fee), "fee": usd(fee)}
+
+
+class ListPOArgs(PageArgs):
+    status: Literal["open", "received", "cancelled", "all"] = Field("open", description="Which orders to list.")
+
+
+@tool("list_purchase_orders", title="List purchase orders", family=Family.SOURCING, kind=ToolKind.READ,
+      args=ListPOArgs, idempotent=True)
+def list_purchase_orders(ep, args: ListPOArgs) -> dict:
+    """Your purchase orders: vendor, supply product, units, cost, when placed, expected
+    arrival and status. Open means paid and not yet landed. Up to 100 rows a page."""
+    groups = {"open": {POState.PLACED, POState.IN_TRANSIT}, "received": {POState.RECEIVED},
+              "cancelled": {POState.CANCELLED, POState.VOIDED}}
+    pos = [p for p in ep.pos.values() if args.status == "all" or p.status in groups[args.status]]
+    pos.sort(key=lambda p: (p.placed_at, p.id))
+    rows = [{"po_id": p.id, "vendor_id": p.vendor_id, "supply_product_id": p.supply_product_id,
+             "restocks_product": restocks(ep, ep.supply_products[p.supply_product_id]), "units": p.units,
+             "cost": usd(p.cost), "placed_at": when(p.placed_at), "eta": when(p.eta), "status": str(p.status),
+             "received_at": when(p.received_at)} for p in pos]
+    return page_of(rows, args)
