@@ -137,15 +137,16 @@ def take_units(ep, order: OrderRec) -> None:
     cost = 0
     n = 0
     r = ep.stream("defect", order.id)
-    for lot in variant.lots:
-        while left and lot.units:
-            lot.units -= 1
-            left -= 1
+    while left and variant.lots:
+        lot = variant.lots[0]
+        take = min(left, lot.units)
+        for _ in range(take):
             cost += lot.unit_cost
             if r.random() < lot.defect_rate:
                 order.defective_units += 1
             n += 1
-    variant.lots = [lot for lot in variant.lots if lot.units]
+        left -= take
+        ep.take_from_lot(variant, lot, take)
     variant.reserved -= order.quantity
     order.unit_cost = cost // max(1, n)
 
@@ -253,8 +254,8 @@ def restock_return(ep, ret: ReturnRec) -> None:
     if ret.defective:
         return
     order = ret.order
-    order.variant.lots.append(Lot(f"return:{ret.id}", order.quantity, order.unit_cost or order.variant.unit_cost,
-                                  0.0))
+    ep.put_lot(order.variant, Lot(f"return:{ret.id}", order.quantity,
+                                  order.unit_cost or order.variant.unit_cost, 0.0))
 
 
 # --- money and stock arriving -------------------------------------------------------------------
@@ -279,7 +280,7 @@ def _po_arrival(ep, at: int, ref: str) -> None:
     po.received_at = at
     ep.ledger.post(at, ep.window, Account.IN_TRANSIT, "po_received", -po.cost, po.id)
     for _sku_id, variant_idx, qty, unit_cost in po.lines:
-        ep.variants[variant_idx].lots.append(Lot(po.id, qty, unit_cost, po.defect_rate))
+        ep.put_lot(ep.variants[variant_idx], Lot(po.id, qty, unit_cost, po.defect_rate))
 
 
 def void_purchase_order(ep, po) -> None:
@@ -303,8 +304,7 @@ HANDLERS = {
 
 
 def _holding_cost(ep, t0: int, t1: int) -> None:
-    units = sum(lot.units for v in ep.variants for lot in v.lots)
-    hc = units * ep.econ.holding_hc_per_unit_day * (t1 - t0) // DAY + ep.holding_carry_hc
+    hc = ep.stock_units * ep.econ.holding_hc_per_unit_day * (t1 - t0) // DAY + ep.holding_carry_hc
     charge, ep.holding_carry_hc = divmod(hc, 100)
     ep.ledger.post(t1 - 1, ep.window, Account.CASH, "holding_cost", -charge, "")
 

@@ -137,6 +137,8 @@ class Episode:
         self.supply_products = sp_by_id
         self.skus = w.by_id("supply_skus")
         self.sku_variant: dict[str, int] = {}
+        self.stock_units = 0
+        self.stock_cost = 0
         self.products: list[ProductRec] = []
         self.product_by_id: dict[str, ProductRec] = {}
         self.variant_by_id: dict[str, VariantRec] = {}
@@ -240,7 +242,7 @@ class Episode:
             if units:
                 po = pos.get(v.lot_po_id) if v.lot_po_id else None
                 rate = self.vendor_defect[po.vendor_id] if po else 0.02
-                vr.lots.append(Lot(v.lot_po_id or "opening", units, v.unit_cost, rate))
+                self.put_lot(vr, Lot(v.lot_po_id or "opening", units, v.unit_cost, rate))
         for rec in self.orders.values():
             if rec.status == OrderState.OPEN and rec.backorder:
                 rec.variant.reserved += rec.quantity
@@ -353,8 +355,22 @@ class Episode:
     def cash(self) -> int:
         return self.ledger.balance[Account.CASH]
 
+    def put_lot(self, variant: VariantRec, lot: Lot) -> None:
+        variant.lots.append(lot)
+        variant.on_hand += lot.units
+        self.stock_units += lot.units
+        self.stock_cost += lot.units * lot.unit_cost
+
+    def take_from_lot(self, variant: VariantRec, lot: Lot, units: int) -> None:
+        lot.units -= units
+        variant.on_hand -= units
+        self.stock_units -= units
+        self.stock_cost -= units * lot.unit_cost
+        if not lot.units:
+            variant.lots = [x for x in variant.lots if x.units]
+
     def inventory_cost(self) -> int:
-        return sum(lot.units * lot.unit_cost for v in self.variants for lot in v.lots)
+        return self.stock_cost
 
     def dense_value(self) -> int:
         """Net assets plus salvage rate x inventory at cost: the dense reward channel's level."""
@@ -378,7 +394,7 @@ class Episode:
             "window": self.window + 1, "at": simtime.iso(self.now), "cash_cents": b[Account.CASH],
             "receivable_cents": b[Account.RECEIVABLE], "in_transit_cents": b[Account.IN_TRANSIT],
             "deposit_cents": b[Account.DEPOSIT], "net_assets_cents": self.ledger.net_assets(),
-            "inventory_units": sum(v.on_hand for v in self.variants),
+            "inventory_units": self.stock_units,
             "inventory_cost_cents": self.inventory_cost(), "dense_value_cents": self.dense_value(),
             "rating": round(self.rating, 4),
         })
@@ -447,11 +463,18 @@ class Episode:
         return header(self)
 
     def dense_rewards(self) -> list[int]:
-        """Per-window change of (net assets + salvage x inventory at cost), in cents."""
-        values = [row["dense_value_cents"] for row in self.window_log]
+        """The dense channel: per played window, the change of (net assets + salvage rate x
+        inventory at cost), in cents.  It starts from the opening capital and the last window
+        ends at the settled net assets, so the rewards sum exactly to business_raw."""
+        levels = [row["dense_value_cents"] for row in self.window_log[1:self.window + 1]]
         if self.over:
-            values.append(self.ledger.net_assets())
-        return [b - a for a, b in zip(values, values[1:])]
+            levels = levels[:-1] + [self.ledger.net_assets()] if levels else [self.ledger.net_assets()]
+        prev = self.econ.opening_capital
+        out = []
+        for level in levels:
+            out.append(level - prev)
+            prev = level
+        return out
 
     # -- the clock ----------------------------------------------------------------------
 

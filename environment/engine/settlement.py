@@ -56,7 +56,8 @@ def settle(ep) -> None:
     stock_cost = ep.inventory_cost()
     ep.ledger.post(at, ep.window, Account.CASH, "liquidation", stock_cost * e.salvage_bp // 10_000, "")
     for v in ep.variants:
-        v.lots = []
+        for lot in list(v.lots):
+            ep.take_from_lot(v, lot, lot.units)
 
 
 @dataclass(frozen=True, slots=True)

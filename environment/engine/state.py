@@ -41,7 +41,7 @@ class Lot:
 
 
 class VariantRec:
-    __slots__ = ("idx", "id", "product", "size", "colour", "price", "lots", "reserved", "sku_ids", "mix")
+    __slots__ = ("idx", "id", "product", "size", "colour", "price", "lots", "reserved", "sku_ids", "mix", "on_hand")
 
     def __init__(self, idx, id, product, size, colour, price, sku_ids, mix) -> None:
         self.idx = idx
@@ -50,14 +50,11 @@ class VariantRec:
         self.size = size
         self.colour = colour
         self.price = price
-        self.lots: list[Lot] = []
+        self.lots: list[Lot] = []  # change only through Episode.put_lot / Episode.take_from_lot
+        self.on_hand = 0  # units in all lots, kept by those two methods
         self.reserved = 0
         self.sku_ids = sku_ids
         self.mix = mix
-
-    @property
-    def on_hand(self) -> int:
-        return sum(lot.units for lot in self.lots)
 
     @property
     def available(self) -> int:

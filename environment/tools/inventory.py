@@ -79,11 +79,10 @@ def dispose_stock(ep, args: DisposeArgs) -> dict:
     value = 0
     for lot in lots:
         take = min(left, lot.units)
-        lot.units -= take
         value += take * lot.unit_cost
+        ep.take_from_lot(v, lot, take)
         left -= take
         if not left:
             break
-    v.lots = [lot for lot in v.lots if lot.units]
     return {"variant_id": v.id, "disposed": args.quantity, "cost_written_off": usd(value),
             "on_hand": v.on_hand, "available": v.available}
