@@ -221,6 +221,18 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     return 0 if all(r.reproduces for r in results) else 1
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import bench_engine
+
+    figures = bench_engine(repeats=args.repeats)
+    if args.json:
+        _print_json(figures)
+    else:
+        for key, value in figures.items():
+            print(f"{key}: {value}")
+    return 0
+
+
 # --- parser ------------------------------------------------------------------------
 
 
@@ -295,6 +307,12 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--calibration", required=True, help="calibration file")
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
+
+    bench = sub.add_parser("bench", help="measure the engine's speed (medians, printed, never asserted)",
+                           description="Measure in-process tool calls, window advances and whole episodes.")
+    bench.add_argument("--json", action="store_true", help="print JSON")
+    bench.add_argument("--repeats", type=int, default=5, help="repetitions per figure (default 5)")
+    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

@@ -149,7 +149,9 @@ class SmartTriage(Policy):
     def __init__(self) -> None:
         self.sources: dict[str, list[dict]] = {}
         self.long_rate: dict[str, float] = {}
-        self.incoming_until: dict[str, int] = {}
+        self.unit_price: dict[str, float] = {}
+        self.label = 450
+        self.salvage = 0.4
         self.priced = False
         self.window_no = 0
 
@@ -195,51 +197,80 @@ class SmartTriage(Policy):
                 self.sources.setdefault(row["restocks_product"], []).append(row)
         for row in self.rows(ep, "sales_report", days=120, group_by="product"):
             self.long_rate[row["product_id"]] = row["units"] / 120.0
+            if row["units"]:
+                self.unit_price[row["product_id"]] = cents(row["revenue"]) / row["units"]
+        terms = ep.call("platform_terms").data or {}
+        self.label = cents(terms.get("shipping_label_fee", "4.50"))
+        self.salvage = float(terms.get("liquidation_rate_percent", 40)) / 100
 
     def _restock(self, ep: Episode, status: dict) -> None:
+        """Order what will sell before the shift ends, from the source that pays best.
+
+        Demand per line is the recent sales rate, or the longer history when the line has
+        been selling out (sold-out sizes leave no sales to see).  For each source the
+        expected profit of an order weighs units likely sold before the end (at the line's
+        price, less commission and label) against units left for the liquidator.
+        """
         recent = {r["product_id"]: r for r in self.rows(ep, "sales_report", days=4, group_by="product")}
         stock = {r["product_id"]: r for r in self.rows(ep, "list_inventory", level="product")}
         now_day = ep.window * status["window_hours"] / 24.0  # the policy's own count of elapsed days
         days_left = status["windows_total"] * status["window_hours"] / 24.0 - now_day
         cash = cents(ep.call("store_status").data["cash"])
+        reserve = min(self.cash_reserve, cash // 4)
         plans = []
         for pid, inv in stock.items():
-            if inv["status"] != "active":
+            if inv["status"] != "active" or pid not in self.unit_price:
                 continue
-            rate_recent = recent.get(pid, {}).get("units", 0) / 4.0
             sold_out_share = inv["variants_sold_out"] / max(1, inv["variants"])
-            long_rate = self.long_rate.get(pid, 0.0)
-            rate = max(rate_recent, long_rate * (1.0 if sold_out_share > 0.4 else 0.6))
+            rate_recent = recent.get(pid, {}).get("units", 0) / 4.0
+            rate = max(rate_recent, self.long_rate.get(pid, 0.0) * (1.0 if sold_out_share > 0.4 else 0.6))
             if rate <= 0.02:
                 continue
-            sources = [s for s in self.sources.get(pid, []) if s["available"]]
-            if not sources:
-                continue
-            best = min(sources, key=lambda s: (cents(s["unit_cost_min"]) * (1 + 0.02 * s["lead_days"]),
-                                               s["supply_product_id"]))
-            lead = best["lead_days"]
-            sell_days = days_left - lead
-            if sell_days < 2:
-                continue
             have = inv["available"] + inv["incoming"]
-            need = rate * min(self.cover_days + lead, days_left) - have
-            need = min(need, rate * sell_days * 0.9)
-            if need < max(2.0, 0.5 * best["moq"]):
-                continue
-            quantity = max(best["moq"], int(need + 0.5))
-            urgency = have / rate
-            plans.append((urgency, pid, best, quantity))
+            price = self.unit_price[pid]
+            best = None
+            for src in self.sources.get(pid, []):
+                if not src["available"]:
+                    continue
+                lead = src["lead_days"]
+                sell_days = days_left - lead
+                if sell_days < 1.5:
+                    continue
+                need = rate * min(lead + self.cover_days, days_left) - have
+                if need <= 0.5:
+                    continue
+                quantity = max(src["moq"], int(need + 0.5))
+                cost = cents(src["unit_cost_max"])
+                left_at_arrival = max(0.0, have - rate * lead)
+                sold = min(quantity, max(0.0, rate * sell_days - left_at_arrival))
+                margin = price * 0.9 - self.label - cost
+                profit = sold * margin - (quantity - sold) * cost * (1 - self.salvage)
+                if profit > 0 and (best is None or profit > best[0]):
+                    best = (profit, src, quantity, quantity * cost)
+            if best:
+                plans.append((have / rate, pid, best))
         plans.sort(key=lambda p: (p[0], p[1]))
-        for _urgency, pid, best, quantity in plans:
-            if ep.over or self.ops(ep) < 2:
+        for _cover, pid, (_profit, src, quantity, cost) in plans:
+            if ep.over or self.ops(ep) < 3:
                 return
-            cost = quantity * cents(best["unit_cost_max"])
-            if cash - cost < self.cash_reserve:
+            if cash - cost < reserve:
                 continue
-            placed = ep.call("place_purchase_order", {"supply_product_id": best["supply_product_id"],
-                                                      "quantity": quantity})
+            placed = ep.call("place_purchase_order", {"supply_product_id": src["supply_product_id"],
+                                                      "lines": self._lines(ep, pid, quantity)})
             if placed.ok:
                 cash -= cents(placed.data["cost"])
+
+    def _lines(self, ep: Episode, pid: str, quantity: int) -> dict[str, int]:
+        """Split an order over the sizes and colours that have sold, not over every colour."""
+        from ..allocation import apportion
+
+        rows = self.rows(ep, "sales_report", days=180, group_by="variant", product_id=pid)
+        if not rows:
+            product = ep.call("get_product", {"product_id": pid}).data or {}
+            rows = [{"variant_id": v["variant_id"], "units": 0} for v in product.get("variant_rows", [])]
+        weights = [row["units"] + 0.25 for row in rows]
+        shares = apportion(quantity, weights)
+        return {row["variant_id"]: q for row, q in zip(rows, shares, strict=True) if q}
 
     # -- pricing against peers ------------------------------------------------------------
 

@@ -62,7 +62,7 @@ def expected_shoppers(ep, product, t0: int, traffic: float, doy: int) -> float:
             in_stock_share += cum - prev
         prev = cum
     price_factor = min(4.0, max(0.02, (shelf / product.ref_price) ** (-product.elasticity)))
-    attract = (ep.rating / REFERENCE_RATING) ** 2 * (0.55 + 0.45 * in_stock_share)
+    attract = (ep.rating / REFERENCE_RATING) ** 2 * (0.75 + 0.25 * in_stock_share)
     return (product.popularity * season_factor(product.season, doy) * traffic * price_factor * attract
             * copy_factor(product.copy_quality) * ep.events.demand_factor(product, t0)
             * competition_factor(ep, product, shelf, t0))
@@ -94,15 +94,28 @@ def _shoppers(ep, t0: int, t1: int) -> None:
             variant = product.variants[min(k, len(product.variants) - 1)]
             qty = 2 if r.random() < 0.08 else 1
             at = t0 + min(r.weighted_index(cum), hours - 1) * HOUR + r.randint(0, 59)
+            if variant.available < 1 and r.random() < SUBSTITUTION:
+                variant = _same_size_substitute(product, variant)
+            if variant is None or variant.available < 1:
+                continue  # stockout: the shopper leaves, and nobody sees it
             if variant.available < qty:
                 qty = 1
-            if variant.available < 1:
-                continue  # stockout: the shopper leaves, and nobody sees it
             variant.reserved += qty  # reserve now so later shoppers see the true availability
             placed.append((at, i, variant, qty))
     placed.sort(key=lambda x: (x[0], x[2].idx, x[1]))
     for at, _i, variant, qty in placed:
         _create_order(ep, at, variant, qty)
+
+
+SUBSTITUTION = 0.5  # share of shoppers who take another colour in their size when theirs is sold out
+
+
+def _same_size_substitute(product, wanted):
+    best = None
+    for v in product.variants:
+        if v.size == wanted.size and v.available > 0 and (best is None or v.mix > best.mix):
+            best = v
+    return best
 
 
 def _create_order(ep, at: int, variant, qty: int) -> None:

@@ -163,6 +163,7 @@ def platform_terms(ep, args: Args) -> dict:
         "storage_charge_per_unit_day": f"{e.holding_hc_per_unit_day / 10_000:.4f}",
         "handover_liquidation": f"stock left at the end is bought by a liquidator at {e.salvage_bp / 100:g}% of "
                                 "its cost; goods still in transit are recovered at the same rate",
+        "liquidation_rate_percent": e.salvage_bp / 100,
         "purchase_order_cancellation": f"within {e.po_cancel_window_hours} hours of placing, for a fee of "
                                        f"{e.po_cancel_fee_bp / 100:g}% of the order",
         "purchase_order_allocation": "a total quantity is split over sizes by the standard size curve "
