@@ -150,6 +150,9 @@ class SmartTriage(Policy):
         self.sources: dict[str, list[dict]] = {}
         self.long_rate: dict[str, float] = {}
         self.unit_price: dict[str, float] = {}
+        self.rates: dict[str, float] = {}
+        self.last_stock: dict[str, dict] = {}
+        self.days_left = 0.0
         self.label = 450
         self.salvage = 0.4
         self.priced = False
@@ -160,6 +163,9 @@ class SmartTriage(Policy):
     def window(self, ep: Episode, status: dict) -> None:
         self.window_no += 1
         per_day = 24 // status["window_hours"]
+        # Spare operations per 12 hours decide how often a full restock review is affordable.
+        spare = status["operations_per_window"] * 12 / status["window_hours"]
+        every_days = 1 if spare >= 16 else 2 if spare >= 12 else 3
         self._ship(ep, status)
         if status["open_returns"] and not ep.over and self.ops(ep) > 0:
             self._refund(ep)
@@ -167,12 +173,35 @@ class SmartTriage(Policy):
             return
         if not self.sources:
             self._learn_market(ep)
-        if (self.window_no - 1) % per_day == 0:
+        if (self.window_no - 1) % (per_day * every_days) == 0 and self.ops(ep) >= 6:
             self._restock(ep, status)
+        if self.window_no % (per_day * 2) == 1 and self.ops(ep) >= 4:
+            self._watch_rivals(ep)
         if not self.priced and self.ops(ep) > 2:
             self._price(ep)
         if self.ops(ep) > 2 and not ep.over:
             self._ship(ep, ep.call("store_status").data)
+
+    def _watch_rivals(self, ep: Episode) -> None:
+        """Meet a rival's price on shared lines where the margin allows; ignore it elsewhere."""
+        watch = ep.call("competitor_watch").data or {}
+        for rival in watch.get("rivals", []):
+            for row in rival["products"]:
+                if ep.over or self.ops(ep) < 3:
+                    return
+                pid = row["product_id"]
+                ours, theirs = cents(row["your_shelf_price"]), cents(row["their_price"])
+                sources = self.sources.get(pid)
+                if not ours or not sources or theirs >= ours * 0.97:
+                    continue
+                inv = self.last_stock.get(pid)
+                rate = self.rates.get(pid, 0.0)
+                if inv is None or inv["available"] < rate * self.days_left * 1.2:
+                    continue  # stock will sell out anyway: a price cut would only give margin away
+                floor = int(cents(sources[0]["unit_cost_max"]) * 1.6)
+                target = max(theirs, floor)
+                if target < ours * 0.97:
+                    ep.call("set_price", {"product_id": pid, "price": f"{target / 100:.2f}"})
 
     def _ship(self, ep: Episode, status: dict) -> None:
         if not status["orders_awaiting_shipment"] or ep.over:
@@ -217,6 +246,8 @@ class SmartTriage(Policy):
         days_left = status["windows_total"] * status["window_hours"] / 24.0 - now_day
         cash = cents(ep.call("store_status").data["cash"])
         reserve = min(self.cash_reserve, cash // 4)
+        self.last_stock = stock
+        self.days_left = days_left
         plans = []
         for pid, inv in stock.items():
             if inv["status"] != "active" or pid not in self.unit_price:
@@ -224,6 +255,7 @@ class SmartTriage(Policy):
             sold_out_share = inv["variants_sold_out"] / max(1, inv["variants"])
             rate_recent = recent.get(pid, {}).get("units", 0) / 4.0
             rate = max(rate_recent, self.long_rate.get(pid, 0.0) * (1.0 if sold_out_share > 0.4 else 0.6))
+            self.rates[pid] = rate
             if rate <= 0.02:
                 continue
             have = inv["available"] + inv["incoming"]

@@ -415,13 +415,11 @@ class Episode:
 
         arguments = {} if arguments is None else arguments
         spec = REGISTRY.get(name)
-        entry = {"window": min(self.window + 1, self.n_windows), "tool": name, "arguments": arguments}
+        entry = {"window": min(self.window + 1, self.n_windows), "tool": name,
+                 "arguments": arguments if isinstance(arguments, dict) else repr(arguments)}
         if spec is None:
             error = ToolError("unknown_tool", f"there is no tool {name!r}; the tools are: "
                               + ", ".join(sorted(REGISTRY)), tool=name)
-            return self._log(entry, ToolResult(name, header(self), None, error.as_dict()))
-        if not isinstance(arguments, dict):
-            error = ToolError("invalid_argument", "arguments must be an object of named values")
             return self._log(entry, ToolResult(name, header(self), None, error.as_dict()))
         if self.over and not spec.free:
             error = ToolError("store_closed", f"the shift has ended ({self.end_reason}); the store is frozen "
@@ -432,6 +430,9 @@ class Episode:
             self.spend_operation()
             advance_after = self.ops_left <= 0 and name != "end_window"
         try:
+            if not isinstance(arguments, dict):
+                raise ToolError("invalid_argument", "arguments must be an object of named values, "
+                                f"not {type(arguments).__name__}")
             args = spec.args.model_validate(arguments)
             data = spec.handler(self, args)
             result = ToolResult(name, "", data, None)

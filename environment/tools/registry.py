@@ -61,8 +61,8 @@ def _money(value: Any) -> Decimal:
         amount = Decimal(str(value).strip().lstrip("$"))
     except InvalidOperation:
         raise ValueError(f"{value!r} is not an amount in dollars") from None
-    if not amount.is_finite():
-        raise ValueError("must be a finite amount")
+    if not amount.is_finite() or abs(amount) >= Decimal("1e12"):
+        raise ValueError("must be a finite amount below a trillion dollars")
     if amount != amount.quantize(Decimal("0.01")):
         raise ValueError("must have at most two decimal places (whole cents)")
     return amount
@@ -113,7 +113,7 @@ def tool(name: str, *, title: str, family: Family, kind: ToolKind, args: type[Ar
 def page_of(rows: list, args: PageArgs) -> dict:
     total = len(rows)
     pages = max(1, -(-total // args.page_size))
-    if args.page > pages and total:
+    if args.page > pages:
         raise ToolError("page_out_of_range", f"page {args.page} is past the last page ({pages}) of {total} rows",
                         page=args.page, pages=pages)
     start = (args.page - 1) * args.page_size

@@ -70,8 +70,9 @@ class RefundArgs(ReturnArgs):
 def refund_return(ep, args: RefundArgs) -> dict:
     """Refund a return, in full by default. The customer closes the return once the refunds
     add up to what they find acceptable; a smaller refund is still paid but leaves the return
-    open until it escalates. Refunding a sale that has not been paid out yet reduces the
-    pending payout instead of costing cash. A resolved, undamaged item goes back into stock."""
+    open until it escalates. Refunding a sale that has not been paid out yet comes out of the
+    pending payout first; only what the payout cannot cover (the platform keeps its commission)
+    costs cash. A resolved, undamaged item goes back into stock."""
     r = get_return_rec(ep, args.return_id)
     if r.status != ReturnState.OPEN:
         raise ToolError("return_closed", f"{r.id} is already {r.status}", status=str(r.status))
