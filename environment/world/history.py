@@ -164,7 +164,7 @@ class History:
             if roll < 0.16:
                 discount = r.choice((500, 1000, 1500, 2000))
             elif counts[cid] > 1 and roll < 0.4:
-                discount = 350  # loyalty programme
+                discount = 333  # loyalty credit of 3.33%, which leaves sub-cent payments
             paid_subcents = row["price"] * quantity * (10_000 - discount) // 100
             shipped = at + self._ship_delay(r, at)
             if shipped >= SHIFT_START:
