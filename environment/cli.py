@@ -221,6 +221,29 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     return 0 if all(r.reproduces for r in results) else 1
 
 
+def _cmd_search(args: argparse.Namespace) -> int:
+    from .api import cell_constants
+    from .search import search
+    from .tasks import get_task
+
+    calibration, _digest = _load_calibration_arg(args.calibration)
+    task = get_task(args.task)
+    cell, source = cell_constants(task, args.seed, calibration)
+
+    def progress(done: int, best: float) -> None:
+        if done % max(1, args.episodes // 10) == 0 or done == args.episodes:
+            print(f"[{done}/{args.episodes}] {args.method} best composite so far {best:.3f}", file=sys.stderr,
+                  flush=True)
+
+    result = search(args.method, task.id, args.seed, cell, args.episodes, progress=progress)
+    out = {**result.as_json(), "task": task.id, "seed": args.seed, "threshold": cell["threshold"],
+           "calibration": source}
+    if not args.json:
+        out.pop("best_so_far")
+    _print_json(out)
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import bench_engine
 
@@ -307,6 +330,17 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--calibration", required=True, help="calibration file")
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
+
+    srch = sub.add_parser("search", help="random search or hill climbing over action sequences",
+                          description="Check that cheap search cannot game the composite: play N episodes of "
+                                      "random or hill-climbed action sequences and report the best composite.")
+    srch.add_argument("--method", choices=("random", "hill"), required=True)
+    srch.add_argument("--task", default="steady")
+    srch.add_argument("--seed", type=int, default=7)
+    srch.add_argument("--episodes", type=int, default=300)
+    srch.add_argument("--calibration", metavar="FILE", help="calibration file (else the cell is calibrated now)")
+    srch.add_argument("--json", action="store_true", help="include the best-so-far curve")
+    srch.set_defaults(func=_cmd_search)
 
     bench = sub.add_parser("bench", help="measure the engine's speed (medians, printed, never asserted)",
                            description="Measure in-process tool calls, window advances and whole episodes.")

@@ -173,6 +173,8 @@ class SmartTriage(Policy):
             return
         if not self.sources:
             self._learn_market(ep)
+        elif self.window_no % (per_day * 5) == 0 and self.ops(ep) >= 8:
+            self._refresh_sources(ep)
         if (self.window_no - 1) % (per_day * every_days) == 0 and self.ops(ep) >= 6:
             self._restock(ep, status)
         if self.window_no % (per_day * 2) == 1 and self.ops(ep) >= 4:
@@ -232,6 +234,14 @@ class SmartTriage(Policy):
         self.label = cents(terms.get("shipping_label_fee", "4.50"))
         self.salvage = float(terms.get("liquidation_rate_percent", 40)) / 100
 
+    def _refresh_sources(self, ep: Episode) -> None:
+        """Supplier prices, lead times and availability move: look again every few days."""
+        fresh: dict[str, list[dict]] = {}
+        for row in self.rows(ep, "search_supply_catalog", listed="in_shop"):
+            fresh.setdefault(row["restocks_product"], []).append(row)
+        if fresh:
+            self.sources = fresh
+
     def _restock(self, ep: Episode, status: dict) -> None:
         """Order what will sell before the shift ends, from the source that pays best.
 
@@ -260,7 +270,7 @@ class SmartTriage(Policy):
                 continue
             have = inv["available"] + inv["incoming"]
             price = self.unit_price[pid]
-            best = None
+            options = []
             for src in self.sources.get(pid, []):
                 if not src["available"]:
                     continue
@@ -277,20 +287,28 @@ class SmartTriage(Policy):
                 sold = min(quantity, max(0.0, rate * sell_days - left_at_arrival))
                 margin = price * 0.9 - self.label - cost
                 profit = sold * margin - (quantity - sold) * cost * (1 - self.salvage)
-                if profit > 0 and (best is None or profit > best[0]):
-                    best = (profit, src, quantity, quantity * cost)
+                if profit > 0:
+                    options.append((profit, src["supply_product_id"], src, quantity, quantity * cost))
+            options.sort(key=lambda o: (-o[0], o[1]))
+            best = options or None
             if best:
                 plans.append((have / rate, pid, best))
         plans.sort(key=lambda p: (p[0], p[1]))
-        for _cover, pid, (_profit, src, quantity, cost) in plans:
-            if ep.over or self.ops(ep) < 3:
-                return
-            if cash - cost < reserve:
-                continue
-            placed = ep.call("place_purchase_order", {"supply_product_id": src["supply_product_id"],
-                                                      "lines": self._lines(ep, pid, quantity)})
-            if placed.ok:
-                cash -= cents(placed.data["cost"])
+        for _cover, pid, options in plans:
+            for _profit, _sp, src, quantity, cost in options:
+                if ep.over or self.ops(ep) < 3:
+                    return
+                if cash - cost < reserve:
+                    break
+                placed = ep.call("place_purchase_order", {"supply_product_id": src["supply_product_id"],
+                                                          "lines": self._lines(ep, pid, quantity)})
+                if placed.ok:
+                    cash -= cents(placed.data["cost"])
+                    break
+                if placed.error["code"] == "supply_unavailable":
+                    src["available"] = False  # withdrawn since we looked: try the next source
+                    continue
+                break
 
     def _lines(self, ep: Episode, pid: str, quantity: int) -> dict[str, int]:
         """Split an order over the sizes and colours that have sold, not over every colour."""
