@@ -64,7 +64,7 @@ def threshold_of(composites: dict[str, Decimal]) -> Decimal:
     top = sorted((composites[a] for a in HONEST_TRADING), reverse=True)
     a, b = top[0], top[1]
     if a - b <= TIE:
-        return _r2(b - Decimal("0.01"))
+        return b - Decimal("0.01")  # the release keeps this one unrounded
     return _r2((a + b) / 2)
 
 

@@ -125,6 +125,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .world import world_hash
 
     get_anchor(args.policy)  # refuse an unknown policy before any work
+    from pathlib import Path
+
+    from .artifacts import ArtifactError
+
+    out_path = Path(args.out)
+    if out_path.exists() and (not out_path.is_dir() or any(out_path.iterdir())):
+        raise ArtifactError(f"{out_path} already holds files; choose an empty or new folder")
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     started = time.perf_counter()
     ep = arm(args.task, args.seed)
@@ -207,8 +214,8 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     from .calibration import load_calibration
     from .grading import regrade
 
-    calibration, _digest = load_calibration(args.calibration)
-    results = [regrade(folder, calibration) for folder in args.dirs]
+    calibration, digest = load_calibration(args.calibration)
+    results = [regrade(folder, calibration, digest) for folder in args.dirs]
     if args.json:
         _print_json({"all_reproduce": all(r.reproduces for r in results), "trials": [r.as_json() for r in results]})
     else:
@@ -241,6 +248,19 @@ def _cmd_search(args: argparse.Namespace) -> int:
     if not args.json:
         out.pop("best_so_far")
     _print_json(out)
+    return 0
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve one episode over MCP on stdio (the MCP adapter lives outside the core)."""
+    from .tasks import get_task
+
+    get_task(args.task)  # refuse an unknown task before the server starts
+    from mcp_client.server import serve_stdio
+
+    ep = serve_stdio(args.task, args.seed)
+    if ep is not None and not ep.over:
+        ep.stop()
     return 0
 
 
@@ -330,6 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--calibration", required=True, help="calibration file")
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
+
+    mcp = sub.add_parser("mcp", help="serve one episode to an MCP client on stdio",
+                         description="Arm an episode of TASK and SEED and serve its 29 tools over the Model "
+                                     "Context Protocol on stdin/stdout, for any MCP-capable agent harness. "
+                                     "Grading is not reachable through it.")
+    mcp.add_argument("--task", required=True, help="task id")
+    mcp.add_argument("--seed", required=True, type=int, help="task seed")
+    mcp.set_defaults(func=_cmd_mcp)
 
     srch = sub.add_parser("search", help="random search or hill climbing over action sequences",
                           description="Check that cheap search cannot game the composite: play N episodes of "

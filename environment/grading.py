@@ -63,7 +63,29 @@ def ledger_totals(path: Path) -> tuple[Decimal, Decimal]:
     return Decimal(net) / 100, Decimal(capital) / 100
 
 
-def regrade(folder: str | Path, calibration: dict) -> Regrade:
+def _zero(out: Regrade, problem: str) -> Regrade:
+    """A trial whose artifacts cannot be checked grades to numeric zero, with the reason."""
+    out.problems.append(problem)
+    out.business = out.reliability = out.composite = Decimal(0)
+    out.passed = False
+    return out
+
+
+def _attended_windows(path: Path) -> int | None:
+    """Windows in which the action log spent at least one operation (None without a log)."""
+    if not path.exists():
+        return None
+    windows = set()
+    with path.open() as fh:
+        for line in fh:
+            if line.strip():
+                entry = json.loads(line)
+                if entry.get("op", True) and entry.get("tool") != "store_status":
+                    windows.add(entry["window"])
+    return len(windows)
+
+
+def regrade(folder: str | Path, calibration: dict, calibration_hash: str | None = None) -> Regrade:
     folder = Path(folder)
     out = Regrade(str(folder))
     try:
@@ -80,15 +102,22 @@ def regrade(folder: str | Path, calibration: dict) -> Regrade:
     if cell is None:
         out.problems.append(f"no calibration cell for task {out.task!r} seed {out.seed!r}")
         return out
+    manifest_path = folder / "manifest.json"
+    if manifest_path.exists() and calibration_hash is not None:
+        try:
+            recorded = json.loads(manifest_path.read_text()).get("calibration_hash")
+        except ValueError as exc:
+            return _zero(out, f"manifest.json unreadable: {exc}")
+        if recorded is not None and recorded != calibration_hash:
+            return _zero(out, f"the trial's manifest records calibration hash {recorded}, but this calibration "
+                              f"hashes to {calibration_hash}; refusing to re-grade it against another calibration")
     ledger = folder / "ledger.jsonl"
     if not ledger.exists():
-        out.problems.append("ledger.jsonl is missing: the score cannot be checked and grades to zero")
-        return out
+        return _zero(out, "ledger.jsonl is missing: the score cannot be checked and grades to zero")
     try:
         net, capital = ledger_totals(ledger)
     except (OSError, ValueError, KeyError) as exc:
-        out.problems.append(f"ledger.jsonl unreadable: {exc}")
-        return out
+        return _zero(out, f"ledger.jsonl unreadable, so the trial grades to zero: {exc}")
     raw = net - capital
     for name, mine in (("net_assets", net), ("business_raw", raw)):
         theirs = _dec(stored.get(name))
@@ -101,6 +130,19 @@ def regrade(folder: str | Path, calibration: dict) -> Regrade:
     out.reliability = (sum(defined, Decimal(0)) / len(defined)).quantize(Decimal("0.000001")) if defined \
         else Decimal(0)
     continuity = _dec(stored.get("continuity")) or Decimal(0)
+    attended = _attended_windows(folder / "actions.jsonl")
+    total = stored.get("windows_total") or summary.get("windows_total")
+    if attended is not None and total:
+        derived = (Decimal(attended) / Decimal(total)).quantize(Decimal("0.000001"))
+        if abs(derived - continuity) > TOLERANCE:
+            out.problems.append(f"continuity: score.json says {continuity}, the action log attends {attended} "
+                                f"of {total} windows ({derived})")
+    for rate, num, den in (("on_time_rate", "orders_on_time", "orders_due"),
+                           ("return_handled_rate", "return_credit", "returns_due")):
+        if stored.get(den):
+            derived = (_dec(stored.get(num)) / _dec(stored[den])).quantize(Decimal("0.000001"))
+            if _dec(stored.get(rate)) is None or abs(derived - _dec(stored[rate])) > TOLERANCE:
+                out.problems.append(f"{rate}: score.json says {stored.get(rate)}, its own counts give {derived}")
     out.composite = compose(out.business, out.reliability, continuity)
     out.passed = out.composite >= _dec(cell["threshold"])
     for name, mine in (("business", out.business), ("reliability", out.reliability),

@@ -198,8 +198,8 @@ class SmartTriage(Policy):
                     continue
                 inv = self.last_stock.get(pid)
                 rate = self.rates.get(pid, 0.0)
-                if inv is None or inv["available"] < rate * self.days_left * 1.2:
-                    continue  # stock will sell out anyway: a price cut would only give margin away
+                if inv is None or inv["available"] < rate * self.days_left * 1.2 or self.days_left < 10:
+                    continue  # stock will sell out anyway, or too little time is left for a cut to pay
                 floor = int(cents(sources[0]["unit_cost_max"]) * 1.6)
                 target = max(theirs, floor)
                 if target < ours * 0.97:

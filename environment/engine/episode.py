@@ -425,10 +425,10 @@ class Episode:
             error = ToolError("store_closed", f"the shift has ended ({self.end_reason}); the store is frozen "
                               "for settlement and no further operations are accepted")
             return self._log(entry, ToolResult(name, header(self), None, error.as_dict()))
-        advance_after = False
+        window_before = self.window
+        entry["op"] = not spec.free
         if not spec.free:
             self.spend_operation()
-            advance_after = self.ops_left <= 0 and name != "end_window"
         try:
             if not isinstance(arguments, dict):
                 raise ToolError("invalid_argument", "arguments must be an object of named values, "
@@ -440,8 +440,8 @@ class Episode:
             result = ToolResult(name, "", None, _validation_error(exc).as_dict())
         except ToolError as exc:
             result = ToolResult(name, "", None, exc.as_dict())
-        if advance_after and not self.over:
-            self.advance()
+        if not spec.free and not self.over and self.window == window_before and self.ops_left <= 0:
+            self.advance()  # the window's last operation, refused or not, moves the world
             if result.data is not None:
                 result.data["window_ended"] = True
         result.header = header(self)

@@ -243,7 +243,8 @@ def load_task_text(text: str, source: str = "<text>", split: str = "eval") -> Ta
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise TaskFileError(f"{source}: not valid TOML: {exc}", file=source) from exc
+        raise TaskFileError(f"{source}: not valid TOML: {exc}", file=source, field=None,
+                            reason=f"not valid TOML: {exc}") from exc
     try:
         task = _parse(doc, split)
     except _Reject as exc:
@@ -271,9 +272,11 @@ def _bundled() -> dict[str, Task]:
         for path in sorted((FILES / split).glob("*.toml")):
             task = load_task(path)
             if task.id in tasks:
-                raise TaskFileError(f"{path}: task.id: {task.id!r} is already defined by {tasks[task.id].source}")
+                reason = f"{task.id!r} is already defined by {tasks[task.id].source}"
+                raise TaskFileError(f"{path}: task.id: {reason}", file=str(path), field="task.id", reason=reason)
             if task.id != path.stem:
-                raise TaskFileError(f"{path}: task.id: {task.id!r} must match the file name {path.stem!r}")
+                reason = f"{task.id!r} must match the file name {path.stem!r}"
+                raise TaskFileError(f"{path}: task.id: {reason}", file=str(path), field="task.id", reason=reason)
             tasks[task.id] = task
     return tasks
 

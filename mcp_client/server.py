@@ -1,0 +1,221 @@
+"""The MCP server: the 29 merchant tools of :data:`environment.tools.REGISTRY`, over MCP.
+
+This module declares no tool.  :func:`build_server` walks the core's registry and, for
+each :class:`~environment.tools.registry.ToolSpec`, generates one async function whose
+signature is derived from ``spec.args.model_fields``: each field becomes a keyword-only
+parameter annotated ``Annotated[<field annotation>, *<field metadata>, Field(description=...)]``
+with the field's default.  The SDK turns that signature into the tool's input schema, so
+the schema an MCP client sees is the core's own pydantic fields (names, types, enums,
+bounds, defaults, descriptions); the one thing a signature cannot say, that unknown
+arguments are refused (the core's ``extra="forbid"``), is added as
+``additionalProperties: false``.  A test checks the published schema equals
+``spec.input_schema()`` for all 29 tools.  Title, description and annotations
+(read-only, destructive, idempotent; never open-world) come from the spec too.  Grading
+and calibration are not tools and are never exposed.
+
+Validation.  The SDK validates arguments against the signature before the function runs,
+and it is lenient: unknown arguments are dropped, ``"7"`` passes as an int, JSON inside a
+string is parsed.  The core is the authority and is strict, so the generated function does
+not use the values the SDK hands it: it forwards the ``arguments`` object exactly as it
+arrived on the wire (``ctx.request_context.params["arguments"]``, a public field of the
+SDK's request context) to ``Episode.call``, which validates strictly, meters the call (a
+refused call spends an operation, like any other), logs it, and answers.  What the SDK
+itself rejects (a value no lax coercion can fix: ``"abc"`` for an int, an enum value not in
+the list, a number out of bounds, a string over its ``maxLength``, a price with fractional
+cents, a missing required argument) never reaches the core: the client gets the SDK's
+``isError`` result (pydantic's text, no store header), no operation is spent and the
+action log does not see it.  The schema and the SDK's check
+are one and the same: carrying the fields' bounds and validators (``Money``) into the
+signature is what makes the published schema the core's, and it is also why the SDK
+refuses what that schema rules out.  ``tests/test_mcp_server.py`` pins down which layer
+answers what.
+
+Results.  A successful call returns ``ToolResult.text()``, the store header line then
+compact JSON, as a single text content block (``structured_output=False``: no
+``structuredContent`` copy doubling the bytes).  A refusal raises the SDK's
+:class:`~mcp.server.mcpserver.exceptions.ToolError`, so the client sees ``isError: true``
+with the text ``Error executing tool <name>: <code>: <message>``, then the header line and
+the same ``{"error": {...}}`` JSON the core returns.  Anything else that escapes the core is
+a bug; the SDK reports it as ``Error executing tool <name>`` and withholds the details.
+
+Episodes.  ``episode_provider`` is a zero-argument callable that returns the Episode the
+current request acts on.  It is called on the event loop at the start of every call, so a
+later HTTP front end can read the caller's token from a context variable and return that
+token's episode; :func:`serve_stdio` serves one armed episode.  The core call itself runs
+on a worker thread (``sales_report`` or closing a window takes milliseconds; the event
+loop stays free for other sessions) under a per-episode lock, so calls on one episode are
+serialised exactly as the core expects.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from environment.engine import Episode
+from environment.engine.episode import ToolResult
+from environment.tools import REGISTRY, ToolSpec
+
+__all__ = ["SERVER_NAME", "build_server", "serve_stdio", "tool_function"]
+
+SERVER_NAME = "storebench"
+_CTX = "ctx"  # name of the Context parameter of every generated function (not in any schema)
+
+EpisodeProvider = Callable[[], Episode]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+# --- serialising calls per episode -------------------------------------------------------
+
+_locks: weakref.WeakKeyDictionary[Episode, threading.Lock] = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+def _lock_for(episode: Episode) -> threading.Lock:
+    with _locks_guard:
+        lock = _locks.get(episode)
+        if lock is None:
+            lock = _locks[episode] = threading.Lock()
+        return lock
+
+
+def _call_locked(episode: Episode, name: str, arguments: Any) -> ToolResult:
+    with _lock_for(episode):
+        return episode.call(name, arguments)
+
+
+# --- the arguments as sent ----------------------------------------------------------------
+
+
+def _wire_arguments(ctx: Context, validated: dict[str, Any], spec: ToolSpec) -> Any:
+    """The ``arguments`` object exactly as the client sent it.
+
+    Read from the request context the SDK hands the tool.  Without a request (an
+    in-process ``MCPServer.call_tool()``, which has no wire), fall back to what the SDK
+    validated, minus optional arguments left at a ``None`` default: the only case where
+    the SDK's coercions can reach the core.
+    """
+    try:
+        params = ctx.request_context.params
+    except ValueError:  # "Context is not available outside of a request"
+        params = None
+    if isinstance(params, Mapping):
+        arguments = params.get("arguments")
+        return {} if arguments is None else arguments
+    fields = spec.args.model_fields
+    return {k: v for k, v in validated.items()
+            if not (v is None and k in fields and not fields[k].is_required() and fields[k].default is None)}
+
+
+# --- one generated function per tool --------------------------------------------------------
+
+
+def _error_text(result: ToolResult) -> str:
+    error = result.error or {}
+    return f"{error.get('code', 'error')}: {error.get('message', '')}\n{result.text()}"
+
+
+def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable[..., Any]:
+    """The async function the SDK registers for ``spec``: its signature is ``spec.args``."""
+    fields = spec.args.model_fields
+    if _CTX in fields:
+        raise RuntimeError(f"tool {spec.name!r} has an argument named {_CTX!r}, reserved for the MCP context")
+
+    async def call_tool(**kwargs: Any) -> str:
+        ctx = kwargs.pop(_CTX)
+        arguments = _wire_arguments(ctx, kwargs, spec)
+        episode = episode_provider()
+        result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments)
+        if not result.ok:
+            raise ToolError(_error_text(result))
+        return result.text()
+
+    parameters: list[inspect.Parameter] = []
+    annotations: dict[str, Any] = {}
+    for name, field in fields.items():
+        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=annotation))
+        annotations[name] = annotation
+    parameters.append(inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+    annotations[_CTX] = Context
+    annotations["return"] = str
+
+    call_tool.__name__ = call_tool.__qualname__ = spec.name
+    call_tool.__doc__ = spec.description
+    call_tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    call_tool.__annotations__ = annotations
+    return call_tool
+
+
+def _tool(spec: ToolSpec, episode_provider: EpisodeProvider) -> Tool:
+    tool = Tool.from_function(
+        tool_function(spec, episode_provider),
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        annotations=ToolAnnotations(
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=False,
+        ),
+        structured_output=False,
+    )
+    if tool.context_kwarg != _CTX:
+        raise RuntimeError(f"the SDK did not recognise the context parameter of {spec.name!r}")
+    # The core refuses unknown arguments (extra="forbid"); say so in the published schema,
+    # as spec.input_schema() does, and drop the SDK's generated model title ("<name>Arguments"),
+    # which spec.input_schema() drops too.  Everything else comes from the signature.
+    tool.parameters["additionalProperties"] = False
+    tool.parameters.pop("title", None)
+    return tool
+
+
+def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING") -> MCPServer:
+    """An MCP server exposing the 29 merchant tools, each acting on ``episode_provider()``.
+
+    Tools are built with ``Tool.from_function``, exactly what ``MCPServer.add_tool`` does
+    internally, and handed to the constructor, so the published schema can also carry
+    ``additionalProperties: false``.  ``log_level`` is the SDK's: at ``INFO`` it logs every
+    refused call, with its text, to stderr.
+    """
+    tools = [_tool(spec, episode_provider) for spec in REGISTRY.values()]
+    if len({t.name for t in tools}) != len(tools):
+        raise RuntimeError("a tool is declared twice")
+    return MCPServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("storebench")
+    except PackageNotFoundError:
+        return ""
+
+
+# --- stdio ---------------------------------------------------------------------------------
+
+
+def serve_stdio(task_id: str, seed: int) -> Episode:
+    """Arm ``task_id`` at ``seed`` and serve it on stdin/stdout until the client hangs up.
+
+    Returns the episode, as played, so a caller can settle, grade or save it.
+    """
+    from environment.api import arm
+
+    episode = arm(task_id, seed)
+    build_server(lambda: episode).run("stdio")
+    return episode

@@ -1,0 +1,552 @@
+"""Calibration constants, gates, the calibration file, the CLI and re-grading
+(spec: ../shared/spec/calibration.md and environment.md section 6)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+
+import pytest
+
+from environment import calibration as cal
+from environment.calibration import (
+    FLAP_MARGIN,
+    JUDGMENT_GAP,
+    TIE,
+    CalibrationError,
+    calibrate_cell,
+    cell_of,
+    check_gates,
+    document,
+    load_calibration,
+    threshold_of,
+    write_calibration,
+)
+from environment.tasks import get_task
+
+REPO = Path(__file__).resolve().parents[1]
+D = Decimal
+RELEASE_FIELDS = ("seed", "windows_played", "net_assets", "business_raw", "business", "reliability", "on_time_rate",
+                  "return_handled_rate", "continuity", "bankrupt", "reward_composite")
+
+
+def storebench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "environment", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True)
+
+
+def r2(x: Decimal) -> Decimal:
+    return x.quantize(D("0.01"), rounding=ROUND_HALF_EVEN)
+
+
+def test_constants_are_the_specified_ones():
+    assert (TIE, JUDGMENT_GAP, FLAP_MARGIN) == (D("0.02"), D("0.05"), D("0.005"))
+
+
+# --- threshold_of ------------------------------------------------------------------------------
+
+
+def ladder(blast: str, rule: str, smart: str, **others: str) -> dict[str, Decimal]:
+    out = {"do-nothing": D("0"), "absentee": D("0.1"), "exploiter": D("0.04"),
+           "blast-list": D(blast), "rule-based": D(rule), "smart-triage": D(smart)}
+    out.update({k.replace("_", "-"): D(v) for k, v in others.items()})
+    return out
+
+
+@pytest.mark.parametrize(("blast", "rule", "smart", "expected"), [
+    ("0.60", "0.66", "0.74", "0.70"),       # midway of the top two: 0.70
+    ("0.55", "0.6712", "0.7398", "0.71"),   # 0.7055 -> 0.71
+    ("0.55", "0.6712", "0.7350", "0.70"),   # 0.7031 -> 0.70
+    ("0.76", "0.60", "0.70", "0.73"),       # blast-list can be one of the top two: (0.76 + 0.70) / 2
+    ("0.30", "0.8049", "0.55", "0.68"),     # 0.67745 -> 0.68
+])
+def test_threshold_is_midway_of_the_top_two_rounded_to_two_decimals(blast, rule, smart, expected):
+    comp = ladder(blast, rule, smart)
+    top = sorted((comp["blast-list"], comp["rule-based"], comp["smart-triage"]), reverse=True)[:2]
+    assert top[0] - top[1] > TIE
+    assert threshold_of(comp) == D(expected)
+
+
+@pytest.mark.parametrize(("blast", "rule", "smart", "expected"), [
+    ("0.60", "0.72", "0.73", "0.71"),       # within 0.02: 0.01 below the lower one
+    ("0.60", "0.72", "0.72", "0.71"),       # exactly equal
+    ("0.60", "0.72", "0.74", "0.71"),       # exactly 0.02 apart is still a tie
+    ("0.60", "0.74", "0.72", "0.71"),       # whichever judgment anchor is ahead
+    ("0.70", "0.71", "0.55", "0.69"),       # blast-list among the top two
+])
+def test_threshold_tie_rule_is_a_hundredth_below_the_lower_of_the_top_two(blast, rule, smart, expected):
+    assert threshold_of(ladder(blast, rule, smart)) == D(expected)
+
+
+def test_threshold_just_past_the_tie_boundary_is_midway():
+    # 0.7401 - 0.72 = 0.0201 > 0.02: midway 0.73005 -> 0.73 (the tie rule would give 0.71)
+    assert threshold_of(ladder("0.60", "0.72", "0.7401")) == D("0.73")
+    # 0.7399 - 0.72 = 0.0199: tie
+    assert threshold_of(ladder("0.60", "0.72", "0.7399")) == D("0.71")
+
+
+def test_threshold_reads_only_the_honest_trading_anchors():
+    base = threshold_of(ladder("0.60", "0.66", "0.74"))
+    assert threshold_of(ladder("0.60", "0.66", "0.74", exploiter="0.99", absentee="0.98")) == base
+
+
+def test_tie_threshold_is_not_rounded_to_cents_like_the_release():
+    assert threshold_of(ladder("0.593", "0.701", "0.701")) == D("0.691")
+    assert threshold_of(ladder("0.674", "0.712", "0.716")) == D("0.702")
+
+
+# --- check_gates -------------------------------------------------------------------------------
+
+
+def hand_cell(seed: int = 7, threshold: float = 0.71, **composites: float) -> dict:
+    comp = {"do-nothing": 0.0, "absentee": 0.1, "blast-list": 0.60, "rule-based": 0.72, "smart-triage": 0.74,
+            "exploiter": 0.04}
+    comp.update({k.replace("_", "-"): v for k, v in composites.items()})
+    return {"seed": seed, "business_zero_raw": 15000.0, "business_scale": 1500.0, "oracle": "smart-triage",
+            "threshold": threshold,
+            "anchors": {name: {"business_raw": 0.0, "business_normalized": 0.0, "reward_composite": v,
+                               "reliability": 0.0, "continuity": 1.0, "net_assets": 0.0}
+                        for name, v in comp.items()}}
+
+
+def test_a_healthy_cell_passes_all_four_gates():
+    cell = hand_cell()
+    assert float(threshold_of({k: D(str(a["reward_composite"])) for k, a in cell["anchors"].items()})) == 0.71
+    assert check_gates("cash-crunch", cell) == []
+
+
+@pytest.mark.parametrize(("gate", "seed", "cell"), [
+    # rule-based falls below blast-list; smart-triage still clears it widely; threshold midway 0.74/0.60
+    ("ordering", 11, hand_cell(11, threshold=0.67, rule_based=0.55)),
+    # a judgment anchor that only ties blast-list also fails ordering
+    ("ordering", 13, hand_cell(13, threshold=0.67, rule_based=0.60)),
+    # judgment clears blast-list by 0.04 < 0.05; threshold 0.71 is 0.01 from both neighbours
+    ("judgment-gap", 7, hand_cell(7, threshold=0.71, blast_list=0.70)),
+    # threshold 0.003 below smart-triage
+    ("flap-margin", 13, hand_cell(13, threshold=0.737)),
+    # threshold 0.002 above rule-based
+    ("flap-margin", 11, hand_cell(11, threshold=0.722)),
+    # threshold above every anchor
+    ("flap-margin", 7, hand_cell(7, threshold=0.80)),
+    # threshold sitting exactly on an anchor
+    ("flap-margin", 7, hand_cell(7, threshold=0.72)),
+    # the exploiter ties the absentee
+    ("exploit-suppression", 11, hand_cell(11, exploiter=0.10)),
+    # the exploiter beats the absentee outright
+    ("exploit-suppression", 13, hand_cell(13, exploiter=0.35)),
+])
+def test_a_cell_failing_one_gate_fails_exactly_that_gate_and_names_it(gate, seed, cell):
+    failures = check_gates("counter-punch", cell)
+    assert {f.gate for f in failures} == {gate}
+    for f in failures:
+        assert (f.task, f.seed) == ("counter-punch", seed)
+        text = str(f)
+        assert text.startswith(f"counter-punch seed {seed}: gate {gate} failed: ")
+
+
+def test_ordering_names_each_failing_judgment_anchor():
+    failures = check_gates("steady", hand_cell(threshold=0.30, rule_based=0.09, smart_triage=0.05,
+                                               blast_list=0.08, absentee=0.1))
+    ordering = [f for f in failures if f.gate == "ordering"]
+    assert len(ordering) == 2
+    assert any("rule-based" in f.detail for f in ordering) and any("smart-triage" in f.detail for f in ordering)
+
+
+def test_gate_boundaries():
+    """A judgment gap of exactly 0.05 and a flap margin of exactly 0.005 (above or below) pass."""
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.71, blast_list=0.69))] == []
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.715, rule_based=0.72, smart_triage=0.72))] == []
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.7151, rule_based=0.72, smart_triage=0.72))] == [
+        "flap-margin"]
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.605, blast_list=0.60, rule_based=0.61,
+                                                       smart_triage=0.65))] == []
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.6049, blast_list=0.60, rule_based=0.61,
+                                                       smart_triage=0.65))] == ["flap-margin"]
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.64, blast_list=0.60, smart_triage=0.65,
+                                                       rule_based=0.62))] == []
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.63, blast_list=0.60, smart_triage=0.6499,
+                                                       rule_based=0.62))] == ["judgment-gap"]
+    assert [f.gate for f in check_gates("t", hand_cell(exploiter=0.0999))] == []
+
+
+# --- calibrate_cell on a real cell -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def counter_punch_7() -> dict:
+    from environment.world import load_world
+
+    return calibrate_cell(get_task("counter-punch"), 7, load_world())
+
+
+def test_calibrated_constants_follow_from_the_anchors(counter_punch_7):
+    cell = counter_punch_7
+    a = cell["anchors"]
+    assert set(a) == {"do-nothing", "absentee", "blast-list", "rule-based", "smart-triage", "exploiter"}
+    assert cell["seed"] == 7
+    raw = {name: D(str(v["business_raw"])) for name, v in a.items()}
+    zero = max(raw["do-nothing"], raw["absentee"])
+    assert D(str(cell["business_zero_raw"])) == zero
+    best = max(raw["rule-based"], raw["smart-triage"])
+    assert D(str(cell["business_scale"])) == r2((best - zero) / D("0.70"))
+    assert cell["business_scale"] > 0
+    assert raw[cell["oracle"]] == best
+    assert cell["oracle"] in ("rule-based", "smart-triage")
+    assert a["do-nothing"]["reward_composite"] == 0.0
+    assert a["absentee"]["reward_composite"] == 0.1
+    assert abs(a[cell["oracle"]]["business_normalized"] - 0.70) <= 0.001
+    for name, v in a.items():
+        assert v["net_assets"] - v["business_raw"] == pytest.approx(30_000, abs=0.005)  # opening capital
+        expected = D("0.7") * D(str(v["business_normalized"])) + D("0.2") * D(str(v["reliability"])) \
+            + D("0.1") * D(str(v["continuity"]))
+        assert abs(D(str(v["reward_composite"])) - expected) <= D("0.000001"), name
+
+
+def test_calibrated_threshold_follows_the_rules(counter_punch_7):
+    cell = counter_punch_7
+    comp = {name: D(str(v["reward_composite"])) for name, v in cell["anchors"].items()}
+    assert D(str(cell["threshold"])) == threshold_of(comp)
+    a, b = sorted((comp["blast-list"], comp["rule-based"], comp["smart-triage"]), reverse=True)[:2]
+    threshold = D(str(cell["threshold"]))
+    if a - b > TIE:
+        assert threshold == r2((a + b) / 2)
+    else:  # the release keeps b - 0.01 as is, unrounded
+        assert threshold == b - D("0.01")
+    assert threshold <= max(a, b)
+
+
+def test_calibrated_cell_passes_all_gates(counter_punch_7):
+    assert check_gates("counter-punch", counter_punch_7) == []
+
+
+# --- the calibration file ----------------------------------------------------------------------
+
+
+def test_write_and_load_round_trip(tmp_path):
+    cells = {"cash-crunch": {11: hand_cell(11), 7: hand_cell(7)}, "steady": {13: hand_cell(13, threshold=0.7)}}
+    doc = document(cells, "sha256:" + "ab" * 32)
+    assert list(doc["tasks"]["cash-crunch"]) == ["7", "11"]
+    path = tmp_path / "cal.json"
+    digest = write_calibration(doc, path)
+    data = path.read_bytes()
+    assert digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert (tmp_path / "cal.json.sha256").read_text().strip() == digest
+    assert not (tmp_path / "cal.json.tmp").exists()
+    loaded, loaded_digest = load_calibration(path)
+    assert loaded == json.loads(json.dumps(doc)) and loaded_digest == digest
+    assert loaded["world_hash"] == "sha256:" + "ab" * 32
+    assert cell_of(loaded, "cash-crunch", 11) == hand_cell(11)
+    assert cell_of(loaded, "cash-crunch", 13) is None and cell_of(loaded, "nope", 7) is None
+    # deterministic bytes: writing the same document again gives the same hash
+    assert write_calibration(doc, tmp_path / "again.json") == digest
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (json.dumps({"world_hash": "x"}), "not a calibration file (no 'tasks' table)"),
+    (json.dumps([1, 2]), "not a calibration file (no 'tasks' table)"),
+    (json.dumps({"tasks": {"counter-punch": {"7": {"business_zero_raw": 1.0, "threshold": 0.7}}}}),
+     "tasks.counter-punch.7.business_scale is missing or not a number"),
+    (json.dumps({"tasks": {"counter-punch": {"7": {"business_zero_raw": 1.0, "business_scale": "12",
+                                                   "threshold": 0.7}}}}),
+     "tasks.counter-punch.7.business_scale is missing or not a number"),
+    (json.dumps({"tasks": {"counter-punch": [1]}}), "tasks.counter-punch must map seeds to cells"),
+    ("{not json", "cannot read the calibration file"),
+    ("", "cannot read the calibration file"),
+])
+def test_load_calibration_refuses_bad_files_clearly(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(CalibrationError) as info:
+        load_calibration(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+    assert info.value.code == "calibration_invalid"
+
+
+def test_load_calibration_refuses_a_missing_file(tmp_path):
+    with pytest.raises(CalibrationError, match="cannot read the calibration file"):
+        load_calibration(tmp_path / "absent.json")
+
+
+# --- the CLI: calibrate ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    folder = tmp_path_factory.mktemp("cal")
+    proc = storebench("calibrate", "--tasks", "counter-punch", "--seeds", "7", "11", "--out", folder / "cal.json",
+                      "--workers", "2")
+    return proc, folder
+
+
+def test_cli_calibrate_writes_file_hash_report_and_chart(calibrated):
+    proc, folder = calibrated
+    assert proc.returncode == 0, proc.stderr
+    progress = [line for line in proc.stderr.splitlines() if line.startswith("[")]
+    assert [line.split()[0] for line in progress] == ["[1/2]", "[2/2]"]
+    assert all("counter-punch seed" in line for line in progress)
+    assert "GATE FAILURE" not in proc.stderr
+
+    doc, digest = load_calibration(folder / "cal.json")
+    assert set(doc["tasks"]) == {"counter-punch"} and set(doc["tasks"]["counter-punch"]) == {"7", "11"}
+    assert doc["world_hash"].startswith("sha256:")
+    assert (folder / "cal.json.sha256").read_text().strip() == digest
+    assert digest in proc.stdout
+    for seed in (7, 11):
+        cell = cell_of(doc, "counter-punch", seed)
+        assert cell["seed"] == seed and check_gates("counter-punch", cell) == []
+
+    report = (folder / "cal.report.md").read_text()
+    rows = [line for line in report.splitlines() if line.startswith("| counter-punch |")]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert len(cells) == 7
+    t7, t11 = (cell_of(doc, "counter-punch", s)["threshold"] for s in (7, 11))
+    assert cells[5] == f"{t7:.2f} / {t11:.2f}"
+    assert "| task | blast-list | rule-based | smart-triage | exploiter | threshold | oracle |" in report
+
+    root = ET.parse(folder / "cal.ladder.svg").getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert any(t.startswith("counter-punch seed 11 threshold") for t in titles)
+
+
+def test_cli_calibrate_calibrates_the_same_cell_as_the_library(calibrated, counter_punch_7):
+    proc, folder = calibrated
+    doc, _ = load_calibration(folder / "cal.json")
+    assert cell_of(doc, "counter-punch", 7) == json.loads(json.dumps(counter_punch_7))
+
+
+def test_cli_calibrate_refuses_an_unknown_task(tmp_path):
+    proc = storebench("calibrate", "--tasks", "no-such-task", "--seeds", "7", "--out", tmp_path / "cal.json")
+    assert proc.returncode == 2
+    assert "no-such-task" in proc.stderr
+    assert not (tmp_path / "cal.json").exists()
+
+
+def test_cli_calibrate_exits_1_naming_the_cell_and_gate_on_a_gate_failure(tmp_path, monkeypatch, capsys):
+    """In-process with one worker, the cell can be swapped for a hand-made one that fails a gate."""
+    from environment import cli
+
+    monkeypatch.setattr(cal, "calibrate_cell", lambda task, seed, world=None: hand_cell(seed, exploiter=0.2))
+    code = cli.main(["calibrate", "--tasks", "counter-punch", "--seeds", "13", "--out", str(tmp_path / "cal.json"),
+                     "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "GATE FAILURE: counter-punch seed 13: gate exploit-suppression failed" in err
+    assert (tmp_path / "cal.json").exists()  # the file is still written, for inspection
+
+
+# --- the CLI: run and regrade ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trial(calibrated) -> tuple[Path, Path]:
+    proc, folder = calibrated
+    assert proc.returncode == 0, proc.stderr
+    out = folder / "t1"
+    run = storebench("run", "--task", "counter-punch", "--seed", "7", "--policy", "smart-triage", "--out", out,
+                     "--calibration", folder / "cal.json")
+    assert run.returncode == 0, run.stderr
+    return out, folder / "cal.json"
+
+
+@pytest.fixture
+def copy_of_trial(trial, tmp_path) -> tuple[Path, Path]:
+    out, calibration = trial
+    copy = tmp_path / "trial"
+    shutil.copytree(out, copy)
+    return copy, calibration
+
+
+def regrade_json(folder: Path, calibration: Path) -> tuple[int, dict, str]:
+    proc = storebench("regrade", folder, "--calibration", calibration, "--json")
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+
+
+def test_run_writes_the_trial_folder(trial):
+    out, calibration = trial
+    assert {p.name for p in out.iterdir()} == {"score.json", "summary.json", "actions.jsonl", "ledger.jsonl",
+                                               "windows.jsonl", "events.jsonl", "manifest.json"}
+    score = json.loads((out / "score.json").read_text())
+    assert set(RELEASE_FIELDS) <= set(score)
+    assert score["seed"] == 7 and score["task"] == "counter-punch"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["calibration_hash"] == load_calibration(calibration)[1]
+    assert manifest["task_file_hash"] == get_task("counter-punch").file_hash
+
+
+def test_regrade_reproduces_an_untouched_trial(trial):
+    out, calibration = trial
+    code, data, err = regrade_json(out, calibration)
+    assert code == 0, err
+    assert data["all_reproduce"] is True
+    (t,) = data["trials"]
+    assert t["reproduces"] is True and t["problems"] == []
+    assert (t["task"], t["seed"]) == ("counter-punch", 7)
+    score = json.loads((out / "score.json").read_text())
+    assert t["reward_composite"] == score["reward_composite"]
+    threshold = cell_of(load_calibration(calibration)[0], "counter-punch", 7)["threshold"]
+    assert t["pass"] is (score["reward_composite"] >= threshold)
+
+
+def _edit_score(folder: Path, **changes) -> None:
+    score = json.loads((folder / "score.json").read_text())
+    score.update(changes)
+    (folder / "score.json").write_text(json.dumps(score, indent=2))
+
+
+def test_regrade_catches_tampered_net_assets(copy_of_trial):
+    folder, calibration = copy_of_trial
+    score = json.loads((folder / "score.json").read_text())
+    _edit_score(folder, net_assets=score["net_assets"] + 500)
+    code, data, _ = regrade_json(folder, calibration)
+    assert code == 1 and data["all_reproduce"] is False
+    problems = data["trials"][0]["problems"]
+    assert any(p.startswith("net_assets:") for p in problems), problems
+
+
+def test_regrade_catches_a_tampered_composite(copy_of_trial):
+    folder, calibration = copy_of_trial
+    score = json.loads((folder / "score.json").read_text())
+    _edit_score(folder, reward_composite=round(score["reward_composite"] + 0.05, 6))
+    code, data, _ = regrade_json(folder, calibration)
+    assert code == 1
+    problems = data["trials"][0]["problems"]
+    assert any(p.startswith("reward_composite:") for p in problems), problems
+
+
+def test_regrade_catches_a_line_deleted_from_the_ledger(copy_of_trial):
+    folder, calibration = copy_of_trial
+    lines = (folder / "ledger.jsonl").read_text().splitlines(keepends=True)
+    victim = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] not in (
+        "opening_cash", "opening_deposit") and json.loads(line)["amount_cents"] != 0)
+    (folder / "ledger.jsonl").write_text("".join(lines[:victim] + lines[victim + 1:]))
+    code, data, _ = regrade_json(folder, calibration)
+    assert code == 1
+    problems = data["trials"][0]["problems"]
+    assert any(p.startswith("net_assets:") and "the ledger gives" in p for p in problems), problems
+    assert any(p.startswith("business_raw:") for p in problems), problems
+
+
+def test_regrade_of_a_trial_without_ledger_grades_to_zero(copy_of_trial):
+    folder, calibration = copy_of_trial
+    (folder / "ledger.jsonl").unlink()
+    code, data, _ = regrade_json(folder, calibration)
+    assert code == 1
+    (problem,) = data["trials"][0]["problems"]
+    assert "ledger.jsonl is missing" in problem and "grades to zero" in problem
+
+
+def test_regrade_of_a_trial_without_ledger_reports_a_zero_grade(copy_of_trial):
+    folder, calibration = copy_of_trial
+    (folder / "ledger.jsonl").unlink()
+    _, data, _ = regrade_json(folder, calibration)
+    t = data["trials"][0]
+    assert t["reward_composite"] == 0.0 and t["pass"] is False
+
+
+def test_regrade_refuses_a_calibration_whose_hash_does_not_match_the_manifest(copy_of_trial, tmp_path):
+    folder, calibration = copy_of_trial
+    doc, _ = load_calibration(calibration)
+    doc["tasks"]["counter-punch"]["7"]["threshold"] = 0.5
+    other = tmp_path / "other.json"
+    write_calibration(doc, other)
+    code, data, _ = regrade_json(folder, other)
+    assert code == 1
+    assert any("calibration" in p and "hash" in p for p in data["trials"][0]["problems"])
+
+
+@pytest.mark.parametrize("keep_manifest", [True, False], ids=["with-manifest", "release-folder"])
+def test_regrade_accepts_a_release_layout_score(copy_of_trial, keep_manifest):
+    folder, calibration = copy_of_trial
+    score = json.loads((folder / "score.json").read_text())
+    (folder / "score.json").write_text(json.dumps({k: score[k] for k in RELEASE_FIELDS}, indent=2))
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["task"] == "counter-punch"
+    if not keep_manifest:
+        (folder / "manifest.json").unlink()
+    code, data, err = regrade_json(folder, calibration)
+    assert code == 0, (data, err)
+    t = data["trials"][0]
+    assert t["reproduces"] is True and t["task"] == "counter-punch" and t["seed"] == 7
+    assert t["reward_composite"] == score["reward_composite"]
+
+
+def test_a_release_layout_score_is_still_checked(copy_of_trial):
+    folder, calibration = copy_of_trial
+    score = json.loads((folder / "score.json").read_text())
+    release = {k: score[k] for k in RELEASE_FIELDS}
+    release["business"] = round(score["business"] + 0.1, 6)
+    (folder / "score.json").write_text(json.dumps(release))
+    code, data, _ = regrade_json(folder, calibration)
+    assert code == 1
+    assert any(p.startswith("business:") for p in data["trials"][0]["problems"])
+
+
+def test_a_cell_with_only_zero_scale_and_threshold_is_enough(calibrated, tmp_path):
+    proc, folder = calibrated
+    assert proc.returncode == 0, proc.stderr
+    full, _ = load_calibration(folder / "cal.json")
+    cell = cell_of(full, "counter-punch", 7)
+    minimal = {"tasks": {"counter-punch": {"7": {k: cell[k] for k in (
+        "business_zero_raw", "business_scale", "threshold")}}}}
+    path = tmp_path / "minimal.json"
+    write_calibration(minimal, path)
+    out = tmp_path / "t-min"
+    run = storebench("run", "--task", "counter-punch", "--seed", "7", "--policy", "rule-based", "--out", out,
+                     "--calibration", path, "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["threshold"] == cell["threshold"]
+    assert json.loads((out / "summary.json").read_text())["calibration"] == "calibration file"
+    code, data, err = regrade_json(out, path)
+    assert code == 0, (data, err)
+    assert data["trials"][0]["reproduces"] is True
+    # the same trial against another file (same constants, different hash) is refused
+    code, data, _ = regrade_json(out, folder / "cal.json")
+    assert code == 1 and any("calibration hash" in p for p in data["trials"][0]["problems"])
+
+
+def test_regrade_refuses_a_trial_for_a_cell_the_calibration_lacks(copy_of_trial, tmp_path):
+    folder, calibration = copy_of_trial
+    doc, _ = load_calibration(calibration)
+    del doc["tasks"]["counter-punch"]["7"]
+    other = tmp_path / "no-seed-7.json"
+    write_calibration(doc, other)
+    code, data, _ = regrade_json(folder, other)
+    assert code == 1
+    assert any("no calibration cell for task 'counter-punch' seed 7" in p for p in data["trials"][0]["problems"])
+
+
+def test_regrade_with_a_bad_calibration_file_exits_2(trial, tmp_path):
+    out, _ = trial
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    proc = storebench("regrade", out, "--calibration", bad)
+    assert proc.returncode == 2
+    assert "no 'tasks' table" in proc.stderr
+
+
+def test_run_refuses_a_non_empty_output_folder(trial, calibrated):
+    out, calibration = trial
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    proc = storebench("run", "--task", "counter-punch", "--seed", "7", "--policy", "absentee", "--out", out,
+                      "--calibration", calibration)
+    assert proc.returncode == 2
+    assert f"{out} already holds files" in proc.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert not [p for p in out.parent.iterdir() if ".partial-" in p.name]
+
+
+def test_run_refuses_an_unknown_policy(tmp_path):
+    proc = storebench("run", "--task", "counter-punch", "--seed", "7", "--policy", "oracle-of-delphi", "--out",
+                      tmp_path / "t")
+    assert proc.returncode == 2
+    assert "unknown policy 'oracle-of-delphi'" in proc.stderr
+    assert not (tmp_path / "t").exists()

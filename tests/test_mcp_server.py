@@ -1,0 +1,411 @@
+"""The MCP adapter: the 29 core tools over MCP, their schemas and annotations, results and
+refusals as an agent reads them, which layer (SDK or core) answers a bad argument, a
+stdio round trip, and a latency measurement (printed, not asserted).
+
+pytest-asyncio is not installed; each test drives its client with ``asyncio.run``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from mcp import StdioServerParameters
+from mcp.server.mcpserver import MCPServer
+
+from environment.api import arm
+from environment.engine import Episode
+from environment.engine.state import OrderState
+from environment.tools.registry import REGISTRY, ToolKind
+from mcp_client.client import CallOutcome, episode_client
+from mcp_client.server import build_server
+
+TASK = "short-runway"
+SEED = 7
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DESTRUCTIVE = {"dispose_stock", "cancel_order", "cancel_purchase_order"}
+
+
+@pytest.fixture(scope="module")
+def shared_ep() -> Episode:
+    """For tests that only read schemas or call the free store_status."""
+    return arm(TASK, SEED)
+
+
+@pytest.fixture
+def ep() -> Episode:
+    return arm(TASK, SEED)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def list_tools(server: MCPServer, mode: str = "auto"):
+    async with episode_client(server, mode=mode) as client:
+        return await client.list_tools()
+
+
+async def call(server: MCPServer, name: str, arguments: dict | None = None, mode: str = "auto") -> CallOutcome:
+    async with episode_client(server, mode=mode) as client:
+        return await client.call(name, arguments)
+
+
+def split(text: str) -> tuple[str, dict]:
+    header, _, body = text.partition("\n")
+    return header, json.loads(body)
+
+
+# --- the tool list ---------------------------------------------------------------------------------
+
+
+def test_tools_list_is_exactly_the_registry(shared_ep):
+    tools = run(list_tools(build_server(lambda: shared_ep)))
+    names = [t.name for t in tools]
+    assert len(names) == 29
+    assert len(set(names)) == 29
+    assert set(names) == set(REGISTRY)
+
+
+def test_no_grading_or_calibration_tool(shared_ep):
+    tools = run(list_tools(build_server(lambda: shared_ep)))
+    for tool in tools:
+        for word in ("grade", "calibrat", "score"):
+            assert word not in tool.name.lower(), tool.name
+
+
+def test_no_resources_or_prompts_besides_the_tools(shared_ep):
+    server = build_server(lambda: shared_ep)
+
+    async def go():
+        async with episode_client(server) as client:
+            return (await client.client.list_resources()).resources, (await client.client.list_prompts()).prompts
+
+    resources, prompts = run(go())
+    assert resources == [] and prompts == []
+
+
+def test_input_schemas_are_the_core_schemas(shared_ep):
+    tools = {t.name: t for t in run(list_tools(build_server(lambda: shared_ep)))}
+    for name, spec in REGISTRY.items():
+        published = tools[name].input_schema
+        core = spec.input_schema()
+        assert set(published["properties"]) == set(core["properties"]), name
+        assert sorted(published.get("required", [])) == sorted(core.get("required", [])), name
+        # Stronger: the whole schema (types, enums, bounds, defaults, descriptions,
+        # additionalProperties: false) is the core's.
+        assert published == core, name
+
+
+def test_titles_descriptions_and_annotations_come_from_the_spec(shared_ep):
+    tools = {t.name: t for t in run(list_tools(build_server(lambda: shared_ep)))}
+    for name, spec in REGISTRY.items():
+        tool = tools[name]
+        assert tool.title == spec.title
+        assert tool.description == spec.description and tool.description
+        a = tool.annotations
+        assert a is not None
+        assert a.read_only_hint is spec.read_only is (spec.kind == ToolKind.READ)
+        assert a.destructive_hint is spec.destructive
+        assert a.idempotent_hint is spec.idempotent
+        assert a.open_world_hint is False
+        assert tool.output_schema is None  # text results only (structured_output=False)
+    assert {n for n, t in tools.items() if t.annotations.destructive_hint} == DESTRUCTIVE
+    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == {
+        n for n, s in REGISTRY.items() if s.kind == ToolKind.READ}
+    assert not tools["end_window"].annotations.read_only_hint
+    assert not tools["set_price"].annotations.read_only_hint
+
+
+def test_annotations_on_the_wire_are_camel_case(shared_ep):
+    tools = {t.name: t for t in run(list_tools(build_server(lambda: shared_ep)))}
+    wire = tools["dispose_stock"].model_dump(by_alias=True, exclude_none=True)
+    assert wire["annotations"] == {"readOnlyHint": False, "destructiveHint": True,
+                                   "idempotentHint": False, "openWorldHint": False}
+    assert wire["inputSchema"]["additionalProperties"] is False
+
+
+# --- results ----------------------------------------------------------------------------------------
+
+
+def test_store_status_is_the_core_text(shared_ep):
+    before = shared_ep.calls
+    is_error, text = run(call(build_server(lambda: shared_ep), "store_status"))
+    assert not is_error
+    direct = shared_ep.call("store_status")
+    assert text == direct.text()
+    header, body = split(text)
+    assert header == shared_ep.header_line() and " UTC | window " in header
+    assert body == direct.data
+    assert shared_ep.calls == before  # free
+
+
+def test_list_orders_spends_one_operation(ep):
+    ops, calls, log = ep.ops_left, ep.calls, len(ep.action_log)
+    is_error, text = run(call(build_server(lambda: ep), "list_orders", {"page_size": 5}))
+    assert not is_error
+    assert (ep.ops_left, ep.calls, len(ep.action_log)) == (ops - 1, calls + 1, log + 1)
+    entry = ep.action_log[-1]
+    assert (entry["tool"], entry["arguments"], entry["ok"]) == ("list_orders", {"page_size": 5}, True)
+    header, body = split(text)
+    assert f"operations left {ops - 1} of" in header
+    assert body["page"] == 1 and len(body["rows"]) <= 5
+
+
+def test_mcp_and_core_agree_call_for_call():
+    """The same call sequence, through MCP on one episode and directly on a twin: same texts."""
+    a, b = arm(TASK, SEED), arm(TASK, SEED)
+    order = next(o for o in sorted(a.orders.values(), key=lambda o: o.id)
+                 if o.status == OrderState.OPEN and o.deadline > a.now and o.variant.on_hand >= o.quantity)
+    product = a.products[0].id
+    script = [
+        ("store_status", {}), ("list_products", {"page_size": 3, "sort": "price"}),
+        ("get_product", {"product_id": product}), ("set_price", {"product_id": product, "price": "49.50"}),
+        ("set_price", {"product_id": product, "price": "-3"}),  # refused by the core: out of range
+        ("list_orders", {"page": "2"}),  # refused by the core: strict int
+        ("get_order", {"order_id": order.id}), ("fulfill_order", {"order_id": order.id}),
+        ("finance_summary", {}), ("search_supply_catalog", {"page_size": 2}), ("end_window", {}),
+        ("store_status", {}),
+    ]
+
+    async def go():
+        async with episode_client(build_server(lambda: a)) as client:
+            return [await client.call(name, args) for name, args in script]
+
+    outcomes = run(go())
+    for (name, args), (is_error, text) in zip(script, outcomes, strict=True):
+        direct = b.call(name, args)
+        assert is_error == (not direct.ok), name
+        if direct.ok:
+            assert text == direct.text(), name
+        else:
+            assert text.endswith(direct.text()), name
+    assert a.action_log == b.action_log
+    assert a.ledger.net_assets() == b.ledger.net_assets() and a.window == b.window == 1
+
+
+# --- refusals ---------------------------------------------------------------------------------------
+
+
+def test_unknown_product_is_the_core_error(ep):
+    calls = ep.calls
+    is_error, text = run(call(build_server(lambda: ep), "get_product", {"product_id": "PRD-999"}))
+    assert is_error
+    first, header, body = text.split("\n", 2)
+    assert first.startswith("Error executing tool get_product: unknown_product: no product 'PRD-999'")
+    assert header == ep.header_line()
+    assert json.loads(body)["error"]["code"] == "unknown_product"
+    assert ep.calls == calls + 1  # a refused call spends its operation, as in the core
+    assert ep.action_log[-1]["error"] == "unknown_product"
+
+
+def test_price_out_of_range_is_the_core_error(ep):
+    product = ep.products[0].id
+    is_error, text = run(call(build_server(lambda: ep), "set_price", {"product_id": product, "price": "-3"}))
+    assert is_error
+    assert text.startswith("Error executing tool set_price: price_out_of_range: price must be between")
+    entry = ep.action_log[-1]
+    assert (entry["tool"], entry["arguments"], entry["ok"], entry["error"]) == (
+        "set_price", {"product_id": product, "price": "-3"}, False, "price_out_of_range")
+
+
+def test_wrong_type_the_sdk_cannot_coerce_is_refused_by_the_sdk(ep):
+    """"abc" for an int page fails the SDK's own (lax) validation: the function never runs,
+    so the core never sees the call: no operation spent, nothing in the action log, no
+    store header, and the text is pydantic's, not the core's."""
+    calls, log = ep.calls, len(ep.action_log)
+    is_error, text = run(call(build_server(lambda: ep), "list_orders", {"page": "abc"}))
+    assert is_error
+    assert text.startswith("Error executing tool list_orders: 1 validation error for list_ordersArguments")
+    assert "invalid_argument" not in text and "operations left" not in text
+    assert (ep.calls, len(ep.action_log)) == (calls, log)
+
+
+@pytest.mark.parametrize("value", ["7", 7.0, True])
+def test_wrong_type_the_sdk_would_coerce_reaches_the_strict_core(ep, value):
+    """"7" (or 7.0, or true) passes the SDK's lax validation as an int; the function forwards
+    the value as sent and the core, which is strict, refuses it and meters the call."""
+    calls = ep.calls
+    is_error, text = run(call(build_server(lambda: ep), "list_orders", {"page": value}))
+    assert is_error
+    assert "invalid_argument: page:" in text, text
+    assert ep.calls == calls + 1
+    assert ep.action_log[-1]["arguments"] == {"page": value}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_unknown_extra_argument_reaches_the_core_and_is_refused(ep, mode):
+    """The SDK drops unknown arguments from what it validates (its argument model ignores
+    extras), but the generated function forwards the arguments object as sent, so the
+    core's extra="forbid" still refuses the call; in both in-memory protocol eras."""
+    calls = ep.calls
+    is_error, text = run(call(build_server(lambda: ep), "list_orders", {"page_size": 5, "bogus": 1}, mode=mode))
+    assert is_error
+    assert "invalid_argument: bogus: unknown argument" in text
+    assert ep.calls == calls + 1
+    assert ep.action_log[-1]["arguments"] == {"page_size": 5, "bogus": 1}
+
+
+def test_arguments_pass_through_exactly(ep):
+    """Omitted stays omitted, an explicit null stays null: the core sees what the client sent."""
+    server = build_server(lambda: ep)
+    assert not run(call(server, "list_products", {"category": None, "page_size": 2})).is_error
+    assert ep.action_log[-1]["arguments"] == {"category": None, "page_size": 2}
+    assert not run(call(server, "list_products")).is_error
+    assert ep.action_log[-1]["arguments"] == {}
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("list_orders", {"status": "lost"}),  # not in the enum
+    ("list_orders", {"page_size": 500}),  # over the schema's maximum
+    ("get_product", {}),  # a required argument missing
+    ("get_product", {"product_id": "P" * 41}),  # over maxLength
+    ("set_price", {"product_id": "PRD-001", "price": "49.505"}),  # the core's Money validator, run by the SDK
+])
+def test_what_the_schema_rules_out_is_refused_by_the_sdk_first(ep, name, arguments):
+    """The signature carries the fields' types, enums, bounds and validators, so a call the
+    schema rules out fails the SDK's validation before the function runs: isError with
+    pydantic's text, no store header, no operation spent, no action-log entry."""
+    calls, log = ep.calls, len(ep.action_log)
+    is_error, text = run(call(build_server(lambda: ep), name, arguments))
+    assert is_error
+    assert text.startswith(f"Error executing tool {name}: 1 validation error for {name}Arguments"), text
+    assert "operations left" not in text
+    assert (ep.calls, len(ep.action_log)) == (calls, log)
+    # The core refuses the same arguments too (and would have metered the call).
+    assert ep.call(name, arguments).error["code"] == "invalid_argument"
+
+
+def test_in_process_call_without_a_request_uses_the_sdk_values(ep):
+    """MCPServer.call_tool() straight from Python has no wire arguments; the function then
+    falls back to what the SDK validated (coerced, extras dropped).  Documented, not a path
+    any client takes."""
+    server = build_server(lambda: ep)
+    result = run(server.call_tool("list_orders", {"page": "1", "bogus": 2}))
+    assert not result.is_error
+    assert ep.action_log[-1]["arguments"] == {"page": 1, "page_size": 50, "status": "awaiting_shipment",
+                                              "sort": "deadline"}
+
+
+def test_each_call_asks_the_provider_for_its_episode():
+    first, second = arm(TASK, SEED), arm(TASK, SEED + 1)
+    current = [first]
+    server = build_server(lambda: current[0])
+
+    async def go():
+        async with episode_client(server) as client:
+            await client.call("list_orders")
+            current[0] = second
+            await client.call("list_orders")
+            await client.call("list_orders")
+
+    run(go())
+    assert (first.calls, second.calls) == (1, 2)
+
+
+def test_concurrent_calls_on_one_episode_are_serialised():
+    """Thirty calls in flight at once on one episode run on worker threads, one at a time
+    (a lock per episode), and leave it where thirty sequential core calls leave its twin."""
+    a, b = arm(TASK, SEED), arm(TASK, SEED)
+    n = 30
+    in_flight, most, threads = [0], [0], set()
+    core_call = a.call
+
+    def tracked(name, arguments=None):
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        threads.add(threading.get_ident())
+        try:
+            time.sleep(0.002)  # widen the window a race would need
+            return core_call(name, arguments)
+        finally:
+            in_flight[0] -= 1
+
+    a.call = tracked
+
+    async def go():
+        async with episode_client(build_server(lambda: a)) as client:
+            return await asyncio.gather(*(client.call("list_orders", {"page_size": 1}) for _ in range(n)))
+
+    outcomes = run(go())
+    direct = [b.call("list_orders", {"page_size": 1}) for _ in range(n)]
+    assert most[0] == 1 and len(threads) > 1 and threading.get_ident() not in threads
+    assert not any(o.is_error for o in outcomes)
+    assert sorted(o.text for o in outcomes) == sorted(r.text() for r in direct)
+    assert a.action_log == b.action_log and a.calls == b.calls == n
+    assert a.window == b.window >= 2 and a.ledger.net_assets() == b.ledger.net_assets()
+
+
+# --- stdio --------------------------------------------------------------------------------------------
+
+
+def test_stdio_round_trip():
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", f"from mcp_client.server import serve_stdio; serve_stdio({TASK!r}, {SEED})"],
+        cwd=str(REPO_ROOT),
+    )
+    twin = arm(TASK, SEED)
+
+    async def go():
+        start = time.perf_counter()
+        async with episode_client(params) as client:
+            names = await client.tool_names()
+            status = await client.call("store_status")
+            refused = await client.call("get_order", {"order_id": "ORD-1", "extra": True})
+        return names, status, refused, time.perf_counter() - start
+
+    names, status, refused, seconds = run(go())
+    assert len(names) == 29 and set(names) == set(REGISTRY)
+    assert status == (False, twin.call("store_status").text())
+    assert refused.is_error and "invalid_argument: extra: unknown argument" in refused.text
+    print(f"\nstdio: spawn, arm, list, 3 calls, exit: {seconds:.2f} s")
+    assert seconds < 10
+
+
+# --- latency (measured, printed, not asserted) -------------------------------------------------------------
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def test_latency_in_memory(shared_ep):
+    n = 200
+    noop_async = MCPServer(name="noop")
+
+    async def noop() -> str:
+        return "ok"
+
+    def noop_sync() -> str:
+        return "ok"
+
+    noop_async.add_tool(noop, name="noop", structured_output=False)
+    noop_async.add_tool(noop_sync, name="noop_sync", structured_output=False)
+
+    async def timed(server: MCPServer, name: str) -> list[float]:
+        async with episode_client(server) as client:
+            await client.call(name)  # warm up
+            samples = []
+            for _ in range(n):
+                t = time.perf_counter()
+                is_error, _text = await client.call(name)
+                samples.append(time.perf_counter() - t)
+                assert not is_error
+            return samples
+
+    store = _median_ms(run(timed(build_server(lambda: shared_ep), "store_status")))
+    noop_a = _median_ms(run(timed(noop_async, "noop")))
+    noop_s = _median_ms(run(timed(noop_async, "noop_sync")))
+    direct = []
+    for _ in range(n):
+        t = time.perf_counter()
+        shared_ep.call("store_status")
+        direct.append(time.perf_counter() - t)
+    print(f"\nmedian of {n} in-memory calls: store_status {store:.3f} ms, no-op async tool {noop_a:.3f} ms, "
+          f"no-op sync tool {noop_s:.3f} ms; Episode.call('store_status') directly {_median_ms(direct):.3f} ms")
