@@ -15,9 +15,12 @@ After every call (see :func:`check_call`):
    ``code`` and a string ``message``; the result serialises as the agent reads it;
 2. every account balance equals the sum of its ledger entries (cash included) and
    net assets = cash + deposit + receivable + in_transit;
-3. no stock lot is negative, ``on_hand >= 0`` and ``reserved >= 0`` everywhere;
-4. ``0 <= ops_left <= ops_per_window``, and an accepted non-free call spends exactly
-   one operation unless it closed the window;
+3. no stock lot is negative (nor kept empty), ``on_hand >= 0`` and ``reserved >= 0``
+   everywhere, and the stock counters (``VariantRec.on_hand``, ``ep.stock_units``,
+   ``ep.stock_cost``) agree with the lots;
+4. ``0 <= ops_left <= ops_per_window``; every call to a known non-free tool on an open
+   store spends exactly one operation, refused or not, whatever its arguments; the
+   free tool, unknown tools and a closed store spend none;
 5. a refused call leaves the ledger untouched unless the window advanced (the
    window's last operation moves the world even when the call is refused);
 6. once the store is over, every non-free tool is refused with ``store_closed`` and
@@ -26,18 +29,15 @@ After every call (see :func:`check_call`):
 Both generators (hypothesis and the seeded ``random.Random(0)`` full episode) share
 one call builder through the small :class:`Chooser` interface.
 
-Known core bugs are pinned by the ``xfail(strict=True)`` regression tests at the
-end of the file.  While they are open the generator keeps money amounts below the
-overflow threshold (``MONEY_OVERFLOW_FIXED``) and invariant 4 is checked in its
-documented-but-broken weak form (``END_WINDOW_REFUSAL_FIXED``); flip the flags when
-the fixes land.
+Regression tests for bugs this suite found sit at the end of the file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
@@ -52,16 +52,12 @@ from environment.tools.registry import REGISTRY
 TASKS = ["short-runway", "counter-punch", "cash-crunch", "final-clearance", "season-flip"]
 SEEDS = [7, 11, 13]
 
-# Flip when the bugs pinned by the regression tests below are fixed.
-MONEY_OVERFLOW_FIXED = False  # environment/tools/registry.py::_money raises decimal.InvalidOperation
-END_WINDOW_REFUSAL_FIXED = False  # a refused end_window on the last operation does not close the window
-
-EXAMPLES_PER_TASK = 40
+# 40 examples x 5 tasks keeps the file under ~50 s; raise it for a deeper hunt.
+EXAMPLES_PER_TASK = int(os.environ.get("STOREBENCH_INVARIANT_EXAMPLES", "40"))
 MIN_CALLS, MAX_CALLS = 20, 120
 
 FREE_TOOLS = sorted(n for n, s in REGISTRY.items() if s.free)
 PAID_TOOLS = sorted(n for n, s in REGISTRY.items() if not s.free)
-MONEY_KEYS = ("price", "amount")
 
 # --------------------------------------------------------------------------------------
 # hostile material
@@ -81,8 +77,7 @@ EDGE_MONEY = [
     float("-inf"), "", " ", "$", "$$5", "5$", "1,000.00", "\u0661\u0662\u0663", "\u00bd", True, False,
     None, [], {}, [49.5], {"usd": 49.5}, "12.345", 10**9, -(10**9), 10**20, "1e20", "9" * 20, 1e20,
     2**53 + 1, "-49.50", -49.5, Decimal("49.50"), Decimal("NaN"), b"49.50", "0x10", "1_000",
-    # Over the quantize precision (>= 1e26): see test_huge_money_amount_is_refused_not_raised.
-    "1e30", 10**30, 1e300, "9" * 40, "1e999999",
+    "999999999999.99", "1e12", "1e26", "1e30", 10**30, 1e300, "9" * 40, "1e999999", 10**5000,
 ]
 
 HOSTILE_VALUES = [
@@ -100,24 +95,6 @@ NON_STRING_KEYS = [1, None, (1, 2), 1.5, True, frozenset()]
 UNKNOWN_TOOLS = ["", " ", "List_Products", "list_products ", " store_status", "list-products", "listproducts",
                  "store_status\x00", "end_window()", "__init__", "__class__", "REGISTRY", "delete_store",
                  "refund_all", "\u65e5\u672c", "\U0001f6cd", "x" * 5000, "get_product;drop", "None"]
-
-
-def money_overflows(value) -> bool:
-    """True for an amount whose cents exceed Decimal's 28-digit quantize precision."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        return False
-    try:
-        amount = Decimal(str(value).strip().lstrip("$"))
-    except (InvalidOperation, ValueError):
-        return False
-    return amount.is_finite() and amount != 0 and amount.adjusted() >= 25
-
-
-def guard_known_bugs(arguments):
-    """Keep the generated calls off the pinned money-overflow bug until it is fixed."""
-    if MONEY_OVERFLOW_FIXED or not isinstance(arguments, dict):
-        return arguments
-    return {k: ("1e9" if k in MONEY_KEYS and money_overflows(v) else v) for k, v in arguments.items()}
 
 
 def safe_repr(obj, limit: int = 300) -> str:
@@ -205,8 +182,9 @@ def pick_id(c: Chooser, ids: list[str], fallback: str) -> str:
 
 def any_id(ep, c: Chooser) -> str:
     """An id of any kind: the way to hand a tool an id of the wrong kind."""
-    kind, ids = c.pick(list(pools(ep).items()))
-    return pick_id(c, ids, f"{kind.upper()}-0")
+    every = pools(ep)
+    kind = c.pick(sorted(every))
+    return pick_id(c, every[kind], f"{kind.upper()}-0")
 
 
 def money(c: Chooser, lo: int = 100, hi: int = 100_000):
@@ -459,16 +437,16 @@ def mutate(ep, c: Chooser, args: dict) -> dict:
     for _ in range(c.between(1, 2)):
         how = c.between(0, 5)
         if how == 0 and args:  # missing argument
-            args.pop(c.pick(sorted(args)))
+            args.pop(c.pick(list(args)))
         elif how == 1:  # unknown argument
             args[c.pick(["extra", "product_id", "price", "amount", "quantity", "page", "force", "__proto__",
                          "\u65e5\u672c", ""])] = c.pick(HOSTILE_VALUES)
         elif how == 2 and args:  # wrong-typed value
-            args[c.pick(sorted(args))] = c.pick(HOSTILE_VALUES)
+            args[c.pick(list(args))] = c.pick(HOSTILE_VALUES)
         elif how == 3:  # a key that is not a string
             args[c.pick(NON_STRING_KEYS)] = c.pick(HOSTILE_VALUES)
         elif how == 4 and args:  # a long or strange string
-            args[c.pick(sorted(args))] = c.text(0, 120)
+            args[c.pick(list(args))] = c.text(0, 120)
         else:
             args[c.pick(["page", "page_size", "quantity", "price", "amount", "days"])] = c.pick(
                 [0, -1, 10**9, 10**12, float("nan"), float("inf"), "1e9", "-0", "0.001"])
@@ -486,7 +464,8 @@ def with_wrong_ids(ep, c: Chooser, args: dict) -> dict:
 def build_call(ep, c: Chooser, end_percent: int):
     """One tool call (name, arguments) drawn against the episode as it is now."""
     if c.chance(end_percent):
-        return "end_window", c.pick([{}, {}, {}, None, {"now": True}])
+        hostile = [{"now": True}, [], "now", {"window": 10**9}]
+        return "end_window", c.pick([{}, {}, {}, None] + hostile)
     mode = c.pick(MODES)
     if mode == "unknown_tool":
         return c.pick(UNKNOWN_TOOLS + [c.text(0, 30)]), c.pick([{}, None, {"page": 1}])
@@ -498,7 +477,7 @@ def build_call(ep, c: Chooser, end_percent: int):
         args = mutate(ep, c, args)
     elif mode == "wrong_id":
         args = with_wrong_ids(ep, c, args)
-    return name, guard_known_bugs(args)
+    return name, args
 
 
 # --------------------------------------------------------------------------------------
@@ -534,15 +513,24 @@ def check_state(ep, where: str) -> None:
     assert ep.ledger.net_assets() == (bal[Account.CASH] + bal[Account.DEPOSIT] + bal[Account.RECEIVABLE]
                                       + bal[Account.IN_TRANSIT]), f"{where}: net assets do not add up"
 
+    units = cost = 0
     for v in ep.variants:
+        lot_units = 0
         for lot in v.lots:
             assert type(lot.units) is int and lot.units >= 0, f"{where}: {v.id} lot {lot.po_id} has {lot.units} units"
+            assert lot.units > 0, f"{where}: {v.id} keeps an empty lot {lot.po_id} (take_units would spin on it)"
+            lot_units += lot.units
+            cost += lot.units * lot.unit_cost
         assert v.on_hand >= 0, f"{where}: {v.id} on_hand {v.on_hand}"
+        assert v.on_hand == lot_units, f"{where}: {v.id} on_hand counter {v.on_hand} != {lot_units} units in its lots"
         assert v.reserved >= 0, f"{where}: {v.id} reserved {v.reserved}"
+        units += lot_units
+    assert ep.stock_units == units, f"{where}: stock_units counter {ep.stock_units} != {units} units in lots"
+    assert ep.stock_cost == cost, f"{where}: stock_cost counter {ep.stock_cost} != {cost} cents in lots"
 
     per_window = ep.task.ops_per_window
     assert 0 <= ep.ops_left <= per_window, f"{where}: ops_left {ep.ops_left} outside 0..{per_window}"
-    if END_WINDOW_REFUSAL_FIXED and not ep.over:
+    if not ep.over:
         assert ep.ops_left >= 1, f"{where}: the store is open with no operation left in the window"
 
 
@@ -566,18 +554,18 @@ def check_call(ep, name, arguments, result, before: Before, where: str) -> None:
     advanced = (ep.window, ep.over) != (before.window, before.over)
     spec = REGISTRY.get(name) if isinstance(name, str) else None
 
-    # (4) operation accounting.
-    if spec is not None and spec.free:
-        assert ep.ops_left == before.ops_left and ep.calls == before.calls and not advanced, (
-            f"{where}: the free {name} spent an operation or moved the world")
-    elif spec is not None and isinstance(arguments, dict | None) and not before.over:
+    # (4) operation accounting: every known non-free call on an open store costs one, a refused
+    # one included, whatever its arguments; the free tool, unknown tools and a closed store cost none.
+    if spec is not None and not spec.free and not before.over:
         assert ep.calls == before.calls + 1, f"{where}: {name} did not count as one operation"
         if not advanced:
             assert ep.ops_left == before.ops_left - 1, (
                 f"{where}: ops_left went {before.ops_left} -> {ep.ops_left} without the window closing")
-    else:  # unknown tool, non-object arguments, or a closed store: nothing is spent
+    else:
         assert ep.calls == before.calls and ep.ops_left == before.ops_left and not advanced, (
-            f"{where}: a call refused before it started spent an operation or moved the world")
+            f"{where}: {name} spent an operation or moved the world")
+    if spec is None:
+        assert not result.ok and result.error["code"] == "unknown_tool", f"{where}: {result.as_dict()!r}"
 
     # (5) a refusal moves no money unless the window closed under it.
     if not result.ok and not advanced:
@@ -589,10 +577,10 @@ def check_call(ep, name, arguments, result, before: Before, where: str) -> None:
         assert ep.over
         assert len(ep.ledger.entries) == before.n_entries and dict(ep.ledger.balance) == before.balance, (
             f"{where}: the ledger moved after the store closed")
-        if spec is not None and not spec.free and isinstance(arguments, dict | None):
+        if spec is not None and not spec.free:
             assert not result.ok and result.error["code"] == "store_closed", (
                 f"{where}: {name} on a closed store answered {result.as_dict()!r}")
-        if spec is not None and spec.free:
+        if spec is not None and spec.free and arguments in ({}, None):
             assert result.ok, f"{where}: the free {name} is refused on a closed store"
 
 
@@ -678,7 +666,6 @@ def test_full_seeded_episode_to_the_horizon_then_store_closed():
     frozen = (list(ep.ledger.entries), dict(ep.ledger.balance))
     for name in PAID_TOOLS:
         for arguments in ({}, None, GENERATORS[name](ep, c), mutate(ep, c, GENERATORS[name](ep, c))):
-            arguments = guard_known_bugs(arguments)
             before = Before(ep)
             result = ep.call(name, arguments)
             assert not result.ok and result.error["code"] == "store_closed", (name, arguments, result.as_dict())
@@ -696,36 +683,35 @@ def test_full_seeded_episode_to_the_horizon_then_store_closed():
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidOperation, reason=(
-    "bug: environment/tools/registry.py::_money calls Decimal.quantize(Decimal('0.01')) on any finite amount; "
-    "from 1e26 dollars up the result needs more than the context's 28 digits and decimal.InvalidOperation "
-    "(not a ValueError) escapes pydantic and Episode.call, after the operation was already spent"))
 @pytest.mark.parametrize("tool,arguments", [
     ("set_price", {"product_id": "PRD-001", "price": "1e30"}),
     ("set_price", {"product_id": "PRD-001", "price": 10**30}),
     ("set_price", {"product_id": "PRD-001", "price": 1e300}),
+    ("set_price", {"product_id": "PRD-001", "price": "1e999999"}),
     ("list_supply_product", {"supply_product_id": "SP-0150", "price": "9" * 27}),
     ("refund_return", {"return_id": "RET-20001", "amount": "1e26"}),
 ])
 def test_huge_money_amount_is_refused_not_raised(tool, arguments):
+    """Regression: _money used to quantize any finite amount, and from 1e26 dollars up
+    decimal.InvalidOperation escaped Episode.call after the operation was spent."""
     ep = arm("short-runway", 7)
     result = ep.call(tool, arguments)
     assert not result.ok and result.error["code"] == "invalid_argument"
+    assert ep.ops_left == ep.task.ops_per_window - 1
 
 
-def test_money_just_under_the_overflow_is_refused_cleanly():
-    """The edge of the bug above: 25-digit dollar amounts still validate and are refused by range."""
+def test_non_object_arguments_cost_one_operation_and_close_the_window_on_the_last_one():
     ep = arm("short-runway", 7)
-    result = ep.call("set_price", {"product_id": "PRD-001", "price": "9" * 25})
-    assert not result.ok and result.error["code"] == "price_out_of_range"
-    assert not money_overflows("9" * 25) and money_overflows("9" * 26) and money_overflows(10**30)
+    per_window = ep.task.ops_per_window
+    for i in range(per_window - 1):
+        result = ep.call("list_orders", ["page", 1] if i % 2 else "page=1")
+        assert not result.ok and result.error["code"] == "invalid_argument"
+    assert (ep.window, ep.ops_left) == (0, 1)
+    result = ep.call("get_product", [("product_id", "PRD-001")])
+    assert not result.ok and result.error["code"] == "invalid_argument"
+    assert (ep.window, ep.ops_left) == (1, per_window)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: environment/engine/episode.py::Episode.call computes advance_after = ops_left <= 0 and "
-    "name != 'end_window', counting on end_window to advance the world itself; when end_window is refused "
-    "(e.g. an unknown argument) on the window's last operation, nothing advances: ops_left sits at 0 and "
-    "the window grants one operation more than ops_per_window"))
 def test_refused_end_window_on_the_last_operation_closes_the_window():
     ep = arm("short-runway", 7)
     per_window = ep.task.ops_per_window
@@ -736,3 +722,13 @@ def test_refused_end_window_on_the_last_operation_closes_the_window():
     assert not result.ok and result.error["code"] == "invalid_argument"
     assert ep.window == 1 and ep.ops_left == per_window, (
         f"window {ep.window}, ops_left {ep.ops_left}: window 1 still open after {per_window} operations")
+
+
+def test_ops_left_never_goes_negative_under_refused_end_window():
+    ep = arm("short-runway", 7)
+    per_window = ep.task.ops_per_window
+    for _ in range(per_window - 1):
+        ep.call("platform_terms", {})
+    ep.call("end_window", {"now": True})
+    ep.call("end_window", [])
+    assert 0 <= ep.ops_left <= per_window, f"ops_left {ep.ops_left} in window {ep.window}"
