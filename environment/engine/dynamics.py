@@ -39,13 +39,18 @@ def run_window(ep) -> None:
 # --- demand -------------------------------------------------------------------------
 
 
-def shelf_price(product) -> int | None:
-    """Median price over variants a shopper can actually buy (in stock only)."""
-    prices = sorted(v.price for v in product.variants if v.available > 0)
+def median_price(prices: list[int]) -> int | None:
+    """Median of a list of prices (sorted in place), None for an empty list."""
     if not prices:
         return None
+    prices.sort()
     mid = len(prices) // 2
     return prices[mid] if len(prices) % 2 else (prices[mid - 1] + prices[mid]) // 2
+
+
+def shelf_price(product) -> int | None:
+    """Median price over variants a shopper can actually buy (in stock only)."""
+    return median_price([v.price for v in product.variants if v.available > 0])
 
 
 def expected_shoppers(ep, product, t0: int, traffic: float, doy: int) -> float:

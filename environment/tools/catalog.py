@@ -11,7 +11,7 @@ from ..engine.ledger import Account
 from ..engine.state import POState, ProductRec, VariantRec
 from .format import usd, when
 from .registry import Args, Family, Money, PageArgs, ToolError, ToolKind, page_of, tool
-from ..engine.dynamics import shelf_price
+from ..engine.dynamics import median_price
 
 MIN_PRICE, MAX_PRICE = 100, 100_000
 
@@ -34,16 +34,23 @@ def incoming_by_variant(ep) -> dict[int, int]:
 
 
 def product_row(ep, p: ProductRec) -> dict:
-    prices = [v.price for v in p.variants]
-    on_hand = sum(v.on_hand for v in p.variants)
-    reserved = sum(v.reserved for v in p.variants)
-    shelf = shelf_price(p)
+    low = high = p.variants[0].price
+    on_hand = reserved = 0
+    in_stock: list[int] = []
+    for v in p.variants:
+        price = v.price
+        low = price if price < low else low
+        high = price if price > high else high
+        on_hand += v.on_hand
+        reserved += v.reserved
+        if v.on_hand > v.reserved:
+            in_stock.append(price)
+    shelf = median_price(in_stock)
     return {
         "product_id": p.id, "title": p.title, "category": p.category, "season": p.season,
-        "status": "active" if p.active else "inactive",
-        "price_min": usd(min(prices)), "price_max": usd(max(prices)),
+        "status": "active" if p.active else "inactive", "price_min": usd(low), "price_max": usd(high),
         "shelf_price": usd(shelf) if shelf is not None else None,
-        "variants": len(p.variants), "variants_in_stock": sum(v.available > 0 for v in p.variants),
+        "variants": len(p.variants), "variants_in_stock": len(in_stock),
         "units_on_hand": on_hand, "units_available": on_hand - reserved,
     }
 
@@ -61,8 +68,8 @@ def list_products(ep, args: ListProductsArgs) -> dict:
     """List the shop's products (listed lines): status, price range, the shelf price shoppers
     see (the median price of in-stock sizes and colours), and stock. Filter by status,
     category or title words; up to 100 rows a page."""
-    rows = []
     words = (args.search or "").lower().split()
+    chosen = []
     for p in ep.products:
         if args.status != "all" and (p.active != (args.status == "active")):
             continue
@@ -70,14 +77,16 @@ def list_products(ep, args: ListProductsArgs) -> dict:
             continue
         if words and not all(w in p.title.lower() for w in words):
             continue
-        rows.append(product_row(ep, p))
+        chosen.append(p)
     if args.sort == "title":
-        rows.sort(key=lambda r: r["title"])
+        chosen.sort(key=lambda p: (p.title, p.id))
     elif args.sort == "units_available":
-        rows.sort(key=lambda r: (r["units_available"], r["product_id"]))
+        chosen.sort(key=lambda p: (sum(v.available for v in p.variants), p.id))
     elif args.sort == "price":
-        rows.sort(key=lambda r: (int(r["price_min"].replace(".", "")), r["product_id"]))
-    return page_of(rows, args)
+        chosen.sort(key=lambda p: (min(v.price for v in p.variants), p.id))
+    out = page_of(chosen, args)
+    out["rows"] = [product_row(ep, p) for p in out["rows"]]
+    return out
 
 
 class ProductArgs(Args):

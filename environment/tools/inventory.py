@@ -31,11 +31,13 @@ def list_inventory(ep, args: ListInventoryArgs) -> dict:
         return (args.only == "all" or (args.only == "out_of_stock" and available <= 0)
                 or (args.only == "low" and available <= 2) or (args.only == "in_stock" and available > 0))
 
+    if args.level == "variant":
+        chosen = [v for p in products for v in p.variants if keep(v.available)]
+        out = page_of(chosen, args)
+        out["rows"] = [variant_row(v, incoming) for v in out["rows"]]
+        return out
     rows = []
     for p in products:
-        if args.level == "variant":
-            rows += [variant_row(v, incoming) for v in p.variants if keep(v.available)]
-            continue
         on_hand = sum(v.on_hand for v in p.variants)
         reserved = sum(v.reserved for v in p.variants)
         if not keep(on_hand - reserved):

@@ -32,7 +32,8 @@ def restocks(ep, sp) -> str | None:
 
 def supply_row(ep, sp) -> dict:
     vendor = ep.vendors[sp.vendor_id]
-    costs = [ep.unit_cost_now(s) for s in sp.sku_ids]
+    cheapest, dearest = base_cost_range(ep.world)[sp.id]
+    costs = [ep.unit_cost_now(cheapest), ep.unit_cost_now(dearest)]
     return {"supply_product_id": sp.id, "title": sp.title, "category": sp.category, "season": str(sp.season),
             "vendor_id": vendor.id, "vendor": vendor.name, "country": vendor.country,
             "unit_cost_min": usd(min(costs)), "unit_cost_max": usd(max(costs)), "moq": vendor.moq,
@@ -116,6 +117,21 @@ def supplier_profile(ep, args: VendorArgs) -> dict:
                 round(100 * record["defects"] / record["sold"], 1) if record["sold"] else None,
             "trading": vendor.id not in ep.failed_vendors,
             "supply_products": sorted(sp.id for sp in ep.world.supply_products if sp.vendor_id == vendor.id)}
+
+
+_COST_RANGE: dict[int, dict] = {}
+
+
+def base_cost_range(world) -> dict[str, tuple[str, str]]:
+    """Per supply product, its cheapest and dearest SKU (every SKU drifts by the same factor)."""
+    key = id(world)
+    if key not in _COST_RANGE:
+        skus = world.by_id("supply_skus")
+        _COST_RANGE[key] = {
+            sp.id: (min(sp.sku_ids, key=lambda s: (skus[s].unit_cost, s)),
+                    max(sp.sku_ids, key=lambda s: (skus[s].unit_cost, s)))
+            for sp in world.supply_products}
+    return _COST_RANGE[key]
 
 
 _RECORDS: dict[int, dict] = {}
