@@ -23,7 +23,7 @@ def table(doc: dict) -> str:
         def col(anchor: str) -> str:
             return " / ".join(f"{seeds[k]['anchors'][anchor]['reward_composite']:.3f}" for k in keys)
 
-        thr = " / ".join(f"{seeds[k]['threshold']:.2f}" for k in keys)
+        thr = " / ".join(f"{seeds[k]['threshold']:.3f}" for k in keys)
         oracle = " / ".join(seeds[k]["oracle"] for k in keys)
         lines.append(f"| {tid} | {col('blast-list')} | {col('rule-based')} | {col('smart-triage')} | "
                      f"{col('exploiter')} | {thr} | {oracle} |")

@@ -308,7 +308,7 @@ def test_cli_calibrate_writes_file_hash_report_and_chart(calibrated):
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert len(cells) == 7
     t7, t11 = (cell_of(doc, "counter-punch", s)["threshold"] for s in (7, 11))
-    assert cells[5] == f"{t7:.2f} / {t11:.2f}"
+    assert cells[5] == f"{t7:.3f} / {t11:.3f}"
     assert "| task | blast-list | rule-based | smart-triage | exploiter | threshold | oracle |" in report
 
     root = ET.parse(folder / "cal.ladder.svg").getroot()
@@ -550,3 +550,38 @@ def test_run_refuses_an_unknown_policy(tmp_path):
     assert proc.returncode == 2
     assert "unknown policy 'oracle-of-delphi'" in proc.stderr
     assert not (tmp_path / "t").exists()
+
+
+# --- the shipped calibration files ------------------------------------------------------
+
+SHIPPED = Path(__file__).resolve().parents[1] / "calibration"
+
+
+def test_shipped_public_calibration_covers_every_task_on_the_public_seeds_and_passes_the_gates():
+    doc, digest = load_calibration(SHIPPED / "public.json")
+    assert (SHIPPED / "public.json.sha256").read_text().strip() == digest
+    from environment.tasks import all_tasks
+
+    assert set(doc["tasks"]) == {t.id for t in all_tasks()}
+    for task_id, seeds in doc["tasks"].items():
+        assert set(seeds) == {"7", "11", "13"}
+        for cell in seeds.values():
+            assert check_gates(task_id, cell) == []
+
+
+def test_held_out_seeds_are_calibrated_apart_from_the_public_file():
+    public, _ = load_calibration(SHIPPED / "public.json")
+    held, _ = load_calibration(SHIPPED / "held-out.json")
+    held_seeds = {s for seeds in held["tasks"].values() for s in seeds}
+    assert held_seeds == {"101", "211"}
+    assert not held_seeds & {s for seeds in public["tasks"].values() for s in seeds}
+
+
+@pytest.mark.parametrize("task_id,seed", [("counter-punch", 11), ("short-runway", 13)])
+def test_shipped_cells_match_what_the_anchors_play_today(task_id, seed):
+    """The shipped file must be regenerated whenever the engine or an anchor changes."""
+    from environment.tasks import get_task
+    from environment.world import load_world
+
+    doc, _ = load_calibration(SHIPPED / "public.json")
+    assert calibrate_cell(get_task(task_id), seed, load_world()) == doc["tasks"][task_id][str(seed)]

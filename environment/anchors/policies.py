@@ -145,12 +145,16 @@ class SmartTriage(Policy):
     name = "smart-triage"
     cover_days = 9
     cash_reserve = 150_000
+    min_days = 10  # no price war in the last days: a cut needs time to pay
+    match_share = 1.0  # how far toward a rival's lower price to go
 
     def __init__(self) -> None:
         self.sources: dict[str, list[dict]] = {}
         self.long_rate: dict[str, float] = {}
         self.unit_price: dict[str, float] = {}
         self.rates: dict[str, float] = {}
+        self.scarce: dict[str, float] = {}
+        self.scarce_done: set[str] = set()
         self.last_stock: dict[str, dict] = {}
         self.days_left = 0.0
         self.label = 450
@@ -198,10 +202,10 @@ class SmartTriage(Policy):
                     continue
                 inv = self.last_stock.get(pid)
                 rate = self.rates.get(pid, 0.0)
-                if inv is None or inv["available"] < rate * self.days_left * 1.2 or self.days_left < 10:
+                if inv is None or inv["available"] < rate * self.days_left * 1.2 or self.days_left < self.min_days:
                     continue  # stock will sell out anyway, or too little time is left for a cut to pay
                 floor = int(cents(sources[0]["unit_cost_max"]) * 1.6)
-                target = max(theirs, floor)
+                target = max(int(ours - (ours - theirs) * self.match_share), floor)
                 if target < ours * 0.97:
                     ep.call("set_price", {"product_id": pid, "price": f"{target / 100:.2f}"})
 
@@ -291,9 +295,18 @@ class SmartTriage(Policy):
                     options.append((profit, src["supply_product_id"], src, quantity, quantity * cost))
             options.sort(key=lambda o: (-o[0], o[1]))
             best = options or None
+            fastest = min((s["lead_days"] for s in self.sources.get(pid, []) if s["available"]), default=None)
+            if (pid not in self.scarce and inv["available"] > 0 and rate * days_left > 1.3 * have
+                    and (fastest is None or fastest >= days_left - 1)):
+                self.scarce[pid] = price  # will sell out before any restock can land: price for scarcity
             if best:
                 plans.append((have / rate, pid, best))
         plans.sort(key=lambda p: (p[0], p[1]))
+        for pid, price in sorted(self.scarce.items()):
+            if pid in self.scarce_done or ep.over or self.ops(ep) < 4:
+                continue
+            self.scarce_done.add(pid)
+            ep.call("set_price", {"product_id": pid, "price": f"{int(price * 1.12) // 50 * 50 / 100:.2f}"})
         for _cover, pid, options in plans:
             for _profit, _sp, src, quantity, cost in options:
                 if ep.over or self.ops(ep) < 3:
