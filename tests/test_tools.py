@@ -849,3 +849,11 @@ def test_a_listed_supply_product_can_be_ordered(ep):
     assert po.data["units"] == qty
     assert ep.cash() == cash - cost
     assert ep.ledger.balance[Account.IN_TRANSIT] == in_transit + cost
+
+
+def test_blank_listing_copy_is_refused_and_keeps_the_old_copy(ep):
+    p = ep.products[0]
+    before = (p.title, p.description)
+    result = ep.call("update_listing_copy", {"product_id": p.id, "description": " " * 12, "title": "   "})
+    assert result.error["code"] == "invalid_argument"
+    assert (p.title, p.description) == before

@@ -193,9 +193,16 @@ def update_listing_copy(ep, args: CopyArgs) -> dict:
     little more readily from copy that says what the garment is made of, how it fits, how to
     care for it and which colours it comes in; padding and repetition do not help."""
     p = get_product_rec(ep, args.product_id)
-    p.description = args.description.strip()
-    if args.title:
-        p.title = args.title.strip()
+    description = args.description.strip()
+    title = args.title.strip() if args.title is not None else None
+    if len(description) < 10:
+        raise ToolError("invalid_argument", "description: needs at least 10 characters besides spaces",
+                        field="description")
+    if title is not None and len(title) < 3:
+        raise ToolError("invalid_argument", "title: needs at least 3 characters besides spaces", field="title")
+    p.description = description
+    if title:
+        p.title = title
     p.copy_quality = copy_quality(p)
     return {"product_id": p.id, "title": p.title, "description_words": len(p.description.split())}
 
