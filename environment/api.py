@@ -24,8 +24,9 @@ from .tasks import Task, get_task
 from .world import load_world
 
 
-def arm(task: str | Task, seed: int) -> Episode:
-    return Episode(get_task(task) if isinstance(task, str) else task, seed, load_world())
+def arm(task: str | Task, seed: int, *, record: bool = False) -> Episode:
+    """A fresh episode; ``record`` keeps every tool result as returned (the observation stream)."""
+    return Episode(get_task(task) if isinstance(task, str) else task, seed, load_world(), record=record)
 
 
 def cell_constants(task: Task, seed: int, calibration: dict | None) -> tuple[dict, str]:

@@ -3,14 +3,16 @@
 Files: ``score.json`` (the release's field names, plus the counts the rates come
 from), ``summary.json`` (who played, how it ended), ``actions.jsonl`` (every call
 with its arguments, enough to replay), ``ledger.jsonl`` (every money movement),
-``windows.jsonl`` (balances and dense-reward deltas per window), ``events.jsonl``
-and ``manifest.json`` (source version, world, task file and calibration hashes).
+``windows.jsonl`` (balances and dense-reward deltas per window), ``events.jsonl``,
+``observations.jsonl.gz`` (every tool result exactly as returned) and
+``manifest.json`` (source version, world, task file and calibration hashes).
 Everything is first written to a sibling temporary folder that is renamed into
 place, so a crash never leaves a folder that looks complete.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -27,7 +29,10 @@ class ArtifactError(StoreBenchError):
 
 
 def _jsonl(rows) -> str:
-    return "".join(json.dumps(r, separators=(",", ":"), sort_keys=True) + "\n" for r in rows)
+    return "".join(json.dumps(r, separators=(",", ":"), sort_keys=True, default=repr) + "\n" for r in rows)
+
+
+OBSERVATIONS = "observations.jsonl.gz"
 
 
 def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, world_hash: str,
@@ -64,6 +69,9 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
     }
     for name, text in files.items():
         (tmp / name).write_text(text)
+    if ep.observations is not None:
+        stream = "".join(json.dumps({"call": i + 1, "result": text}) + "\n" for i, text in enumerate(ep.observations))
+        (tmp / OBSERVATIONS).write_bytes(gzip.compress(stream.encode(), mtime=0))
     if out.exists():
         out.rmdir()
     tmp.replace(out)

@@ -119,41 +119,102 @@ def _load_calibration_arg(path: str | None):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .anchors import get_anchor
-    from .api import arm, cell_constants, grade
-    from .artifacts import write_trial
-    from .world import world_hash
-
-    get_anchor(args.policy)  # refuse an unknown policy before any work
     from pathlib import Path
 
+    from .anchors import get_anchor
     from .artifacts import ArtifactError
+    from .trial import run_trial
 
+    get_anchor(args.policy)  # refuse an unknown policy before any work
     out_path = Path(args.out)
     if out_path.exists() and (not out_path.is_dir() or any(out_path.iterdir())):
         raise ArtifactError(f"{out_path} already holds files; choose an empty or new folder")
     calibration, cal_hash = _load_calibration_arg(args.calibration)
-    started = time.perf_counter()
-    ep = arm(args.task, args.seed)
-    get_anchor(args.policy).run(ep)
-    if not ep.over:
-        ep.stop()
-    wall = time.perf_counter() - started
-    cell, source = cell_constants(ep.task, ep.seed, calibration)
-    result = grade(ep, cell)
-    out = write_trial(ep, result, args.out, policy=args.policy, world_hash=world_hash(),
-                      calibration_hash=cal_hash if source == "calibration file" else None,
-                      calibration_source=source, wall_seconds=wall)
-    data = result.as_json()
-    data["pass"] = float(result.reward_composite) >= cell["threshold"]
-    data["threshold"] = cell["threshold"]
+    data = run_trial(args.task, args.seed, args.out, policy=args.policy, calibration=calibration,
+                     calibration_hash=cal_hash)
     if args.json:
-        _print_json({"out": str(out), **data})
+        _print_json(data)
     else:
         print(f"{args.policy} on {args.task} seed {args.seed}: composite {data['reward_composite']:.3f} "
               f"(business {data['business']:.3f}, reliability {data['reliability']:.3f}, continuity "
-              f"{data['continuity']:.3f}); threshold {cell['threshold']:.2f} ({source}); "
-              f"{'pass' if data['pass'] else 'no pass'}; wrote {out}")
+              f"{data['continuity']:.3f}); threshold {data['threshold']:.3f} ({data['calibration']}); "
+              f"{'pass' if data['pass'] else 'no pass'}; wrote {data['out']}")
+    return 0
+
+
+def _batch_one(job: tuple) -> dict:
+    from .trial import read_actions, run_trial
+
+    task, seed, out, policy, actions_path, calibration, cal_hash = job
+    actions = read_actions(actions_path) if actions_path else None
+    return run_trial(task, seed, out, policy=policy, actions=actions, calibration=calibration,
+                     calibration_hash=cal_hash)
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
+
+    from .anchors import get_anchor
+    from .calibration import cells_for
+    from .tasks import all_tasks
+
+    if (args.policy is None) == (args.actions is None):
+        print("storebench: give either --policy or --actions", file=sys.stderr)
+        return 2
+    if args.policy:
+        get_anchor(args.policy)
+    calibration, cal_hash = _load_calibration_arg(args.calibration)
+    task_ids = [t.id for t in all_tasks()] if args.tasks == ["all"] else args.tasks
+    label = args.policy or Path(args.actions).stem
+    root = Path(args.out)
+    jobs = [(tid, seed, str(root / f"{tid}-{seed}-{label}"), args.policy, args.actions, calibration, cal_hash)
+            for tid, seed in cells_for(task_ids, args.seeds)]
+    taken = [j[2] for j in jobs if Path(j[2]).exists() and any(Path(j[2]).iterdir())]
+    if taken:
+        print(f"storebench: {len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out",
+              file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    results = []
+    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        for i, data in enumerate(pool.map(_batch_one, jobs), start=1):
+            results.append(data)
+            print(f"[{i}/{len(jobs)}] {data['out']}: composite {data['reward_composite']:.3f}"
+                  f"{' pass' if data['pass'] else ''}", file=sys.stderr, flush=True)
+    wall = time.perf_counter() - started
+    summary = {"trials": len(results), "passed": sum(r["pass"] for r in results), "wall_seconds": round(wall, 2),
+               "mean_composite": round(sum(r["reward_composite"] for r in results) / max(1, len(results)), 4)}
+    if args.json:
+        _print_json({**summary, "results": results})
+    else:
+        print(json.dumps(summary))
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay
+
+    results = [replay(folder) for folder in args.dirs]
+    if args.json:
+        _print_json({"all_match": all(r.matches for r in results), "trials": [r.as_json() for r in results]})
+    else:
+        for r in results:
+            print(f"{r.path}: {'replays exactly' if r.matches else 'DOES NOT REPLAY'} ({r.calls} calls)")
+            for p in r.problems:
+                print(f"    {p}")
+    return 0 if all(r.matches for r in results) else 1
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from .analyze import analyze
+
+    reports = [analyze(folder) for folder in args.dirs]
+    if args.json or len(reports) > 1:
+        _print_json(reports if len(reports) > 1 else reports[0])
+    else:
+        for key, value in reports[0].items():
+            print(f"{key}: {value}")
     return 0
 
 
@@ -331,6 +392,35 @@ def build_parser() -> argparse.ArgumentParser:
                           "on the spot")
     run.add_argument("--json", action="store_true", help="print the score as JSON")
     run.set_defaults(func=_cmd_run)
+
+    batch = sub.add_parser("batch", help="play a policy or a recorded action log on many cells in parallel",
+                           description="Play a scripted policy, or replay a recorded action log, on every "
+                                       "task-seed cell given, one worker process per cell, writing one trial "
+                                       "folder each under OUT.")
+    batch.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+    batch.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
+    batch.add_argument("--policy", help="an anchor policy")
+    batch.add_argument("--actions", metavar="FILE", help="an actions.jsonl to replay on every cell")
+    batch.add_argument("--out", required=True, help="folder to hold the trial folders")
+    batch.add_argument("--workers", type=int, default=2, help="parallel worker processes")
+    batch.add_argument("--calibration", metavar="FILE", help="calibration file (else each cell is calibrated)")
+    batch.add_argument("--json", action="store_true", help="print every result as JSON")
+    batch.set_defaults(func=_cmd_batch)
+
+    rep = sub.add_parser("replay", help="re-execute trial folders and demand a byte-exact match",
+                         description="Replay each trial's action log in a fresh engine and check the ledger, "
+                                     "the score and every tool result byte for byte. Exits 0 only if all match.")
+    rep.add_argument("dirs", nargs="+", help="trial folders")
+    rep.add_argument("--json", action="store_true", help="print JSON")
+    rep.set_defaults(func=_cmd_replay)
+
+    ana = sub.add_parser("analyze", help="failure-mode report of trial folders (no model in the loop)",
+                         description="Replay a trial and report: never restocked, restocked only after running "
+                                     "out, partial refunds that escalated, windows skipped or ended early, quit "
+                                     "before the horizon, writes on stale reads.")
+    ana.add_argument("dirs", nargs="+", help="trial folders")
+    ana.add_argument("--json", action="store_true", help="print JSON")
+    ana.set_defaults(func=_cmd_analyze)
 
     cal = sub.add_parser("calibrate", help="run the anchors on task-seed cells, check the gates, write the file",
                          description="Calibrate cells: the six anchors set each cell's zero, scale and pass "

@@ -76,9 +76,10 @@ DEADLINE, DELIVERY, RETURN_REQUEST, ESCALATION, SETTLEMENT, PO_ARRIVAL = range(6
 
 
 class Episode:
-    def __init__(self, task: Task, seed: int, world: World | None = None) -> None:
+    def __init__(self, task: Task, seed: int, world: World | None = None, *, record: bool = False) -> None:
         from ..world import load_world
 
+        self.observations: list[str] | None = [] if record else None
         self.world = world if world is not None else load_world()
         self.task = task
         self.seed = int(seed)
@@ -416,7 +417,7 @@ class Episode:
         arguments = {} if arguments is None else arguments
         spec = REGISTRY.get(name)
         entry = {"window": min(self.window + 1, self.n_windows), "tool": name,
-                 "arguments": arguments if isinstance(arguments, dict) else repr(arguments)}
+                 "arguments": arguments if isinstance(arguments, dict) else {"__not_an_object__": arguments}}
         if spec is None:
             error = ToolError("unknown_tool", f"there is no tool {name!r}; the tools are: "
                               + ", ".join(sorted(REGISTRY)), tool=name)
@@ -452,6 +453,8 @@ class Episode:
         if not result.ok:
             entry["error"] = result.error["code"]
         self.action_log.append(entry)
+        if self.observations is not None:
+            self.observations.append(result.text())
         return result
 
     def stop(self) -> None:

@@ -1,0 +1,82 @@
+"""``storebench replay DIR``: re-execute a trial's action log and demand an exact match.
+
+A fresh episode of the same task and seed plays the recorded calls in order; the
+resulting ledger must equal ``ledger.jsonl`` byte for byte, the re-computed score
+must equal ``score.json``, and when the observation stream was kept every tool
+result must equal the recorded one.  The world and the task file must still hash
+to the values in the manifest: replaying against a changed world proves nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+from .api import arm
+from .artifacts import OBSERVATIONS
+from .engine.settlement import score
+from .tasks import get_task
+from .trial import play_actions, read_actions
+from .world import world_hash
+
+
+@dataclass
+class ReplayResult:
+    path: str
+    matches: bool = False
+    problems: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    def as_json(self) -> dict:
+        return {"path": self.path, "matches": self.matches, "calls": self.calls, "problems": self.problems}
+
+
+def replay(folder: str | Path) -> ReplayResult:
+    folder = Path(folder)
+    out = ReplayResult(str(folder))
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        summary = json.loads((folder / "summary.json").read_text())
+        stored_score = json.loads((folder / "score.json").read_text())
+        stored_ledger = (folder / "ledger.jsonl").read_text()
+        actions = read_actions(folder / "actions.jsonl")
+    except (OSError, ValueError) as exc:
+        out.problems.append(f"cannot read the trial: {exc}")
+        return out
+    if manifest.get("world_hash") != world_hash():
+        out.problems.append(f"the trial ran on world {manifest.get('world_hash')}, this engine has {world_hash()}")
+        return out
+    task = get_task(manifest["task"])
+    if manifest.get("task_file_hash") != task.file_hash:
+        out.problems.append(f"the task file changed since the trial ({manifest.get('task_file_hash')} -> "
+                            f"{task.file_hash})")
+        return out
+    ep = arm(task, int(manifest["seed"]), record=True)
+    play_actions(ep, actions, stop=summary.get("termination") == "stopped")
+    if not ep.over:
+        out.problems.append(f"the action log ends in window {ep.window + 1} with the store still open, but the "
+                            f"trial says it ended by {summary.get('termination')!r}")
+        ep.stop()
+    out.calls = len(actions)
+    if ep.ledger.to_jsonl() != stored_ledger:
+        mine = ep.ledger.to_jsonl().splitlines()
+        theirs = stored_ledger.splitlines()
+        first = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+        out.problems.append(f"ledger differs from entry {first + 1} ({len(theirs)} recorded, {len(mine)} replayed)")
+    zero, scale = stored_score.get("business_zero_raw"), stored_score.get("business_scale")
+    replayed = score(ep, None if zero is None else Decimal(str(zero)), None if scale is None else Decimal(str(scale)))
+    for key, value in replayed.as_json().items():
+        if key in stored_score and stored_score[key] != value:
+            out.problems.append(f"score.json {key}: recorded {stored_score[key]}, replayed {value}")
+    observations = folder / OBSERVATIONS
+    if observations.exists():
+        recorded = [json.loads(line)["result"] for line in gzip.decompress(observations.read_bytes()).splitlines()]
+        if recorded != ep.observations:
+            first = next((i for i, (a, b) in enumerate(zip(recorded, ep.observations)) if a != b),
+                         min(len(recorded), len(ep.observations)))
+            out.problems.append(f"observation {first + 1} differs from the recorded tool result")
+    out.matches = not out.problems
+    return out

@@ -1,0 +1,63 @@
+"""Playing one trial end to end: arm, play, grade, write its folder.
+
+Shared by ``storebench run`` and the batch runner, so a trial folder means the
+same thing whichever way it was made.  A trial is played by a scripted policy
+(an anchor) or by a recorded action log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .anchors import get_anchor
+from .api import arm, cell_constants, grade
+from .artifacts import write_trial
+from .engine import Episode
+from .world import world_hash
+
+
+def play_actions(ep: Episode, actions: list[dict], *, stop: bool = True) -> Episode:
+    """Replay recorded calls in order; ``stop`` freezes the store after them if still open."""
+    for entry in actions:
+        arguments = entry.get("arguments", {})
+        if isinstance(arguments, dict) and set(arguments) == {"__not_an_object__"}:
+            arguments = arguments["__not_an_object__"]
+        ep.call(entry["tool"], arguments)
+    if stop and not ep.over:
+        ep.stop()
+    return ep
+
+
+def read_actions(path: str | Path) -> list[dict]:
+    with Path(path).open() as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def run_trial(task: str, seed: int, out: str | Path, *, policy: str | None = None,
+              actions: list[dict] | None = None, calibration: dict | None = None,
+              calibration_hash: str | None = None) -> dict:
+    """Play one cell and write its folder; returns the score with pass and threshold."""
+    started = time.perf_counter()
+    ep = arm(task, seed, record=True)
+    if actions is not None:
+        play_actions(ep, actions)
+        label = "recorded actions"
+    else:
+        get_anchor(policy).run(ep)
+        label = policy
+    if not ep.over:
+        ep.stop()
+    wall = time.perf_counter() - started
+    cell, source = cell_constants(ep.task, ep.seed, calibration)
+    result = grade(ep, cell)
+    folder = write_trial(ep, result, out, policy=label, world_hash=world_hash(),
+                         calibration_hash=calibration_hash if source == "calibration file" else None,
+                         calibration_source=source, wall_seconds=wall)
+    data = result.as_json()
+    data["pass"] = float(result.reward_composite) >= cell["threshold"]
+    data["threshold"] = cell["threshold"]
+    data["out"] = str(folder)
+    data["calibration"] = source
+    return data
