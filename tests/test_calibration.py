@@ -373,7 +373,8 @@ def regrade_json(folder: Path, calibration: Path) -> tuple[int, dict, str]:
 def test_run_writes_the_trial_folder(trial):
     out, calibration = trial
     assert {p.name for p in out.iterdir()} == {"score.json", "summary.json", "actions.jsonl", "ledger.jsonl",
-                                               "windows.jsonl", "events.jsonl", "manifest.json"}
+                                               "windows.jsonl", "events.jsonl", "manifest.json",
+                                               "observations.jsonl.gz"}
     score = json.loads((out / "score.json").read_text())
     assert set(RELEASE_FIELDS) <= set(score)
     assert score["seed"] == 7 and score["task"] == "counter-punch"
