@@ -313,9 +313,28 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    """Serve one episode over MCP on stdio (the MCP adapter lives outside the core)."""
+    """Serve episodes over MCP (the MCP adapter lives outside the core, in mcp_client)."""
     from .tasks import get_task
 
+    if args.http:
+        episodes = []
+        for spec in args.episode or [f"{args.task}:{args.seed}"]:
+            task_id, _, seed = spec.partition(":")
+            if not seed.isdigit() or task_id in ("", "None"):
+                print(f"storebench: --episode takes TASK:SEED, got {spec!r}", file=sys.stderr)
+                return 2
+            get_task(task_id)
+            episodes.append((task_id, int(seed)))
+        from mcp_client.http import serve_http
+
+        hub = serve_http(args.host, args.port, episodes)
+        for ep in hub.episodes():
+            if not ep.over:
+                ep.stop()
+        return 0
+    if args.task is None or args.seed is None:
+        print("storebench: stdio serving needs --task and --seed", file=sys.stderr)
+        return 2
     get_task(args.task)  # refuse an unknown task before the server starts
     from mcp_client.server import serve_stdio
 
@@ -441,12 +460,19 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
 
-    mcp = sub.add_parser("mcp", help="serve one episode to an MCP client on stdio",
-                         description="Arm an episode of TASK and SEED and serve its 29 tools over the Model "
-                                     "Context Protocol on stdin/stdout, for any MCP-capable agent harness. "
-                                     "Grading is not reachable through it.")
-    mcp.add_argument("--task", required=True, help="task id")
-    mcp.add_argument("--seed", required=True, type=int, help="task seed")
+    mcp = sub.add_parser("mcp", help="serve episodes to MCP clients (stdio, or streamable HTTP with --http)",
+                         description="Serve the 29 tools over the Model Context Protocol. Without --http: one "
+                                     "episode of --task/--seed on stdin/stdout, for any MCP-capable harness. With "
+                                     "--http: every --episode TASK:SEED on http://HOST:PORT/mcp, each behind its "
+                                     "own bearer token (printed at start); a token reaches its episode only. "
+                                     "Grading, calibration and reset are not reachable through either.")
+    mcp.add_argument("--task", help="task id (stdio)")
+    mcp.add_argument("--seed", type=int, help="task seed (stdio)")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
+                     help="an episode to open (repeatable; --http only)")
+    mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on")
+    mcp.add_argument("--port", type=int, default=8765, help="--http: port (0 picks a free one)")
     mcp.set_defaults(func=_cmd_mcp)
 
     srch = sub.add_parser("search", help="random search or hill climbing over action sequences",

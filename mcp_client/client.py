@@ -5,7 +5,11 @@
         is_error, text = await client.call("list_orders", {"page_size": 20})
 
 ``server`` is whatever :class:`mcp.Client` accepts: an ``MCPServer`` (connected in
-memory), ``StdioServerParameters`` (a subprocess on stdio) or a URL (streamable HTTP).
+memory), ``StdioServerParameters`` (a subprocess on stdio), a URL (streamable HTTP) or a
+``Transport``.  With a URL, ``token=`` sends ``Authorization: Bearer <token>`` on every
+request (the episode server of :mod:`mcp_client.http`):
+
+    async with episode_client("http://127.0.0.1:8765/mcp", token=token) as client: ...
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 
+import httpx2
 from mcp import Client, StdioServerParameters
+from mcp.client import Transport
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, Tool
 
@@ -57,9 +64,24 @@ class EpisodeClient:
         return outcome(await self.client.call_tool(name, dict(arguments or {})))
 
 
+# The SDK's own defaults for its HTTP client (mcp.shared._httpx_utils.create_mcp_http_client):
+# 30 s to connect, write or wait for the pool, 300 s to read (a response may be a long SSE stream).
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+
 @asynccontextmanager
-async def episode_client(server: MCPServer | StdioServerParameters | str, *,
-                         mode: str = "auto") -> AsyncIterator[EpisodeClient]:
-    """Connect to ``server``; ``mode`` is :class:`mcp.Client`'s (``"auto"`` or ``"legacy"``)."""
-    async with Client(server, mode=mode) as client:
-        yield EpisodeClient(client)
+async def episode_client(server: MCPServer | StdioServerParameters | Transport | str, *,
+                         mode: str = "auto", token: str | None = None) -> AsyncIterator[EpisodeClient]:
+    """Connect to ``server``; ``mode`` is :class:`mcp.Client`'s (``"auto"`` or ``"legacy"``).
+
+    ``token`` (a URL only) is sent as a bearer token on every HTTP request.
+    """
+    if token is None:
+        async with Client(server, mode=mode) as client:
+            yield EpisodeClient(client)
+        return
+    if not isinstance(server, str):
+        raise TypeError("token= applies to a streamable HTTP URL only")
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_TIMEOUT) as http:
+        async with Client(streamable_http_client(server, http_client=http), mode=mode) as client:
+            yield EpisodeClient(client)
