@@ -1,0 +1,404 @@
+"""One RL episode over the tool surface: the logic every RL adapter shares.
+
+:class:`Session` sits between an adapter (the Gymnasium environment in
+:mod:`.gym_env`, the OpenEnv environment in :mod:`mcp_client.openenv_env`) and the core
+:class:`~environment.engine.Episode`.  It decides which cell to play, turns an
+agent's action into exactly one :meth:`Episode.call`, and turns the store's money
+into rewards.  It imports neither gymnasium nor any training library.
+
+Seeding (the one place it is decided)
+-------------------------------------
+A cell is a (task, task seed) pair.  At every reset:
+
+- the task is ``options["task"]`` if given, else the adapter's constructor
+  ``task``, else drawn uniformly from ``tasks`` (default: every task of the
+  training split);
+- the task seed is ``options["task_seed"]`` if given, else the constructor's
+  ``task_seed``, else drawn uniformly from ``seeds`` (default
+  :data:`~environment.tasks.PUBLIC_SEEDS`).
+
+The draws use the random generator the adapter passes in (Gymnasium's
+``np_random``, seeded by ``reset(seed=...)``; for OpenEnv a generator made from the
+reset ``seed``), the task first, then the task seed, and only for what was not
+given.  That generator is used for nothing else: the store itself is a pure
+function of (task, task seed, action sequence), so a given cell and a given
+action sequence give the same trajectory whatever the Gymnasium seed.
+
+Actions
+-------
+An action names one of the 29 tools and its arguments: a JSON text
+``{"tool": NAME, "arguments": {...}}`` (``arguments`` may be omitted), or the
+already-parsed ``dict`` / ``(name, arguments)`` pair.  A well-formed action goes
+to the core unchanged, and the core's rules apply: every call but
+``store_status`` spends one operation, refused calls included, and spending a
+window's last operation closes the window.
+
+Anything else is a *malformed action*: text that is not JSON, JSON that is not an
+object, keys other than ``tool`` and ``arguments``, a ``tool`` that is not a
+string, or a name that is not one of the 29 tools (``reset``, ``score``,
+``stop``, ``snapshot``... are never tools).  A malformed action never raises: it
+is answered with a structured error (code ``malformed_action`` or
+``unknown_tool``) and costs one operation, like any refused call, so that
+flooding the store with noise is not free.  The core has no verb for "charge
+one operation for a call that named no tool", so the charge goes through the
+core as a refused call of :data:`CHARGE_TOOL` whose only argument,
+``malformed_action``, holds (an excerpt of) the raw action.  The core refuses
+it as an unknown argument, spends the operation, records it in the action log
+(so a replay of the log reproduces the trajectory exactly) and closes the
+window if that was its last operation.
+
+Ending
+------
+There is no stop, reset or score action.  An episode ends when the store does:
+the horizon is reached or the store is suspended (``terminated``).  The agent
+"ending" simply means it stops acting; a harness that stops stepping calls
+:meth:`Session.settle` (a Python method, never an action) to freeze the store
+and settle it, as an operator walking away would.  Adapters cap an episode at
+``max_steps`` actions (default: twice the task's total operation budget, since
+``store_status`` is free): at the cap the store is settled in the same way and
+the step reports ``truncated``.
+
+Rewards
+-------
+``reward="dense"``: on each step, the dense channel's change for the window(s)
+that step closed, in dollars: per window, the change of net assets plus salvage
+rate x inventory at cost (:meth:`Episode.dense_rewards`).  Steps that close no
+window earn exactly 0.  The step that ends the episode also carries settlement,
+so the rewards of a finished episode sum to ``business_raw`` in dollars.
+
+``reward="shaped"``: 0 on every step but the last, which earns the business term
+clipped to [-2, 1] instead of [0, 1] (spec, section 5).  ``reward="composite"``:
+0 on every step but the last, which earns the official composite.  The official
+score is reported unchanged either way.
+
+Both terminal modes need the cell's calibration constants: from the calibration
+file (default: the shipped ``calibration/public.json``), or, with
+``calibrate_missing=True``, by calibrating a missing cell on the spot (six anchor
+runs, cached per process).  The official score is reported only when constants
+exist; otherwise it is ``None``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from ..calibration import calibrate_cell, cell_of, load_calibration
+from ..engine import Episode, ToolResult
+from ..engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
+from ..tasks import PUBLIC_SEEDS, Task, all_tasks, get_task
+from ..tools.registry import REGISTRY
+from ..world import load_world
+
+#: The refused call that carries a malformed action's operation (see the module docstring).
+CHARGE_TOOL = "finance_summary"
+#: Reward modes: per-window dollars, terminal shaped business, terminal official composite.
+REWARD_MODES = ("dense", "shaped", "composite")
+#: The calibration shipped with the repository (absent from an installed wheel).
+PUBLIC_CALIBRATION = Path(__file__).resolve().parents[2] / "calibration" / "public.json"
+#: What a step's observation may contain: printable ASCII and newlines.  Tool results are
+#: JSON, so any other character is written as a JSON ``\\uXXXX`` escape.
+OBSERVATION_CHARSET = "\n" + "".join(chr(c) for c in range(32, 127))
+_EXCERPT = 500
+_OUTSIDE_CHARSET = re.compile(r"[^\n -~]")
+
+_calibration_files: dict[str, dict | None] = {}
+_calibrated_on_the_spot: dict[tuple[str, int], dict] = {}
+
+
+def tool_specs() -> list[dict]:
+    """The 29 tools as an agent sees them: name, description, JSON input schema."""
+    return [{"name": spec.name, "description": spec.description, "input_schema": spec.input_schema()}
+            for spec in REGISTRY.values()]
+
+
+def load_calibration_doc(calibration: str | Path | dict | None) -> dict | None:
+    """``"public"`` (the shipped file, None if it is absent), a path, a loaded document, or None."""
+    if calibration is None or isinstance(calibration, dict):
+        return calibration
+    if calibration == "public":
+        if not PUBLIC_CALIBRATION.is_file():
+            return None
+        calibration = PUBLIC_CALIBRATION
+    key = str(Path(calibration).resolve())
+    if key not in _calibration_files:
+        _calibration_files[key] = load_calibration(calibration)[0]
+    return _calibration_files[key]
+
+
+def _ascii(text: str) -> str:
+    return text if text.isascii() else text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def observation_text(header: str, body: dict) -> str:
+    """The header line, then compact JSON: :meth:`ToolResult.text`, with non-ASCII escaped."""
+    return _ascii(header) + "\n" + json.dumps(body, separators=(",", ":"), ensure_ascii=True)
+
+
+def _fit(text: str, max_length: int | None) -> str:
+    """Keep an observation inside the observation space: printable ASCII and newlines (any other
+    character escaped), at most ``max_length`` characters (never reached by the 29 tools' results,
+    whose largest page is about a quarter of the default)."""
+    if _OUTSIDE_CHARSET.search(text):
+        text = _OUTSIDE_CHARSET.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    if max_length is None or len(text) <= max_length:
+        return text
+    tail = f"\n[observation cut: {len(text) - max_length} more characters]"
+    return text[:max_length - len(tail)] + tail
+
+
+class Malformed(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def parse_action(action: Any) -> tuple[str, Any]:
+    """``(tool, arguments)`` from an action, or :class:`Malformed` saying what is wrong."""
+    if isinstance(action, tuple) and len(action) == 2:
+        tool, arguments = action
+        obj = {"tool": tool, "arguments": arguments}
+    elif isinstance(action, dict):
+        obj = action
+    elif isinstance(action, str | bytes):
+        try:
+            obj = json.loads(action)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise Malformed("malformed_action", f"the action is not JSON ({reason}); send "
+                            '{"tool": NAME, "arguments": {...}}') from None
+    else:
+        raise Malformed("malformed_action", f"an action is a JSON text, not {type(action).__name__}")
+    if not isinstance(obj, dict):
+        raise Malformed("malformed_action", f"the action must be a JSON object, not {type(obj).__name__}; "
+                        'send {"tool": NAME, "arguments": {...}}')
+    extra = sorted(str(k) for k in obj if k not in ("tool", "arguments"))
+    if extra:
+        raise Malformed("malformed_action", f"unknown keys {extra}: an action has only \"tool\" and \"arguments\"")
+    tool = obj.get("tool")
+    if not isinstance(tool, str):
+        raise Malformed("malformed_action", "the action must name a tool: \"tool\" is "
+                        + ("missing" if tool is None else f"a {type(tool).__name__}, not a string"))
+    if tool not in REGISTRY:
+        raise Malformed("unknown_tool", f"there is no tool {tool[:80]!r}; the tools are: "
+                        + ", ".join(sorted(REGISTRY)))
+    return tool, obj.get("arguments", {})
+
+
+def _excerpt(action: Any) -> str:
+    try:
+        text = action if isinstance(action, str) else repr(action)
+    except RecursionError:
+        text = f"<a {type(action).__name__} nested too deeply>"
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + f"... ({len(text)} characters)"
+
+
+class Step:
+    """What one action did: the text the agent reads, and the reward bookkeeping."""
+
+    __slots__ = ("tool", "ok", "error_code", "header", "body", "text", "reward", "dense_cents",
+                 "terminated", "truncated", "ended", "malformed")
+
+    def __init__(self, **kw) -> None:
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+
+class Session:
+    """Cell choice, action dispatch and rewards for one adapter (reused across resets)."""
+
+    def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = "dense",
+                 calibration: str | Path | dict | None = "public", calibrate_missing: bool = False,
+                 max_steps: int | None = None, seeds: Sequence[int] = PUBLIC_SEEDS,
+                 tasks: Sequence[str] | None = None, max_observation: int | None = None) -> None:
+        if reward not in REWARD_MODES:
+            raise ValueError(f"reward must be one of {REWARD_MODES}, not {reward!r}")
+        if task is not None:
+            get_task(task)
+        self.task_id = task
+        self.task_seed = None if task_seed is None else int(task_seed)
+        self.default_reward = self.reward_mode = reward
+        self.calibration = load_calibration_doc(calibration)
+        self.calibrate_missing = calibrate_missing
+        self.max_steps = max_steps
+        self.seeds = tuple(int(s) for s in seeds)
+        self.tasks = tuple(tasks) if tasks is not None else tuple(t.id for t in all_tasks() if t.split == "train")
+        for tid in self.tasks:
+            get_task(tid)
+        if not self.seeds or not self.tasks:
+            raise ValueError("seeds and tasks to draw from must not be empty")
+        self.max_observation = max_observation
+        self.ep: Episode | None = None
+        self.cell: dict | None = None
+        self.calibration_source: str | None = None
+        self.steps = 0
+        self.step_cap = 0
+        self.paid_cents = 0
+        self.truncated = False
+        self.last_text = ""
+
+    # -- cells ------------------------------------------------------------------------
+
+    def resolve(self, rng, options: dict | None = None) -> tuple[str, int]:
+        """The cell to play (see the module docstring for the rule)."""
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"task", "task_seed", "reward"})
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; the options are task, task_seed, reward")
+        task = options.get("task", self.task_id)
+        if task is None:
+            task = self.tasks[int(rng.integers(len(self.tasks)))]
+        seed = options.get("task_seed", self.task_seed)
+        if seed is None:
+            seed = self.seeds[int(rng.integers(len(self.seeds)))]
+        return get_task(task).id, int(seed)
+
+    def constants(self, task: Task, seed: int) -> tuple[dict | None, str | None]:
+        cell = cell_of(self.calibration, task.id, seed) if self.calibration else None
+        if cell is not None:
+            return cell, "calibration file"
+        if not self.calibrate_missing:
+            return None, None
+        key = (task.id, seed)
+        if key not in _calibrated_on_the_spot:
+            _calibrated_on_the_spot[key] = calibrate_cell(task, seed, load_world())
+        return _calibrated_on_the_spot[key], "calibrated for this cell on the spot"
+
+    def start(self, task_id: str, seed: int, reward: str | None = None) -> str:
+        """Arm the cell; returns the first observation: the task prompt, then ``store_status``.
+
+        ``reward`` overrides the constructor's reward mode for this episode only."""
+        reward = self.default_reward if reward is None else reward
+        if reward not in REWARD_MODES:
+            raise ValueError(f"reward must be one of {REWARD_MODES}, not {reward!r}")
+        self.reward_mode = reward
+        task = get_task(task_id)
+        cell, source = self.constants(task, seed)
+        if cell is None and self.reward_mode != "dense":
+            raise ValueError(f"reward={self.reward_mode!r} needs calibration constants, and the cell "
+                             f"{task.id} seed {seed} is not in the calibration; pass calibrate_missing=True "
+                             "or a calibration file that has it")
+        self.ep = Episode(task, seed, load_world())
+        self.cell, self.calibration_source = cell, source
+        self.steps = 0
+        self.step_cap = self.max_steps if self.max_steps is not None else 2 * task.windows * task.ops_per_window
+        self.paid_cents = 0
+        self.truncated = False
+        status = self.ep.call("store_status")
+        self.last_text = _fit(task.prompt.strip() + "\n\n" + observation_text(status.header, status.data),
+                              self.max_observation)
+        return self.last_text
+
+    # -- acting -------------------------------------------------------------------------
+
+    def act(self, action: Any) -> Step:
+        ep = self.ep
+        if ep is None:
+            raise RuntimeError("reset the environment before stepping it")
+        was_over = ep.over
+        self.steps += 1
+        malformed = None
+        try:
+            tool, arguments = parse_action(action)
+        except Malformed as exc:
+            malformed = exc
+        if malformed is None:
+            result = ep.call(tool, arguments)
+            header = result.header
+            body = result.data if result.ok else {"error": result.error}
+            ok, code = result.ok, (None if result.ok else result.error.get("code"))
+        else:
+            tool = None
+            charged: ToolResult = ep.call(CHARGE_TOOL, {"malformed_action": _excerpt(action)})
+            header = charged.header
+            if charged.error and charged.error.get("code") == "store_closed":
+                body = {"error": charged.error}
+                code = "store_closed"
+            else:
+                body = {"error": {"code": malformed.code, "message": malformed.message}}
+                code = malformed.code
+            ok = False
+        ended_now = ep.over and not was_over
+        if not ep.over and self.steps >= self.step_cap:
+            ep.stop()  # the cap: settled as an operator walking away
+            self.truncated = ended_now = True
+            header = ep.header_line()
+        dense = self._dense_delta()
+        text = _fit(observation_text(header, body), self.max_observation)
+        self.last_text = text
+        reward = self._reward(dense, ended=ended_now)
+        return Step(tool=tool, ok=ok, error_code=code, header=header, body=body, text=text, reward=reward,
+                    dense_cents=dense, terminated=ep.over and not self.truncated,
+                    truncated=ep.over and self.truncated, ended=ended_now, malformed=malformed is not None)
+
+    def settle(self) -> dict:
+        """Freeze and settle the store now (the operator walks away); returns :meth:`final_info`.
+
+        For harnesses whose agent stopped acting.  Never an action.  The settlement's dense
+        change is not delivered as a reward by any step; it is in ``final_info()``."""
+        if self.ep is not None and not self.ep.over:
+            self.ep.stop()
+        return self.final_info()
+
+    def _dense_delta(self) -> int:
+        total = sum(self.ep.dense_rewards())
+        delta = total - self.paid_cents
+        self.paid_cents = total
+        return delta
+
+    def _reward(self, dense_cents: int, *, ended: bool) -> float:
+        if self.reward_mode == "dense":
+            return dense_cents / 100
+        if not ended:
+            return 0.0
+        s = self.official()
+        if self.reward_mode == "composite":
+            return float(s.reward_composite)
+        return float(self.shaped_business(s))
+
+    # -- scores --------------------------------------------------------------------------
+
+    def official(self) -> Score:
+        cell = self.cell
+        if cell is None:
+            return score(self.ep)
+        return score(self.ep, Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"])))
+
+    def shaped_business(self, s: Score) -> Decimal:
+        return business_normalized(s.business_raw, s.business_zero_raw, s.business_scale, floor=SHAPED_FLOOR)
+
+    def info(self, step: Step | None = None) -> dict:
+        ep = self.ep
+        out = {
+            "task": ep.task.id, "task_seed": ep.seed, "header": ep.header_line(),
+            "window": min(ep.window + 1, ep.n_windows), "windows_total": ep.n_windows,
+            "windows_closed": ep.window, "operations_left": 0 if ep.over else ep.ops_left,
+            "steps": self.steps, "max_steps": self.step_cap, "reward_mode": self.reward_mode,
+        }
+        if step is not None:
+            out.update(tool=step.tool, ok=step.ok, error=step.error_code, malformed=step.malformed,
+                       dense_reward=step.dense_cents / 100)
+        if ep.over:
+            out.update(self.final_info())
+        return out
+
+    def final_info(self) -> dict:
+        ep = self.ep
+        s = self.official()
+        has_constants = self.cell is not None
+        out = {
+            "end_reason": ep.end_reason or None, "business_raw": float(s.business_raw),
+            "dense_return": self.paid_cents / 100, "dense_rewards": [c / 100 for c in ep.dense_rewards()],
+            "calibration_source": self.calibration_source,
+            "score": s.as_json() if has_constants else None,
+            "reward_composite": float(s.reward_composite) if has_constants else None,
+            "shaped_business": float(self.shaped_business(s)) if has_constants else None,
+            "shaped_composite": (float(compose(self.shaped_business(s), s.reliability, s.continuity))
+                                 if has_constants else None),
+        }
+        return out
