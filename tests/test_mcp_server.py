@@ -409,3 +409,32 @@ def test_latency_in_memory(shared_ep):
         direct.append(time.perf_counter() - t)
     print(f"\nmedian of {n} in-memory calls: store_status {store:.3f} ms, no-op async tool {noop_a:.3f} ms, "
           f"no-op sync tool {noop_s:.3f} ms; Episode.call('store_status') directly {_median_ms(direct):.3f} ms")
+
+
+def test_storebench_mcp_over_stdio_meters_like_the_core():
+    """The official client against the `storebench mcp` command: 29 tools, the free probe
+    leaves the budget alone, any other call spends one, every result starts with the header."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "environment", "mcp", "--task", TASK, "--seed", str(SEED)],
+                                   cwd=str(REPO_ROOT))
+
+    def ops(text: str) -> int:
+        return json.loads(text.split("\n", 1)[1])["operations_left"]
+
+    async def go():
+        async with episode_client(params) as client:
+            names = await client.tool_names()
+            first = await client.call("store_status")
+            again = await client.call("store_status")
+            listed = await client.call("list_orders", {"page_size": 5})
+            refused = await client.call("get_product", {"product_id": "NOPE"})
+            after = await client.call("store_status")
+        return names, first, again, listed, refused, after
+
+    names, first, again, listed, refused, after = run(go())
+    assert sorted(names) == sorted(REGISTRY)
+    assert ops(first.text) == ops(again.text)
+    assert ops(after.text) == ops(first.text) - 2  # one read and one refused call
+    for outcome in (first, again, listed, after):
+        assert outcome.text.startswith("2026-08-01 00:00 UTC | window 1 of ")
+    assert refused.is_error and "unknown_product" in refused.text
