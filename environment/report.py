@@ -38,7 +38,7 @@ def svg(doc: dict) -> str:
     x = (lambda v: left + v * width)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" height="{height}" '
              f'font-family="sans-serif" font-size="12">',
-             f'<rect width="100%" height="100%" fill="white"/>']
+             '<rect width="100%" height="100%" fill="white"/>']
     for t in range(0, 9):
         v = t / 10
         parts.append(f'<line x1="{x(v):.1f}" y1="20" x2="{x(v):.1f}" y2="{height - 40}" stroke="#eee"/>')

@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from environment.api import arm
 from environment.engine.episode import ToolResult
 from environment.engine.ledger import Account
-from environment.engine.state import OrderState, POState, ReturnState
+from environment.engine.state import OrderState, ReturnState
 from environment.tools.registry import REGISTRY
 
 TASKS = ["short-runway", "counter-punch", "cash-crunch", "final-clearance", "season-flip"]

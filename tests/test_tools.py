@@ -7,7 +7,6 @@ operations spent) unless the point of a test is the tool that lists them.
 from __future__ import annotations
 
 import dataclasses
-import decimal
 import re
 
 import pytest

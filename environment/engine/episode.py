@@ -25,7 +25,7 @@ from ..world.model import OrderStatus, POStatus, ReturnStatus, SupplyRole, World
 from ..world.params import season_factor
 from .economics import economics_for
 from .ledger import Account, Ledger
-from .state import Lot, OrderRec, OrderState, PORec, POState, ProductRec, ReturnRec, VariantRec
+from .state import Lot, OrderRec, OrderState, PORec, ProductRec, ReturnRec, VariantRec
 
 class ToolResult:
     """What one tool call returns: the store header, and data or a structured error."""
