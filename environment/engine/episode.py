@@ -15,7 +15,6 @@ by what it is for, the window and the entity it concerns.
 from __future__ import annotations
 
 import heapq
-import math
 
 from .. import simtime
 from ..rand import Stream
@@ -513,20 +512,5 @@ class Episode:
         self.end_reason = reason
         settle(self)
 
-    @property
-    def supply_roles(self) -> dict:
-        return {sp.id: sp.role for sp in self.world.supply_products}
-
     def is_unlisted_supply(self, sp_id: str) -> bool:
         return self.supply_products[sp_id].role == SupplyRole.UNLISTED and sp_id not in self.listed_supply
-
-    def demand_season(self, product: ProductRec, at: int) -> float:
-        return season_factor(product.season, simtime.day_of_year(at))
-
-    @staticmethod
-    def clamp(x: float, low: float, high: float) -> float:
-        return low if x < low else high if x > high else x
-
-    @staticmethod
-    def finite(x: float) -> bool:
-        return math.isfinite(x)
