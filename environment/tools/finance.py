@@ -98,13 +98,20 @@ def sales_report(ep, args: SalesArgs) -> dict:
     times, rows = history_sales(ep.world)
     agg: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
 
+    group = args.group_by
+
     def add(at: int, variant_id: str, qty: int, paid: int) -> None:
-        variant = ep.variant_by_id[variant_id]
-        product = variant.product
+        product = ep.variant_by_id[variant_id].product
         if args.product_id and product.id != args.product_id:
             return
-        key = {"product": product.id, "category": product.category, "variant": variant_id,
-               "day": simtime.iso(at)[:10]}[args.group_by]
+        if group == "product":
+            key = product.id
+        elif group == "category":
+            key = product.category
+        elif group == "variant":
+            key = variant_id
+        else:
+            key = simtime.iso(at)[:10]
         a = agg[key]
         a[0] += 1
         a[1] += qty
