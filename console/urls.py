@@ -14,4 +14,9 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("shifts/<int:pk>/", views.shift_workspace, name="shift"),
+    path("shifts/<int:pk>/start/", views.shift_start, name="shift_start"),
+    path("shifts/<int:pk>/call/", views.shift_call, name="shift_call"),
+    path("shifts/<int:pk>/calls/<int:seq>/", views.shift_call_detail, name="shift_call_detail"),
+    path("shifts/<int:pk>/end/", views.shift_end, name="shift_end"),
 ]

@@ -1,7 +1,13 @@
-"""Create the demo users. Safe to run any number of times."""
+"""Create the demo users and the demo participant's practice shift. Safe to run any number of times."""
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
+
+from console.models import Shift
+from console.services import assign_shift
+
+# The practice shift every demo participant gets: (task id, seed).
+DEMO_PRACTICE = ("counter-punch", 7)
 
 # (username, password, is_superuser)
 DEMO_USERS = (
@@ -12,7 +18,7 @@ DEMO_USERS = (
 
 
 class Command(BaseCommand):
-    help = "Create or reset the demo users (admin, coordinator, participant)."
+    help = "Create or reset the demo users (admin, coordinator, participant) and a practice shift."
 
     @transaction.atomic
     def handle(self, *args, **options) -> None:
@@ -29,4 +35,12 @@ class Command(BaseCommand):
                 f"{'created' if created else 'exists '}  {username} / {password}"
                 + ("  (superuser)" if is_superuser else "")
             )
+        participant = User.objects.get(username="participant")
+        task_id, seed = DEMO_PRACTICE
+        if Shift.objects.filter(participant=participant, task_id=task_id, seed=seed,
+                                is_practice=True).exists():
+            self.stdout.write("exists   practice shift for participant")
+        else:
+            assign_shift(participant, task_id, seed, practice=True)
+            self.stdout.write("created  practice shift for participant")
         self.stdout.write(self.style.SUCCESS("Demo users ready."))

@@ -1,0 +1,411 @@
+"""Shift services: the only place the console touches the environment.
+
+Every tool call goes through an in-memory MCP client connected to an MCP server built
+over the shift's live episode (``episode_client(build_server(lambda: ep))``), so a
+participant sees byte for byte what an agent sees.  The stored calls are the source of
+truth: the live episode is a process-local cache, rebuilt on demand by replaying the
+calls that reached the core (``play_actions(ep, actions, stop=False)``), which is
+deterministic.  A per-shift lock serialises calls within a process, and a check of the
+number of replayable calls against the database catches a cache made stale by another
+process; on PostgreSQL the shift row is also locked while a call is stored.
+
+Only :func:`end_shift` reaches the core directly: settlement and grading are not tools.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from environment.api import arm, cell_constants, grade
+from environment.calibration import cell_of, load_calibration
+from environment.engine import Episode
+from environment.tasks import get_task
+from environment.tools import REGISTRY
+from environment.trial import play_actions
+from mcp_client.client import CallOutcome, episode_client
+from mcp_client.server import build_server
+
+from .models import SHIFT_LENGTH, Shift, ShiftCall
+
+__all__ = [
+    "ShiftNotActive", "assign_shift", "begin_shift", "call_tool", "end_shift",
+    "enforce_deadline", "shift_overview", "start_shift", "parse_result",
+]
+
+OPENING_CALL_ID = "opening-store-status"
+DEADLINE_REASON = "deadline"
+
+
+class ShiftNotActive(Exception):
+    """The shift cannot take a tool call (not started, or ended)."""
+
+
+# --- results as the participant reads them ----------------------------------------------
+
+HEADER_RE = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d) UTC \| window (?P<window>\d+) of (?P<windows>\d+)"
+    r" \| operations left (?P<ops_left>\d+) of (?P<ops_total>\d+) \| cash (?P<cash>\S+)"
+    r" \| net assets (?P<net_assets>\S+) \| rating (?P<rating>[\d.]+)(?P<closed> \| store closed)?$",
+    re.M,
+)
+
+
+@dataclass(frozen=True)
+class Header:
+    line: str
+    time: str
+    window: int
+    windows: int
+    ops_left: int
+    ops_total: int
+    cash: str
+    net_assets: str
+    rating: str
+    closed: bool
+
+
+def parse_header(text: str) -> Header | None:
+    match = HEADER_RE.search(text or "")
+    if match is None:
+        return None
+    g = match.groupdict()
+    return Header(line=match.group(0), time=g["time"], window=int(g["window"]), windows=int(g["windows"]),
+                  ops_left=int(g["ops_left"]), ops_total=int(g["ops_total"]), cash=g["cash"],
+                  net_assets=g["net_assets"], rating=g["rating"], closed=bool(g["closed"]))
+
+
+@dataclass(frozen=True)
+class ParsedResult:
+    header: Header | None
+    message: str  # the refusal line(s) before the header, or the whole text without one
+    data: Any  # the JSON body, or None
+    pretty: str  # the body formatted for reading
+
+
+def parse_result(text: str) -> ParsedResult:
+    header = parse_header(text)
+    if header is None:
+        return ParsedResult(None, text, None, "")
+    before, _, after = text.partition(header.line)
+    body = after.strip()
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        data = None
+    pretty = json.dumps(data, indent=2, ensure_ascii=False) if data is not None else body
+    return ParsedResult(header, before.strip(), data, pretty)
+
+
+# --- the live episodes (process cache) --------------------------------------------------
+
+
+@dataclass
+class _Live:
+    episode: Episode
+    server: Any
+    applied: int  # calls replayed or made through this cache that reached the core
+
+
+_cache: dict[int, _Live] = {}
+_locks: dict[int, threading.RLock] = {}
+_guard = threading.Lock()
+
+
+def _lock(shift_id: int) -> threading.RLock:
+    with _guard:
+        lock = _locks.get(shift_id)
+        if lock is None:
+            lock = _locks[shift_id] = threading.RLock()
+        return lock
+
+
+def clear_cache() -> None:
+    """Forget every live episode (what a server restart does)."""
+    with _guard:
+        _cache.clear()
+
+
+def _evict(shift_id: int) -> None:
+    with _guard:
+        _cache.pop(shift_id, None)
+
+
+def _replayable(shift: Shift) -> list[dict]:
+    return [{"tool": tool, "arguments": arguments}
+            for tool, arguments in shift.calls.filter(reached_core=True).order_by("seq")
+            .values_list("tool", "arguments")]
+
+
+def replay_episode(shift: Shift) -> Episode:
+    """A fresh episode with the shift's stored calls replayed (the store as the participant left it)."""
+    return play_actions(arm(shift.task_id, shift.seed), _replayable(shift), stop=False)
+
+
+def _live(shift: Shift) -> _Live:
+    """The shift's live episode; call under the shift's lock."""
+    expected = shift.calls.filter(reached_core=True).count()
+    live = _cache.get(shift.pk)
+    if live is None or live.applied != expected:
+        episode = replay_episode(shift)
+        live = _Live(episode, None, expected)
+        live.server = build_server(lambda: live.episode)
+        with _guard:
+            _cache[shift.pk] = live
+    return live
+
+
+async def _mcp_call(server, tool: str, arguments: dict) -> CallOutcome:
+    async with episode_client(server) as client:
+        return await client.call(tool, arguments)
+
+
+# --- shifts ---------------------------------------------------------------------------
+
+
+def _release() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("storebench")
+    except PackageNotFoundError:
+        return ""
+
+
+def assign_shift(user, task_id: str, seed: int, practice: bool = False) -> Shift:
+    get_task(task_id)  # an unknown task fails here, not at the participant's first click
+    return Shift.objects.create(participant=user, task_id=task_id, seed=int(seed), is_practice=practice)
+
+
+def begin_shift(shift: Shift) -> Shift:
+    """Start an assigned shift: the 12-hour clock starts and the store opens with a
+    (free) ``store_status`` read, so the header is known before the first action."""
+    with _lock(shift.pk):
+        with transaction.atomic():
+            shift = Shift.objects.select_for_update().get(pk=shift.pk)
+            if shift.status != Shift.Status.ASSIGNED:
+                return shift
+            now = timezone.now()
+            shift.status = Shift.Status.ACTIVE
+            shift.started_at = now
+            shift.deadline = now + SHIFT_LENGTH
+            shift.release = _release()
+            shift.save(update_fields=["status", "started_at", "deadline", "release"])
+        call_tool(shift, "store_status", {}, OPENING_CALL_ID)
+        return shift
+
+
+def start_shift(user, task_id: str, seed: int, practice: bool = False) -> Shift:
+    """Assign a cell to ``user`` and start it at once."""
+    return begin_shift(assign_shift(user, task_id, seed, practice))
+
+
+def enforce_deadline(shift: Shift, now=None) -> bool:
+    """End an active shift past its deadline, settled as played; True if it ended now."""
+    now = now or timezone.now()
+    if shift.status == Shift.Status.ACTIVE and shift.deadline is not None and now >= shift.deadline:
+        end_shift(shift, DEADLINE_REASON)
+        return True
+    return False
+
+
+def _window_of(shift: Shift) -> int | None:
+    last = shift.calls.exclude(header="").order_by("-seq").values_list("header", flat=True).first()
+    header = parse_header(last or "")
+    return header.window if header else None
+
+
+def call_tool(shift: Shift, tool: str, arguments: dict, call_id: str) -> ShiftCall:
+    """Make one tool call through MCP and store it; idempotent per ``call_id``.
+
+    A ``call_id`` already stored returns that call unchanged: nothing is sent, no
+    operation is spent.  The call is saved (in a transaction) before it is returned.
+    """
+    if tool not in REGISTRY:
+        raise ValueError(f"unknown tool {tool!r}")
+    with _lock(shift.pk):
+        shift.refresh_from_db()
+        existing = ShiftCall.objects.filter(shift=shift, call_id=call_id).first()
+        if existing is not None:
+            return existing
+        enforce_deadline(shift)
+        if shift.status != Shift.Status.ACTIVE:
+            raise ShiftNotActive(f"the shift is {shift.get_status_display().lower()}")
+        live = _live(shift)
+        window = _window_of(shift)
+        before = len(live.episode.action_log)
+        outcome = async_to_sync(_mcp_call)(live.server, tool, arguments)
+        reached = len(live.episode.action_log) > before
+        if reached:
+            live.applied += 1
+        header = parse_header(outcome.text)
+        try:
+            with transaction.atomic():
+                Shift.objects.select_for_update().filter(pk=shift.pk).first()
+                seq = (shift.calls.aggregate(m=Max("seq"))["m"] or 0) + 1
+                call = ShiftCall.objects.create(
+                    shift=shift, seq=seq, call_id=call_id, tool=tool, arguments=arguments,
+                    result_text=outcome.text, is_error=outcome.is_error, reached_core=reached,
+                    header=header.line if header else "",
+                    window=window if window is not None else (header.window if header else None),
+                )
+        except IntegrityError:
+            # Stored concurrently elsewhere (another process): our episode has moved past
+            # the database, so forget it; the stored call (if it is ours) wins.
+            _evict(shift.pk)
+            existing = ShiftCall.objects.filter(shift=shift, call_id=call_id).first()
+            if existing is None:
+                raise
+            return existing
+        if live.episode.over:
+            end_shift(shift, f"store closed: {live.episode.end_reason}")
+        return call
+
+
+@cache
+def _calibration() -> tuple[dict, str] | None:
+    path = Path(getattr(settings, "STOREBENCH_CALIBRATION", settings.BASE_DIR / "calibration" / "public.json"))
+    return load_calibration(path) if path.exists() else None
+
+
+def _grading_cell(task_id: str, seed: int) -> tuple[dict, str, str]:
+    calibration = _calibration()
+    if calibration is not None:
+        doc, digest = calibration
+        cell = cell_of(doc, task_id, seed)
+        if cell is not None:
+            return cell, "calibration file", digest
+    cell, source = cell_constants(get_task(task_id), seed, None)
+    return cell, source, ""
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def end_shift(shift: Shift, reason: str) -> Shift:
+    """Stop the shift's episode (settlement), grade it and store the score."""
+    with _lock(shift.pk):
+        shift.refresh_from_db()
+        if shift.status == Shift.Status.ENDED:
+            return shift
+        if shift.status != Shift.Status.ACTIVE:
+            raise ShiftNotActive("only a started shift can be ended")
+        live = _live(shift)
+        cell, source, digest = _grading_cell(shift.task_id, shift.seed)
+        result = grade(live.episode, cell)  # stops the episode if it is still open
+        components = {k: _plain(v) for k, v in asdict(result).items()}
+        components["threshold"] = str(cell["threshold"])
+        with transaction.atomic():
+            shift.status = Shift.Status.ENDED
+            shift.ended_at = timezone.now()
+            shift.end_reason = reason
+            shift.score_composite = result.reward_composite
+            shift.passed = result.reward_composite >= Decimal(str(cell["threshold"]))
+            shift.score_components = components
+            shift.calibration_source = source
+            shift.calibration_hash = digest
+            shift.save()
+        _evict(shift.pk)
+        return shift
+
+
+# --- what the workspace shows ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inbox:
+    read_at: str  # simulated time the list was read
+    window: int
+    status_filter: str
+    rows: list
+    total: int
+
+
+@dataclass(frozen=True)
+class Overview:
+    shift: Shift
+    calls: list[ShiftCall]
+    header: Header | None
+    shown: ShiftCall | None
+    inbox: Inbox | None
+
+
+def _inbox(calls: list[ShiftCall]) -> Inbox | None:
+    for call in reversed(calls):
+        if call.tool == "list_returns" and not call.is_error:
+            parsed = parse_result(call.result_text)
+            if parsed.header is None or not isinstance(parsed.data, dict):
+                continue
+            return Inbox(read_at=parsed.header.time, window=parsed.header.window,
+                         status_filter=str(call.arguments.get("status", "open")),
+                         rows=list(parsed.data.get("rows", [])), total=int(parsed.data.get("total", 0)))
+    return None
+
+
+def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
+    """The workspace's content: enforces the deadline first; reads only stored calls."""
+    enforce_deadline(shift)
+    shift.refresh_from_db()
+    calls = list(shift.calls.order_by("seq"))
+    header = next((parse_header(c.header) for c in reversed(calls) if c.header), None)
+    shown = None
+    if show_seq is not None:
+        shown = next((c for c in calls if c.seq == show_seq), None)
+    elif calls:
+        shown = calls[-1]
+    return Overview(shift=shift, calls=calls, header=header, shown=shown, inbox=_inbox(calls))
+
+
+@dataclass(frozen=True)
+class CallDone:
+    """What the workspace updates after one call: not the whole history (it only grows)."""
+
+    shift: Shift
+    call: ShiftCall
+    fresh: bool  # False when the call_id was already stored (a double submit)
+    header: Header | None
+    inbox: Inbox | None
+
+
+def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str) -> CallDone:
+    """:func:`call_tool`, then the parts of the workspace that change with it."""
+    known = ShiftCall.objects.filter(shift=shift, call_id=call_id).exists()
+    call = call_tool(shift, tool, arguments, call_id)
+    shift.refresh_from_db()
+    last = shift.calls.exclude(header="").order_by("-seq").values_list("header", flat=True).first()
+    returns = list(shift.calls.filter(tool="list_returns", is_error=False).order_by("-seq")[:1])
+    return CallDone(shift=shift, call=call, fresh=not known, header=parse_header(last or ""),
+                    inbox=_inbox(returns))
+
+
+def start_assigned(shift: Shift) -> Overview:
+    """Start an assigned shift (no-op if already started) and return its workspace."""
+    return shift_overview(begin_shift(shift))
+
+
+def end_by_participant(shift: Shift) -> Overview:
+    enforce_deadline(shift)
+    shift.refresh_from_db()
+    if shift.status == Shift.Status.ACTIVE:
+        end_shift(shift, "ended by the participant")
+    return shift_overview(shift)
+
+
+def participant_shifts(user) -> list[Shift]:
+    """The user's shifts, each checked against its deadline first."""
+    shifts = list(Shift.objects.filter(participant=user))
+    for shift in shifts:
+        enforce_deadline(shift)
+    return list(Shift.objects.filter(participant=user))

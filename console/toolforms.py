@@ -1,0 +1,163 @@
+"""Forms for the 29 tools, generated from the core's pydantic argument models.
+
+Nothing here declares a tool: the registry is walked once.  Each argument field
+becomes a :class:`FieldSpec` (an input kind, bounds, choices, default, hint), and
+:func:`arguments_from_form` turns a submitted form back into the ``arguments`` object
+sent over MCP.  A value that does not parse (a word in a number box, bad JSON) is
+forwarded as typed, so the MCP layer answers it exactly as it would answer an agent.
+"""
+from __future__ import annotations
+
+import json
+import types
+import typing
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from typing import Any, Literal
+
+from annotated_types import Ge, Le, MaxLen, MinLen
+
+from environment.tools import REGISTRY
+from environment.tools.registry import Family, ToolSpec
+
+ARG_PREFIX = "arg_"
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    label: str
+    kind: str  # "int" | "money" | "choice" | "json" | "text" | "textarea"
+    required: bool
+    default: Any
+    choices: tuple[str, ...]
+    hint: str
+    minimum: int | None = None
+    maximum: int | None = None
+    max_length: int | None = None
+
+    @property
+    def input_name(self) -> str:
+        return ARG_PREFIX + self.name
+
+
+@dataclass(frozen=True)
+class ToolForm:
+    name: str
+    title: str
+    family: str
+    description: str
+    free: bool
+    destructive: bool
+    ends_window: bool
+    fields: tuple[FieldSpec, ...]
+
+    @property
+    def summary(self) -> str:
+        return self.description.split("\n\n", 1)[0]
+
+
+def _unwrap(annotation: Any) -> tuple[Any, bool, list]:
+    """(base type, optional?, extra metadata) of a field annotation."""
+    optional = False
+    metadata: list = []
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(annotation))
+        annotation = args[0] if len(args) == 1 else annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        metadata = list(annotation.__metadata__)
+        annotation = annotation.__origin__
+    return annotation, optional, metadata
+
+
+def _field_spec(name: str, info) -> FieldSpec:
+    base, _optional, extra = _unwrap(info.annotation)
+    metadata = [*info.metadata, *extra]
+    minimum = next((m.ge for m in metadata if isinstance(m, Ge)), None)
+    maximum = next((m.le for m in metadata if isinstance(m, Le)), None)
+    max_length = next((m.max_length for m in metadata if isinstance(m, MaxLen)), None)
+    min_length = next((m.min_length for m in metadata if isinstance(m, MinLen)), None)
+    choices: tuple[str, ...] = ()
+    if typing.get_origin(base) is Literal:
+        kind, choices = "choice", tuple(str(c) for c in typing.get_args(base))
+    elif base is int:
+        kind = "int"
+    elif base is Decimal:
+        kind = "money"
+    elif typing.get_origin(base) is dict or base is dict:
+        kind = "json"
+    elif max_length is not None and max_length > 200:
+        kind = "textarea"
+    else:
+        kind = "text"
+    required = info.is_required()
+    default = None if required else info.default
+    hint = info.description or ""
+    if min_length:
+        hint = (hint + f" At least {min_length} characters.").strip()
+    return FieldSpec(name=name, label=name.replace("_", " "), kind=kind, required=required,
+                     default=default, choices=choices, hint=hint, minimum=minimum,
+                     maximum=maximum, max_length=max_length)
+
+
+def _tool_form(spec: ToolSpec) -> ToolForm:
+    return ToolForm(
+        name=spec.name, title=spec.title, family=spec.family.value,
+        description=spec.description, free=spec.free, destructive=spec.destructive,
+        ends_window=spec.name == "end_window",
+        fields=tuple(_field_spec(n, f) for n, f in spec.args.model_fields.items()),
+    )
+
+
+@cache
+def tool_forms() -> dict[str, ToolForm]:
+    return {name: _tool_form(spec) for name, spec in REGISTRY.items()}
+
+
+@cache
+def tool_families() -> list[tuple[str, list[ToolForm]]]:
+    """The tools grouped by family, in the registry's family order."""
+    forms = tool_forms()
+    return [(family.value, [f for f in forms.values() if f.family == family.value])
+            for family in Family
+            if any(f.family == family.value for f in forms.values())]
+
+
+def _convert(field: FieldSpec, raw: str) -> Any:
+    if field.kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            return raw
+    if field.kind == "json":
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw  # money stays a string of dollars ("49.50"): exact, never a float
+
+
+def arguments_from_form(form: ToolForm, data: typing.Mapping[str, str]) -> dict[str, Any]:
+    """The MCP ``arguments`` object for a submitted tool form; blank fields are omitted."""
+    arguments: dict[str, Any] = {}
+    for field in form.fields:
+        raw = data.get(field.input_name, "")
+        if field.kind not in ("text", "textarea"):
+            raw = raw.strip()
+        if raw == "":
+            continue
+        arguments[field.name] = _convert(field, raw)
+    return arguments
+
+
+def form_values(form: ToolForm, arguments: dict[str, Any]) -> dict[str, str]:
+    """What to refill a tool form with after a call, by input name."""
+    out = {}
+    for field in form.fields:
+        if field.name in arguments:
+            value = arguments[field.name]
+            out[field.input_name] = json.dumps(value) if field.kind == "json" and not isinstance(value, str) else str(value)
+    return out

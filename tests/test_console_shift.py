@@ -1,0 +1,265 @@
+"""The first slice of the participant console: shifts, tool calls through MCP, resume."""
+import re
+import statistics
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.utils import timezone
+
+from console import services
+from console.models import Shift, ShiftCall
+from environment.tools import REGISTRY
+
+TASK, SEED = "counter-punch", 7
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    services.clear_cache()
+    yield
+    services.clear_cache()
+
+
+@pytest.fixture
+def user(db):
+    return get_user_model().objects.create_user("alice", password="pw-alice-123")
+
+
+@pytest.fixture
+def shift(user):
+    return services.start_shift(user, TASK, SEED, practice=True)
+
+
+@pytest.fixture
+def alice(client, user):
+    client.force_login(user)
+    return client
+
+
+def ops_left(html: str) -> int:
+    match = re.search(r'id="store-header"[^>]*data-ops-left="(\d+)"', html, re.S)
+    assert match, "no store header in the page"
+    return int(match.group(1))
+
+
+def header_line(html: str) -> str:
+    match = re.search(r'class="result-header">([^<]+)<', html)
+    assert match, "no result header"
+    return match.group(1)
+
+
+def call(client, shift, tool, call_id=None, htmx=True, **args):
+    data = {"tool": tool, "call_id": call_id or uuid.uuid4().hex}
+    data.update({f"arg_{k}": v for k, v in args.items()})
+    return client.post(f"/shifts/{shift.pk}/call/", data, **(HX if htmx else {}))
+
+
+def page(client, shift) -> str:
+    response = client.get(f"/shifts/{shift.pk}/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_start_an_assigned_shift_from_home(alice, user):
+    assigned = services.assign_shift(user, TASK, SEED, practice=True)
+    home = alice.get("/").content.decode()
+    assert f"/shifts/{assigned.pk}/start/" in home and "Start" in home
+    response = alice.post(f"/shifts/{assigned.pk}/start/")
+    assert response.status_code == 302 and response["Location"] == f"/shifts/{assigned.pk}/"
+    assigned.refresh_from_db()
+    assert assigned.status == Shift.Status.ACTIVE
+    assert assigned.deadline - assigned.started_at == timedelta(hours=12)
+    opening = assigned.calls.get()
+    assert opening.tool == "store_status" and not opening.spent_operation
+    assert ops_left(page(alice, assigned)) == 12
+
+
+def test_store_status_spends_nothing_and_list_orders_spends_one(alice, shift):
+    assert ops_left(page(alice, shift)) == 12
+    response = call(alice, shift, "store_status")
+    assert response.status_code == 200
+    assert ops_left(response.content.decode()) == 12
+    response = call(alice, shift, "list_orders", page_size="5")
+    html = response.content.decode()
+    assert ops_left(html) == 11
+    assert "&quot;rows&quot;" in html  # the JSON result, formatted
+    # the next header (a free read) confirms it
+    assert ops_left(call(alice, shift, "store_status").content.decode()) == 11
+    # blank fields are omitted, numbers sent as numbers (as a browser posts only what it has)
+    assert ShiftCall.objects.get(shift=shift, tool="list_orders").arguments == {"page_size": 5}
+
+
+def test_same_call_id_twice_spends_one_operation(alice, shift):
+    first = call(alice, shift, "list_orders", call_id="dup-call-0001", page_size="3")
+    second = call(alice, shift, "list_orders", call_id="dup-call-0001", page_size="3")
+    assert header_line(first.content.decode()) == header_line(second.content.decode())
+    # the history gains one row, not two
+    assert 'hx-swap-oob="afterbegin:#history-list"' in first.content.decode()
+    assert "#history-list" not in second.content.decode()
+    assert ShiftCall.objects.filter(shift=shift, call_id="dup-call-0001").count() == 1
+    assert ops_left(call(alice, shift, "store_status").content.decode()) == 11
+    # without htmx the form posts and redirects to the stored result (refresh-safe)
+    third = call(alice, shift, "list_orders", call_id="dup-call-0001", htmx=False, page_size="3")
+    assert third.status_code == 302 and third["Location"].endswith("?call=2")
+
+
+def test_another_user_gets_404(client, shift, db):
+    bob = get_user_model().objects.create_user("bob", password="pw-bob-123")
+    client.force_login(bob)
+    assert client.get(f"/shifts/{shift.pk}/").status_code == 404
+    assert client.get(f"/shifts/{shift.pk}/calls/1/", **HX).status_code == 404
+    assert call(client, shift, "list_orders").status_code == 404
+    assert client.post(f"/shifts/{shift.pk}/end/").status_code == 404
+    assert client.post(f"/shifts/{shift.pk}/start/").status_code == 404
+    assert shift.calls.count() == 1
+    assert f"/shifts/{shift.pk}/" not in client.get("/").content.decode()
+
+
+def test_anonymous_is_sent_to_login(client, shift):
+    response = client.get(f"/shifts/{shift.pk}/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_resume_after_restart_continues_from_the_same_state(alice, shift):
+    call(alice, shift, "list_orders", page_size="5")
+    call(alice, shift, "set_price", product_id="PRD-001", price="49.50")
+    call(alice, shift, "list_orders", page_size="abc")  # refused by MCP: no operation, not replayed
+    call(alice, shift, "end_window")
+    call(alice, shift, "list_returns")
+    before = header_line(call(alice, shift, "store_status").content.decode())
+    ledger_before = services._cache[shift.pk].episode.ledger.to_jsonl()
+    assert not ShiftCall.objects.get(shift=shift, arguments__page_size="abc").reached_core
+
+    services.clear_cache()  # the server restarts
+    after = header_line(call(alice, shift, "store_status").content.decode())
+    assert after == before
+    assert "window 2 of 14" in after and "operations left 11 of 12" in after
+    assert services._cache[shift.pk].episode.ledger.to_jsonl() == ledger_before
+    assert services.replay_episode(shift).ledger.to_jsonl() == ledger_before
+    # and the next operation continues the count
+    assert ops_left(call(alice, shift, "list_orders").content.decode()) == 10
+
+
+def test_stale_cache_from_another_process_is_rebuilt(alice, shift):
+    call(alice, shift, "list_orders")
+    live = services._cache[shift.pk]
+    live.applied -= 1  # as if another process had stored a call this cache never made
+    html = call(alice, shift, "store_status").content.decode()
+    assert ops_left(html) == 11
+    assert services._cache[shift.pk] is not live
+
+
+def test_shift_past_deadline_ends_on_next_access(alice, shift):
+    call(alice, shift, "list_orders")
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    html = page(alice, shift)
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ENDED and shift.end_reason == "deadline"
+    assert shift.score_composite is not None and shift.passed is not None
+    assert shift.calibration_source == "calibration file" and shift.calibration_hash.startswith("sha256:")
+    assert "Shift ended" in html and 'id="tool-' not in html
+    # a call on an ended shift is refused without spending anything
+    response = call(alice, shift, "list_orders")
+    assert response.status_code == 204 and response["HX-Redirect"] == f"/shifts/{shift.pk}/"
+    assert shift.calls.count() == 2
+
+
+def test_deadline_checked_by_a_call_too(alice, shift):
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    response = call(alice, shift, "list_orders", htmx=False)
+    assert response.status_code == 302
+    shift.refresh_from_db()
+    assert shift.end_reason == "deadline" and shift.calls.count() == 1
+
+
+def test_participant_ends_the_shift(alice, shift):
+    response = alice.post(f"/shifts/{shift.pk}/end/", **HX)
+    assert response.status_code == 204
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ENDED and shift.end_reason == "ended by the participant"
+    assert isinstance(shift.score_components["business"], str)  # Decimal kept exact as text
+    html = page(alice, shift)
+    assert "Composite score" in html
+
+
+def test_pages_do_not_leak_task_or_seed(alice, shift):
+    call(alice, shift, "list_returns")
+    call(alice, shift, "list_orders")
+    pages = [page(alice, shift), alice.get("/").content.decode(),
+             call(alice, shift, "store_status").content.decode(),
+             alice.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()]
+    alice.post(f"/shifts/{shift.pk}/end/")
+    pages.append(page(alice, shift))
+    for html in pages:
+        assert "counter-punch" not in html.lower()
+        assert "seed" not in html.lower()
+    assert "<title>Shift</title>" in pages[0]
+
+
+def test_workspace_lists_all_29_tools_and_warns(alice, shift):
+    html = page(alice, shift)
+    forms = re.findall(r'<form id="tool-([a-z_]+)"', html)
+    assert len(REGISTRY) == 29 and sorted(forms) == sorted(REGISTRY)
+    end_window = re.search(r'<form id="tool-end_window"[^>]*>', html, re.S).group(0)
+    assert "hx-confirm=" in end_window
+    assert 'data-spends="1"' in end_window and "console/console.js" in html
+    # selects for Literal choices, hints from field descriptions
+    assert '<option value="awaiting_shipment" selected>' in html
+    assert "Rows per page, at most 100." in html
+
+
+def test_returns_inbox_shows_the_last_read_with_its_time(alice, shift):
+    html = page(alice, shift)
+    assert "Call <code>list_returns</code> to fill the inbox" in html
+    html = call(alice, shift, "list_returns").content.decode()
+    assert 'id="inbox" class="panel" hx-swap-oob="true"' in html
+    assert "as read at <b>2026-08-01 00:00 UTC</b>" in html and "RET-" in html
+    # re-reading it (the page, the history) spends nothing
+    assert ops_left(page(alice, shift)) == 11
+    detail = alice.get(f"/shifts/{shift.pk}/calls/2/", **HX)
+    assert detail.status_code == 200 and "list_returns" in detail.content.decode()
+    assert ops_left(page(alice, shift)) == 11
+
+
+def test_load_demo_creates_one_practice_shift(db):
+    call_command("load_demo")
+    call_command("load_demo")
+    shifts = Shift.objects.filter(participant__username="participant")
+    assert shifts.count() == 1
+    demo = shifts.get()
+    assert (demo.task_id, demo.seed, demo.is_practice, demo.status) == (TASK, SEED, True, "assigned")
+
+
+def test_tool_call_latency_through_the_view(alice, shift):
+    call(alice, shift, "store_status")  # warm
+    timings = []
+    for _ in range(15):
+        started = time.perf_counter()
+        response = call(alice, shift, "store_status")
+        timings.append(time.perf_counter() - started)
+        assert response.status_code == 200
+    median_ms = statistics.median(timings) * 1000
+    print(f"median store_status through the view: {median_ms:.1f} ms")
+    assert median_ms < 100
+
+
+def test_shift_ends_when_the_store_closes(alice, shift):
+    for _ in range(13):
+        assert call(alice, shift, "end_window").status_code == 200
+    response = call(alice, shift, "end_window")  # the 14th window closes: horizon reached
+    assert response.status_code == 204 and response["HX-Redirect"].startswith(f"/shifts/{shift.pk}/")
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ENDED
+    assert shift.end_reason == "store closed: horizon reached"
+    assert shift.calls.last().header.endswith("| store closed")
+    assert "Shift ended" in page(alice, shift)
