@@ -80,7 +80,7 @@ def _attended_windows(path: Path) -> int | None:
         for line in fh:
             if line.strip():
                 entry = json.loads(line)
-                if entry.get("op", True) and entry.get("tool") != "store_status":
+                if entry.get("op", False):
                     windows.add(entry["window"])
     return len(windows)
 
@@ -111,6 +111,8 @@ def regrade(folder: str | Path, calibration: dict, calibration_hash: str | None 
         if recorded is not None and recorded != calibration_hash:
             return _zero(out, f"the trial's manifest records calibration hash {recorded}, but this calibration "
                               f"hashes to {calibration_hash}; refusing to re-grade it against another calibration")
+    if manifest_path.exists() and not (folder / "actions.jsonl").exists():
+        return _zero(out, "actions.jsonl is missing: attendance cannot be checked, so the trial grades to zero")
     ledger = folder / "ledger.jsonl"
     if not ledger.exists():
         return _zero(out, "ledger.jsonl is missing: the score cannot be checked and grades to zero")

@@ -46,7 +46,7 @@ def r2(x: Decimal) -> Decimal:
 
 
 def test_constants_are_the_specified_ones():
-    assert (TIE, JUDGMENT_GAP, FLAP_MARGIN) == (D("0.02"), D("0.05"), D("0.005"))
+    assert (TIE, JUDGMENT_GAP, FLAP_MARGIN) == (D("0.02"), D("0.03"), D("0.005"))
 
 
 # --- threshold_of ------------------------------------------------------------------------------
@@ -126,8 +126,8 @@ def test_a_healthy_cell_passes_all_four_gates():
     ("ordering", 11, hand_cell(11, threshold=0.67, rule_based=0.55)),
     # a judgment anchor that only ties blast-list also fails ordering
     ("ordering", 13, hand_cell(13, threshold=0.67, rule_based=0.60)),
-    # judgment clears blast-list by 0.04 < 0.05; threshold 0.71 is 0.01 from both neighbours
-    ("judgment-gap", 7, hand_cell(7, threshold=0.71, blast_list=0.70)),
+    # judgment clears blast-list by 0.025 < 0.03; threshold 0.71 is 0.005 below blast-list
+    ("judgment-gap", 7, hand_cell(7, threshold=0.71, blast_list=0.715)),
     # threshold 0.003 below smart-triage
     ("flap-margin", 13, hand_cell(13, threshold=0.737)),
     # threshold 0.002 above rule-based
@@ -159,7 +159,7 @@ def test_ordering_names_each_failing_judgment_anchor():
 
 
 def test_gate_boundaries():
-    """A judgment gap of exactly 0.05 and a flap margin of exactly 0.005 (above or below) pass."""
+    """A judgment gap of exactly 0.03 and a flap margin of exactly 0.005 (above or below) pass."""
     assert [f.gate for f in check_gates("t", hand_cell(threshold=0.71, blast_list=0.69))] == []
     assert [f.gate for f in check_gates("t", hand_cell(threshold=0.715, rule_based=0.72, smart_triage=0.72))] == []
     assert [f.gate for f in check_gates("t", hand_cell(threshold=0.7151, rule_based=0.72, smart_triage=0.72))] == [
@@ -170,7 +170,9 @@ def test_gate_boundaries():
                                                        smart_triage=0.65))] == ["flap-margin"]
     assert [f.gate for f in check_gates("t", hand_cell(threshold=0.64, blast_list=0.60, smart_triage=0.65,
                                                        rule_based=0.62))] == []
-    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.63, blast_list=0.60, smart_triage=0.6499,
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.61, blast_list=0.60, smart_triage=0.63,
+                                                       rule_based=0.62))] == []
+    assert [f.gate for f in check_gates("t", hand_cell(threshold=0.61, blast_list=0.60, smart_triage=0.6299,
                                                        rule_based=0.62))] == ["judgment-gap"]
     assert [f.gate for f in check_gates("t", hand_cell(exploiter=0.0999))] == []
 

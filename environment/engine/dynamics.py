@@ -92,6 +92,7 @@ def _shoppers(ep, t0: int, t1: int) -> None:
         lam = expected_shoppers(ep, product, t0, traffic, doy)
         if lam <= 0.0:
             continue
+        shelf = shelf_price(product)
         r = ep.stream("demand", ep.window, product.id)
         n = r.poisson(lam)
         for i in range(n):
@@ -103,6 +104,8 @@ def _shoppers(ep, t0: int, t1: int) -> None:
                 variant = _same_size_substitute(product, variant)
             if variant is None or variant.available < 1:
                 continue  # stockout: the shopper leaves, and nobody sees it
+            if variant.price > shelf and r.random() >= (variant.price / shelf) ** -product.elasticity:
+                continue  # dearer than the shelf price that drew them in: the shopper balks
             if variant.available < qty:
                 qty = 1
             variant.reserved += qty  # reserve now so later shoppers see the true availability

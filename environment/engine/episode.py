@@ -415,7 +415,7 @@ class Episode:
 
         arguments = {} if arguments is None else arguments
         spec = REGISTRY.get(name)
-        entry = {"window": min(self.window + 1, self.n_windows), "tool": name,
+        entry = {"window": min(self.window + 1, self.n_windows), "tool": name, "op": False,
                  "arguments": arguments if isinstance(arguments, dict) else {"__not_an_object__": arguments}}
         if spec is None:
             error = ToolError("unknown_tool", f"there is no tool {name!r}; the tools are: "

@@ -95,12 +95,20 @@ class EventBook:
         elif ev.kind == EventKind.QUALITY_SHIFT:
             vendor_id = self.resolve_vendor(ev.vendor)
             ep.vendor_defect[vendor_id] = ev.defect_rate
-            sps = {sp.id for sp in ep.world.supply_products if sp.vendor_id == vendor_id}
-            for product in ep.products:
-                if product.supply_product_ids[0] in sps:
-                    for v in product.variants:
-                        for lot in v.lots:
-                            lot.defect_rate = max(lot.defect_rate, ev.defect_rate)
+            # The fault hits the vendor's recent batches: the last history delivery of each of
+            # its lines, and whatever of its orders is still on the way.  Other stock is sound.
+            batches = {po.id for po in ep.world.purchase_orders
+                       if po.vendor_id == vendor_id and po.received_at is not None
+                       and po.received_at >= ep.start - 90 * DAY}
+            for po in ep.pos.values():
+                if po.vendor_id == vendor_id:
+                    batches.add(po.id)
+                    if po.status in (POState.PLACED, POState.IN_TRANSIT):
+                        po.defect_rate = max(po.defect_rate, ev.defect_rate)
+            for v in ep.variants:
+                for lot in v.lots:
+                    if lot.po_id in batches:
+                        lot.defect_rate = max(lot.defect_rate, ev.defect_rate)
         elif ev.kind == EventKind.CARRIER_SQUEEZE:
             ep.capacity_factor *= ev.factor
 

@@ -33,10 +33,12 @@ def settle(ep) -> None:
     at = ep.now
     e = ep.econ
     horizon = ep.horizon_end
+    natural_end = ep.window >= ep.n_windows
     for order in sorted(ep.orders.values(), key=lambda o: (o.deadline, o.id)):
         if order.status != OrderState.OPEN:
             continue
-        if order.deadline <= horizon:
+        # At a natural end an order due exactly at the horizon is still the platform's to ship.
+        if order.deadline < horizon or (order.deadline == horizon and not natural_end):
             order.status = OrderState.CANCELLED_UNSHIPPED
             cancel_order_money(ep, order, at, "unshipped_cancel")
             ep.ledger.post(at, ep.window, Account.CASH, "unshipped_fine", -e.unshipped_fine, order.id)
