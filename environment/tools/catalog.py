@@ -218,8 +218,6 @@ def list_supply_product(ep, args: ListSupplyArgs) -> dict:
     """Add a product from the supplier market to the shop as a new active listing, with one
     variant per supply SKU at the given price. It starts with no stock: place a purchase order
     to stock it. Charges the insertion fee and counts against the listing cap."""
-    from ..engine.state import ProductRec as PR
-
     sp = ep.supply_products.get(args.supply_product_id)
     if sp is None:
         raise ToolError("unknown_supply_product", f"no supply product {args.supply_product_id!r}; "
@@ -234,17 +232,15 @@ def list_supply_product(ep, args: ListSupplyArgs) -> dict:
     if not MIN_PRICE <= cents <= MAX_PRICE:
         raise ToolError("price_out_of_range", f"price must be between {usd(MIN_PRICE)} and {usd(MAX_PRICE)}")
     product_id = f"PRD-{ep.next_product_no:03d}"
-    p = PR(len(ep.products), product_id, sp.title, f"{sp.garment} in {sp.material.lower()}.", sp.category,
+    p = ProductRec(len(ep.products), product_id, sp.title, f"{sp.garment} in {sp.material.lower()}.", sp.category,
            str(sp.season), sp.material, sp.garment, False, (sp.id,), sp.ref_price, sp.popularity, sp.elasticity,
            ep.now)
     publish(ep, p)  # refuses before anything changes if the cap is reached
     ep.next_product_no += 1
-    from ..world.generate import _size_weight
+    from .sourcing import size_curve
 
-    weights = []
+    weights = size_curve(ep, sp)
     skus = [ep.skus[s] for s in sp.sku_ids]
-    for sku in skus:
-        weights.append(_size_weight(sku.size, sp.sizes) / len(sp.colours))
     total = sum(weights)
     acc = 0.0
     for sku, w in zip(skus, weights, strict=True):

@@ -11,11 +11,16 @@ from ..engine.episode import PO_ARRIVAL
 from ..engine.ledger import Account
 from ..engine.state import POState, PORec
 from ..simtime import DAY, HOUR
-from ..world.generate import _size_weight
+from ..world.generate import size_weight
 from .format import usd, when
 from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 MAX_PO_UNITS = 5_000
+
+
+def size_curve(ep, sp) -> list[float]:
+    """Each SKU's share of a supply product: the standard size curve, even over colours."""
+    return [size_weight(ep.skus[s].size, sp.sizes) / len(sp.colours) for s in sp.sku_ids]
 
 
 def get_supply(ep, sp_id: str):
@@ -200,7 +205,7 @@ def place_purchase_order(ep, args: PlacePOArgs) -> dict:
                 wanted[sku_id] = wanted.get(sku_id, 0) + qty
     else:
         skus = [ep.skus[s] for s in sp.sku_ids]
-        weights = [_size_weight(s.size, sp.sizes) / len(sp.colours) for s in skus]
+        weights = size_curve(ep, sp)
         wanted = {s.id: q for s, q in zip(skus, apportion(args.quantity, weights), strict=True) if q}
     units = sum(wanted.values())
     if units > MAX_PO_UNITS:

@@ -222,7 +222,8 @@ def _pick_vendor(r: Stream, vendors: list[Vendor], category: str, avoid: set[str
     return r.choice(pool)
 
 
-def _size_weight(size: str, sizes: tuple[str, ...]) -> float:
+def size_weight(size: str, sizes: tuple[str, ...]) -> float:
+    """The standard size curve: a size's share of its run's demand (public, used to split orders)."""
     if sizes == vocab.SHOE:
         return vocab.SHOE_WEIGHTS[size]
     if sizes == vocab.ALPHA3:
@@ -292,7 +293,7 @@ def _catalog(listed, unlisted, vendors):
             alts.append(add_supply(design, alt_vendor, SupplyRole.ALTERNATE, product_id, variant_ids))
         # Colour demand: the first colours (core ones come first more often) sell more.
         colour_w = [1.0 / (1.0 + 0.35 * k) * r.uniform(0.7, 1.3) for k in range(len(design.colours))]
-        size_w = [_size_weight(s, design.sizes) for s in design.sizes]
+        size_w = [size_weight(s, design.sizes) for s in design.sizes]
         norm = sum(colour_w) * sum(size_w)
         skus_by_key = {(s.size, s.colour): s for s in supply_skus if s.supply_product_id == sp.id}
         markup = 1.0
