@@ -572,6 +572,43 @@ def test_shipped_public_calibration_covers_every_task_on_the_public_seeds_and_pa
             assert check_gates(task_id, cell) == []
 
 
+def _shipped_cells(split: str | None = None):
+    from environment.tasks import all_tasks
+
+    doc, _ = load_calibration(SHIPPED / "public.json")
+    wanted = {t.id for t in all_tasks() if split is None or t.split == split}
+    return [(task_id, cell) for task_id, seeds in sorted(doc["tasks"].items()) if task_id in wanted
+            for cell in seeds.values()]
+
+
+def _composite(cell, anchor):
+    return Decimal(str(cell["anchors"][anchor]["reward_composite"]))
+
+
+def test_shipped_thresholds_fall_within_the_papers_span():
+    outside = [(t, c["seed"], c["threshold"]) for t, c in _shipped_cells()
+               if not Decimal("0.43") <= Decimal(str(c["threshold"])) <= Decimal("0.76")]
+    assert outside == []
+
+
+def test_smart_triage_passes_at_least_31_of_the_33_evaluation_cells():
+    cells = _shipped_cells("eval")
+    assert len(cells) == 36  # 12 lenses x 3 seeds; the paper's 33 leave out full-year
+    passed = [c for _t, c in cells if _composite(c, "smart-triage") >= Decimal(str(c["threshold"]))]
+    assert len(passed) >= 31
+
+
+def test_blast_list_never_passes_and_the_exploiter_averages_below_six_hundredths():
+    cells = _shipped_cells()
+    assert [t for t, c in cells if _composite(c, "blast-list") >= Decimal(str(c["threshold"]))] == []
+    assert sum(_composite(c, "exploiter") for _t, c in cells) / len(cells) < Decimal("0.06")
+
+
+def test_absentee_and_do_nothing_sit_at_the_bottom_of_every_shipped_cell():
+    for _t, c in _shipped_cells():
+        assert (_composite(c, "absentee"), _composite(c, "do-nothing")) == (Decimal("0.1"), Decimal("0"))
+
+
 def test_held_out_seeds_are_calibrated_apart_from_the_public_file():
     public, _ = load_calibration(SHIPPED / "public.json")
     held, _ = load_calibration(SHIPPED / "held-out.json")

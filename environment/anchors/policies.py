@@ -20,11 +20,18 @@ def cents(text: str | None) -> int:
 
 
 class Policy:
+    """A scripted operator.  :meth:`window` plays one window; the loop ends it if the
+    policy leaves operations unspent.  Work planned in a window belongs to that window:
+    once the window's last operation has moved the store on, :meth:`ops` answers 0 and
+    paginated reads stop, so no loop carries on into the next window with stale rows."""
+
     name = "policy"
+    _window = -1
 
     def run(self, ep: Episode) -> None:
         while not ep.over:
             status = ep.call("store_status").data
+            self._window = status["window"]
             self.window(ep, status)
             if not ep.over and ep.call("store_status").data["window"] == status["window"]:
                 ep.call("end_window")
@@ -32,13 +39,13 @@ class Policy:
     def window(self, ep: Episode, status: dict) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    @staticmethod
-    def ops(ep: Episode) -> int:
-        return ep.call("store_status").data["operations_left"]
+    def ops(self, ep: Episode) -> int:
+        """Operations left in the window being played (0 once it has ended)."""
+        status = ep.call("store_status").data
+        return 0 if ep.over or status["window"] != self._window else status["operations_left"]
 
-    @staticmethod
-    def rows(ep: Episode, tool: str, **args) -> list[dict]:
-        """Every row of a paginated read (one operation per page)."""
+    def rows(self, ep: Episode, tool: str, **args) -> list[dict]:
+        """Every row of a paginated read (one operation per page), within this window."""
         out: list[dict] = []
         page = 1
         while True:
@@ -46,7 +53,7 @@ class Policy:
             if not result.ok:
                 return out
             out += result.data["rows"]
-            if page >= result.data["pages"] or ep.over:
+            if page >= result.data["pages"] or self.ops(ep) < 1:
                 return out
             page += 1
 
@@ -79,12 +86,10 @@ class BlastList(Policy):
         if not status["orders_awaiting_shipment"]:
             return
         for row in self.rows(ep, "list_orders", status="awaiting_shipment"):
-            if self.ops(ep) < 1 or ep.over:
+            if self.ops(ep) < 1:
                 return
             if row["in_stock"]:
                 ep.call("fulfill_order", {"order_id": row["order_id"]})
-                if ep.call("store_status").data["window"] != status["window"]:
-                    return
 
 
 class RuleBased(Policy):
@@ -140,13 +145,15 @@ class RuleBased(Policy):
 
 
 class SmartTriage(Policy):
-    """A heuristic operator: urgent work first, then restock by forecast, then price."""
+    """A heuristic operator: urgent work first, then restock by forecast, then price, and mark
+    down what will not sell before the shift ends."""
 
     name = "smart-triage"
     cover_days = 9
     cash_reserve = 150_000
-    min_days = 10  # no price war in the last days: a cut needs time to pay
     match_share = 1.0  # how far toward a rival's lower price to go
+    max_cut = 0.8  # the deepest markdown in one clearance review (as a share of the price)
+    return_share = 0.15  # share of sold units expected back (the store's history: about 15%)
 
     def __init__(self) -> None:
         self.sources: dict[str, list[dict]] = {}
@@ -160,32 +167,44 @@ class SmartTriage(Policy):
         self.label = 450
         self.salvage = 0.4
         self.priced = False
+        self.clear_due = False
+        self.due = {"sources": 0, "restock": 0, "rivals": 0}  # the window each review is next due
         self.window_no = 0
 
     # -- a window ------------------------------------------------------------------
 
     def window(self, ep: Episode, status: dict) -> None:
+        """Urgent work first; then each periodic review as soon as it is due and affordable.
+
+        A review that finds too few operations left waits for the next window rather than
+        for its next turn, so a busy window delays the analysis instead of skipping it.
+        """
         self.window_no += 1
         per_day = 24 // status["window_hours"]
         # Spare operations per 12 hours decide how often a full restock review is affordable.
         spare = status["operations_per_window"] * 12 / status["window_hours"]
         every_days = 1 if spare >= 16 else 2 if spare >= 12 else 3
         self._ship(ep, status)
-        if status["open_returns"] and not ep.over and self.ops(ep) > 0:
+        if status["open_returns"] and self.ops(ep) > 0:
             self._refund(ep)
-        if ep.over or self.ops(ep) < 3:
+        if self.ops(ep) < 3:
             return
         if not self.sources:
             self._learn_market(ep)
-        elif self.window_no % (per_day * 5) == 0 and self.ops(ep) >= 8:
+        elif self.window_no >= self.due["sources"] and self.ops(ep) >= 8:
             self._refresh_sources(ep)
-        if (self.window_no - 1) % (per_day * every_days) == 0 and self.ops(ep) >= 6:
+            self.due["sources"] = self.window_no + per_day * 5
+        if self.window_no >= self.due["restock"] and self.ops(ep) >= 6:
             self._restock(ep, status)
-        if self.window_no % (per_day * 2) == 1 and self.ops(ep) >= 4:
+            self.due["restock"] = self.window_no + per_day * every_days
+        if self.window_no >= self.due["rivals"] and self.ops(ep) >= 4:
             self._watch_rivals(ep)
+            self.due["rivals"] = self.window_no + per_day * 2
         if not self.priced and self.ops(ep) > 2:
             self._price(ep)
-        if self.ops(ep) > 2 and not ep.over:
+        if self.clear_due and self.ops(ep) >= 5:
+            self._clear(ep)
+        if self.ops(ep) > 2:
             self._ship(ep, ep.call("store_status").data)
 
     def _watch_rivals(self, ep: Episode) -> None:
@@ -202,8 +221,8 @@ class SmartTriage(Policy):
                     continue
                 inv = self.last_stock.get(pid)
                 rate = self.rates.get(pid, 0.0)
-                if inv is None or inv["available"] < rate * self.days_left * 1.2 or self.days_left < self.min_days:
-                    continue  # stock will sell out anyway, or too little time is left for a cut to pay
+                if inv is None or inv["available"] < rate * self.days_left * 1.2:
+                    continue  # stock will sell out anyway: a cut would only give margin away
                 floor = int(cents(sources[0]["unit_cost_max"]) * 1.6)
                 target = max(int(ours - (ours - theirs) * self.match_share), floor)
                 if target < ours * 0.97:
@@ -262,6 +281,7 @@ class SmartTriage(Policy):
         reserve = min(self.cash_reserve, cash // 4)
         self.last_stock = stock
         self.days_left = days_left
+        self.clear_due = True
         plans = []
         for pid, inv in stock.items():
             if inv["status"] != "active" or pid not in self.unit_price:
@@ -289,7 +309,8 @@ class SmartTriage(Policy):
                 cost = cents(src["unit_cost_max"])
                 left_at_arrival = max(0.0, have - rate * lead)
                 sold = min(quantity, max(0.0, rate * sell_days - left_at_arrival))
-                margin = price * 0.9 - self.label - cost
+                # A returned unit comes back to the shelf, but its label is spent all the same.
+                margin = (1 - self.return_share) * (price * 0.9 - cost) - self.label
                 profit = sold * margin - (quantity - sold) * cost * (1 - self.salvage)
                 if profit > 0:
                     options.append((profit, src["supply_product_id"], src, quantity, quantity * cost))
@@ -334,6 +355,39 @@ class SmartTriage(Policy):
         weights = [row["units"] + 0.25 for row in rows]
         shares = apportion(quantity, weights)
         return {row["variant_id"]: q for row, q in zip(rows, shares, strict=True) if q}
+
+    # -- clearance ----------------------------------------------------------------------
+
+    def _clear(self, ep: Episode) -> None:
+        """Mark down lines holding more stock than will sell before the shift ends.
+
+        Stock left at the end goes to the liquidator at a fraction of cost, so a unit that
+        would otherwise be left over is worth selling at any price that still covers its
+        cost and label.  The cut aims to move the excess: demand is assumed to rise at
+        least with the square of a price cut, so the price falls by the square root of the
+        expected sell-through, at most a fifth per review.
+        """
+        self.clear_due = False
+        if not self.last_stock or self.days_left < 1.0:
+            return
+        shelf = {p["product_id"]: cents(p["shelf_price"]) for p in self.rows(ep, "list_products", status="active")
+                 if p["shelf_price"] is not None}
+        plans = []
+        for pid, inv in sorted(self.last_stock.items()):
+            rate, price, sources = self.rates.get(pid, 0.0), shelf.get(pid), self.sources.get(pid)
+            if not price or not sources or rate <= 0.02 or pid in self.scarce:
+                continue
+            sell_through = rate * self.days_left / max(1, inv["available"])
+            if sell_through >= 0.67:
+                continue
+            floor = int((cents(sources[0]["unit_cost_max"]) + self.label) / 0.9 * 1.1)
+            target = max(floor, int(price * max(self.max_cut, sell_through ** 0.5)) // 50 * 50 - 1)
+            if target < price * 0.97:
+                plans.append((-rate * price, pid, target))  # the busiest lines first: the cut moves most there
+        for _gain, pid, target in sorted(plans):
+            if ep.over or self.ops(ep) < 3:
+                return
+            ep.call("set_price", {"product_id": pid, "price": f"{target / 100:.2f}"})
 
     # -- pricing against peers ------------------------------------------------------------
 
