@@ -1,7 +1,8 @@
 """ASGI entry point (``uvicorn config.asgi:application``).
 
-For now it routes HTTP only. A later issue adds the MCP endpoint and the
-websocket routes to this router.
+HTTP goes to Django; websockets go through the allowed-hosts origin check and the
+session authentication middleware to the routes listed in ``config/routing.py``
+(add new websocket routes there). A later issue adds the MCP endpoint here.
 """
 import os
 
@@ -12,6 +13,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Set up Django (apps registry) before importing anything that touches models.
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from config.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+})

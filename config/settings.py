@@ -9,6 +9,7 @@ SQLite, an in-memory channel layer and Celery tasks run in-process.
     REDIS_URL           redis://host:port/db  (else in-memory channel layer)
     CELERY_BROKER_URL   amqp://... or redis://...  (else tasks run eagerly)
     DJANGO_SECRET_KEY, DJANGO_DEBUG, DJANGO_ALLOWED_HOSTS
+    (DATABASE_URL=sqlite:////abs/path names a SQLite file)
 """
 import os
 from pathlib import Path
@@ -101,8 +102,19 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.environ.get("STOREBENCH_SQLITE_PATH")
+            # DATABASE_URL=sqlite:////abs/path.sqlite3 names a SQLite file too.
+            "NAME": (_database_url[len("sqlite:///"):] if _database_url.startswith("sqlite:///") else "")
+            or os.environ.get("STOREBENCH_SQLITE_PATH")
             or str(BASE_DIR / "db.sqlite3"),
+            # Concurrent writers (threads, several processes) wait for the write lock
+            # instead of failing with "database is locked": transactions take it at BEGIN.
+            # WAL lets readers run beside the writer; synchronous=NORMAL keeps every
+            # commit through a killed process, and skips an fsync per commit.
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     }
 

@@ -2,6 +2,16 @@
 
 A shift's calls are the source of truth: the live episode is a process-local cache
 rebuilt from them by deterministic replay (see :mod:`console.services`).
+
+Wall-clock time: a shift's 12-hour ``deadline`` is absolute (breaks included, as in
+the paper's study); a pause only splits the wall time into active and paused time
+and refuses tool calls while it lasts. The simulated clock never moves with wall
+time. ``wall_seconds``, ``active_seconds`` and ``paused_seconds`` are brought up to
+date at every pause, resume and at the end (see :mod:`console.services`).
+
+Before any shift starts, the participant acknowledges the current briefing
+(:class:`BriefingAcknowledgement`), and a scored shift also needs an ended practice
+shift.
 """
 from __future__ import annotations
 
@@ -17,6 +27,7 @@ class Shift(models.Model):
     class Status(models.TextChoices):
         ASSIGNED = "assigned", "Assigned"
         ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
         ENDED = "ended", "Ended"
 
     participant = models.ForeignKey(
@@ -38,9 +49,21 @@ class Shift(models.Model):
     score_components = models.JSONField(default=dict, blank=True)  # Decimals as strings
     calibration_source = models.CharField(max_length=80, blank=True)
     calibration_hash = models.CharField(max_length=80, blank=True)
+    # Wall-clock accounting, in whole seconds (active = wall - paused).
+    wall_seconds = models.PositiveIntegerField(default=0)
+    active_seconds = models.PositiveIntegerField(default=0)
+    paused_seconds = models.PositiveIntegerField(default=0)
+    # Per window boundary: {"window", "at", "cash_cents", "net_assets_cents", "stock_units"}
+    # (integer cents), computed by replay when the shift ends.
+    timeline = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    @property
+    def is_open(self) -> bool:
+        """Started and not ended (active or paused): the deadline is running."""
+        return self.status in (self.Status.ACTIVE, self.Status.PAUSED)
 
     def __str__(self) -> str:
         return f"Shift {self.pk} ({self.status})"
@@ -79,3 +102,35 @@ class ShiftCall(models.Model):
 
         spec = REGISTRY.get(self.tool)
         return self.reached_core and spec is not None and not spec.free
+
+
+class ShiftPause(models.Model):
+    """One break in a shift: tool calls are refused from ``started_at`` to ``ended_at``."""
+
+    shift = models.ForeignKey(Shift, on_delete=models.CASCADE, related_name="pauses")
+    reason = models.CharField(max_length=200)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)  # None while the pause lasts
+
+    class Meta:
+        ordering = ["shift", "started_at", "id"]
+
+    def __str__(self) -> str:
+        return f"pause of shift {self.shift_id} at {self.started_at:%Y-%m-%d %H:%M}"
+
+
+class BriefingAcknowledgement(models.Model):
+    """A participant has read one version of the briefing (see :mod:`console.briefing`)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="briefing_acknowledgements")
+    version = models.CharField(max_length=40)
+    acknowledged_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "version"], name="briefing_ack_unique_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} read briefing {self.version}"

@@ -10,6 +10,15 @@ number of replayable calls against the database catches a cache made stale by an
 process; on PostgreSQL the shift row is also locked while a call is stored.
 
 Only :func:`end_shift` reaches the core directly: settlement and grading are not tools.
+
+Gates and clocks: :func:`begin_shift` refuses to start a shift before the briefing is
+acknowledged and, for a scored shift, before a practice shift has ended
+(:mod:`console.briefing`).  A shift's 12-hour deadline is absolute; a pause refuses
+tool calls and only splits the wall time into active and paused time.  Every access
+checks the deadline, and :func:`enforce_deadlines` sweeps all open shifts (a
+management command now, a periodic task later), so a shift left in a closed tab
+still ends and is settled on time.  After every change the shift's channel group is
+told (:mod:`console.live`), which pushes the header to open pages.
 """
 from __future__ import annotations
 
@@ -37,11 +46,16 @@ from environment.trial import play_actions
 from mcp_client.client import CallOutcome, episode_client
 from mcp_client.server import build_server
 
-from .models import SHIFT_LENGTH, Shift, ShiftCall
+from .live import announce
+from .briefing import StartRefused, start_refusal
+from .models import SHIFT_LENGTH, Shift, ShiftCall, ShiftPause
+from .timeline import series_of
+from .workspace import CachedView, cached_views
 
 __all__ = [
-    "ShiftNotActive", "assign_shift", "begin_shift", "call_tool", "end_shift",
-    "enforce_deadline", "shift_overview", "start_shift", "parse_result",
+    "ShiftNotActive", "ShiftPaused", "StartRefused", "assign_shift", "begin_shift", "call_tool",
+    "end_shift", "enforce_deadline", "enforce_deadlines", "pause_shift", "resume_shift",
+    "shift_overview", "start_shift", "parse_result", "time_account",
 ]
 
 OPENING_CALL_ID = "opening-store-status"
@@ -50,6 +64,14 @@ DEADLINE_REASON = "deadline"
 
 class ShiftNotActive(Exception):
     """The shift cannot take a tool call (not started, or ended)."""
+
+
+class ShiftPaused(ShiftNotActive):
+    """The shift is paused: tool calls wait until it is resumed."""
+
+
+PAUSED_MESSAGE = "The shift is paused: resume it before calling a tool."
+PAUSE_REASON_MAX = 200
 
 
 # --- results as the participant reads them ----------------------------------------------
@@ -190,12 +212,19 @@ def assign_shift(user, task_id: str, seed: int, practice: bool = False) -> Shift
 
 def begin_shift(shift: Shift) -> Shift:
     """Start an assigned shift: the 12-hour clock starts and the store opens with a
-    (free) ``store_status`` read, so the header is known before the first action."""
+    (free) ``store_status`` read, so the header is known before the first action.
+
+    Raises :class:`StartRefused` before the briefing is acknowledged, or for a scored
+    shift before a practice shift has ended.  A shift already started is returned as is.
+    """
     with _lock(shift.pk):
         with transaction.atomic():
             shift = Shift.objects.select_for_update().get(pk=shift.pk)
             if shift.status != Shift.Status.ASSIGNED:
                 return shift
+            refusal = start_refusal(shift.participant, shift)
+            if refusal is not None:
+                raise StartRefused(refusal)
             now = timezone.now()
             shift.status = Shift.Status.ACTIVE
             shift.started_at = now
@@ -212,12 +241,110 @@ def start_shift(user, task_id: str, seed: int, practice: bool = False) -> Shift:
 
 
 def enforce_deadline(shift: Shift, now=None) -> bool:
-    """End an active shift past its deadline, settled as played; True if it ended now."""
+    """End an open (active or paused) shift past its deadline, settled as played;
+    True if it ended now."""
     now = now or timezone.now()
-    if shift.status == Shift.Status.ACTIVE and shift.deadline is not None and now >= shift.deadline:
-        end_shift(shift, DEADLINE_REASON)
+    if shift.is_open and shift.deadline is not None and now >= shift.deadline:
+        end_shift(shift, DEADLINE_REASON, now=now)
         return True
     return False
+
+
+def enforce_deadlines(now=None) -> list[int]:
+    """End every open shift whose deadline has passed; the ids of those ended now.
+
+    Needs no request and is idempotent: a shift already ended (by its participant, by
+    another sweep, or by another process) is skipped.
+    """
+    now = now or timezone.now()
+    ended = []
+    due = Shift.objects.filter(status__in=[Shift.Status.ACTIVE, Shift.Status.PAUSED], deadline__lte=now)
+    for shift in due.order_by("deadline", "pk"):
+        with _lock(shift.pk):
+            shift.refresh_from_db()
+            if enforce_deadline(shift, now):
+                ended.append(shift.pk)
+    return ended
+
+
+# --- wall-clock accounting and pauses ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimeAccount:
+    """A shift's wall-clock figures at one instant, in whole seconds."""
+
+    wall: int
+    active: int
+    paused: int
+    left: int  # until the deadline (0 once passed, or before the start)
+
+
+def time_account(shift: Shift, now=None) -> TimeAccount:
+    """Wall, active and paused seconds from the start to ``now`` (never past the
+    deadline or the end), and the seconds left before the deadline."""
+    if shift.started_at is None:
+        return TimeAccount(0, 0, 0, 0)
+    now = now or timezone.now()
+    until = min(t for t in (now, shift.deadline, shift.ended_at) if t is not None)
+    wall = max(0, int((until - shift.started_at).total_seconds()))
+    paused = 0
+    for pause in shift.pauses.all():
+        end = min(pause.ended_at or until, until)
+        paused += max(0, int((end - pause.started_at).total_seconds()))
+    paused = min(paused, wall)
+    left = 0 if shift.deadline is None or shift.status == Shift.Status.ENDED else \
+        max(0, int((shift.deadline - now).total_seconds()))
+    return TimeAccount(wall=wall, active=wall - paused, paused=paused, left=left)
+
+
+def _store_account(shift: Shift, now) -> None:
+    account = time_account(shift, now)
+    shift.wall_seconds, shift.active_seconds, shift.paused_seconds = account.wall, account.active, account.paused
+
+
+def pause_shift(shift: Shift, reason: str) -> Shift:
+    """Pause an active shift for ``reason``: tool calls are refused until it resumes.
+    The deadline keeps running (it is wall-clock, breaks included)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValueError("A reason for the pause is required.")
+    if len(reason) > PAUSE_REASON_MAX:
+        raise ValueError(f"The reason is {len(reason)} characters long; at most {PAUSE_REASON_MAX} are allowed.")
+    with _lock(shift.pk):
+        shift.refresh_from_db()
+        enforce_deadline(shift)
+        shift.refresh_from_db()
+        if shift.status == Shift.Status.PAUSED:
+            raise ShiftNotActive("The shift is already paused.")
+        if shift.status != Shift.Status.ACTIVE:
+            raise ShiftNotActive(f"Only an active shift can be paused; this one is {shift.get_status_display().lower()}.")
+        now = timezone.now()
+        with transaction.atomic():
+            ShiftPause.objects.create(shift=shift, reason=reason, started_at=now)
+            shift.status = Shift.Status.PAUSED
+            _store_account(shift, now)
+            shift.save(update_fields=["status", "wall_seconds", "active_seconds", "paused_seconds"])
+    announce(shift.pk)
+    return shift
+
+
+def resume_shift(shift: Shift) -> Shift:
+    """End the shift's current pause."""
+    with _lock(shift.pk):
+        shift.refresh_from_db()
+        enforce_deadline(shift)
+        shift.refresh_from_db()
+        if shift.status != Shift.Status.PAUSED:
+            raise ShiftNotActive(f"The shift is not paused; it is {shift.get_status_display().lower()}.")
+        now = timezone.now()
+        with transaction.atomic():
+            shift.pauses.filter(ended_at__isnull=True).update(ended_at=now)
+            shift.status = Shift.Status.ACTIVE
+            _store_account(shift, now)
+            shift.save(update_fields=["status", "wall_seconds", "active_seconds", "paused_seconds"])
+    announce(shift.pk)
+    return shift
 
 
 def _window_of(shift: Shift) -> int | None:
@@ -240,8 +367,10 @@ def call_tool(shift: Shift, tool: str, arguments: dict, call_id: str) -> ShiftCa
         if existing is not None:
             return existing
         enforce_deadline(shift)
+        if shift.status == Shift.Status.PAUSED:
+            raise ShiftPaused(PAUSED_MESSAGE)
         if shift.status != Shift.Status.ACTIVE:
-            raise ShiftNotActive(f"the shift is {shift.get_status_display().lower()}")
+            raise ShiftNotActive(f"The shift is {shift.get_status_display().lower()}: it takes no tool calls.")
         live = _live(shift)
         window = _window_of(shift)
         before = len(live.episode.action_log)
@@ -270,6 +399,8 @@ def call_tool(shift: Shift, tool: str, arguments: dict, call_id: str) -> ShiftCa
             return existing
         if live.episode.over:
             end_shift(shift, f"store closed: {live.episode.end_reason}")
+        else:
+            announce(shift.pk)
         return call
 
 
@@ -294,22 +425,29 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, Decimal) else value
 
 
-def end_shift(shift: Shift, reason: str) -> Shift:
-    """Stop the shift's episode (settlement), grade it and store the score."""
+def end_shift(shift: Shift, reason: str, now=None) -> Shift:
+    """Stop the shift's episode (settlement), grade it, and store the score, the
+    wall-clock accounting and the per-window timeline (from a fresh replay)."""
     with _lock(shift.pk):
         shift.refresh_from_db()
         if shift.status == Shift.Status.ENDED:
             return shift
-        if shift.status != Shift.Status.ACTIVE:
-            raise ShiftNotActive("only a started shift can be ended")
-        live = _live(shift)
+        if not shift.is_open:
+            raise ShiftNotActive("Only a started shift can be ended.")
+        now = now or timezone.now()
+        episode = _live(shift).episode
         cell, source, digest = _grading_cell(shift.task_id, shift.seed)
-        result = grade(live.episode, cell)  # stops the episode if it is still open
+        result = grade(episode, cell)  # stops the episode if it is still open
         components = {k: _plain(v) for k, v in asdict(result).items()}
         components["threshold"] = str(cell["threshold"])
+        timeline = series_of(replay_episode(shift))
         with transaction.atomic():
+            _store_account(shift, now)
+            pause_end = min(now, shift.deadline) if shift.deadline else now
+            shift.pauses.filter(ended_at__isnull=True).update(ended_at=pause_end)
             shift.status = Shift.Status.ENDED
-            shift.ended_at = timezone.now()
+            shift.ended_at = now
+            shift.timeline = timeline
             shift.end_reason = reason
             shift.score_composite = result.reward_composite
             shift.passed = result.reward_composite >= Decimal(str(cell["threshold"]))
@@ -318,7 +456,21 @@ def end_shift(shift: Shift, reason: str) -> Shift:
             shift.calibration_hash = digest
             shift.save()
         _evict(shift.pk)
-        return shift
+    announce(shift.pk)
+    return shift
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What open pages refresh live: the last store header and the wall clock."""
+
+    header: Header | None
+    clock: TimeAccount
+
+
+def live_state(shift: Shift) -> LiveState:
+    last = shift.calls.exclude(header="").order_by("-seq").values_list("header", flat=True).first()
+    return LiveState(header=parse_header(last or ""), clock=time_account(shift))
 
 
 # --- what the workspace shows ----------------------------------------------------------
@@ -329,8 +481,28 @@ class Inbox:
     read_at: str  # simulated time the list was read
     window: int
     status_filter: str
-    rows: list
+    rows: list  # sorted by escalation deadline, soonest first
     total: int
+    refunded: dict  # return id -> seq of a successful refund_return made after the read
+
+
+def _inbox(calls: list[ShiftCall]) -> Inbox | None:
+    """The returns inbox: the last successful ``list_returns``, with the refunds made since."""
+    for index in range(len(calls) - 1, -1, -1):
+        call = calls[index]
+        if call.tool != "list_returns" or call.is_error:
+            continue
+        parsed = parse_result(call.result_text)
+        if parsed.header is None or not isinstance(parsed.data, dict):
+            continue
+        rows = sorted(parsed.data.get("rows", []),
+                      key=lambda r: (r.get("escalates_at") or "9999", str(r.get("return_id"))))
+        refunded = {str(c.arguments.get("return_id")): c.seq for c in calls[index + 1:]
+                    if c.tool == "refund_return" and not c.is_error}
+        return Inbox(read_at=parsed.header.time, window=parsed.header.window,
+                     status_filter=str(call.arguments.get("status", "open")), rows=rows,
+                     total=int(parsed.data.get("total", 0)), refunded=refunded)
+    return None
 
 
 @dataclass(frozen=True)
@@ -340,32 +512,34 @@ class Overview:
     header: Header | None
     shown: ShiftCall | None
     inbox: Inbox | None
+    cached: list[CachedView]
+    clock: TimeAccount
+    pause: ShiftPause | None  # the pause in progress
 
 
-def _inbox(calls: list[ShiftCall]) -> Inbox | None:
-    for call in reversed(calls):
-        if call.tool == "list_returns" and not call.is_error:
-            parsed = parse_result(call.result_text)
-            if parsed.header is None or not isinstance(parsed.data, dict):
-                continue
-            return Inbox(read_at=parsed.header.time, window=parsed.header.window,
-                         status_filter=str(call.arguments.get("status", "open")),
-                         rows=list(parsed.data.get("rows", [])), total=int(parsed.data.get("total", 0)))
-    return None
+def _last_header(calls: list[ShiftCall]) -> Header | None:
+    return next((parse_header(c.header) for c in reversed(calls) if c.header), None)
+
+
+def _stored_calls(shift: Shift) -> list[ShiftCall]:
+    """The shift's calls in order, without their result text (read on access, for the
+    one or two calls a page shows), so a long shift's page stays cheap."""
+    return list(shift.calls.order_by("seq").defer("result_text"))
 
 
 def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
     """The workspace's content: enforces the deadline first; reads only stored calls."""
     enforce_deadline(shift)
     shift.refresh_from_db()
-    calls = list(shift.calls.order_by("seq"))
-    header = next((parse_header(c.header) for c in reversed(calls) if c.header), None)
+    calls = _stored_calls(shift)
     shown = None
     if show_seq is not None:
         shown = next((c for c in calls if c.seq == show_seq), None)
     elif calls:
         shown = calls[-1]
-    return Overview(shift=shift, calls=calls, header=header, shown=shown, inbox=_inbox(calls))
+    pause = shift.pauses.filter(ended_at__isnull=True).first() if shift.status == Shift.Status.PAUSED else None
+    return Overview(shift=shift, calls=calls, header=_last_header(calls), shown=shown, inbox=_inbox(calls),
+                    cached=cached_views(calls), clock=time_account(shift), pause=pause)
 
 
 @dataclass(frozen=True)
@@ -377,6 +551,7 @@ class CallDone:
     fresh: bool  # False when the call_id was already stored (a double submit)
     header: Header | None
     inbox: Inbox | None
+    cached: list[CachedView]
 
 
 def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str) -> CallDone:
@@ -384,21 +559,21 @@ def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str) -> Call
     known = ShiftCall.objects.filter(shift=shift, call_id=call_id).exists()
     call = call_tool(shift, tool, arguments, call_id)
     shift.refresh_from_db()
-    last = shift.calls.exclude(header="").order_by("-seq").values_list("header", flat=True).first()
-    returns = list(shift.calls.filter(tool="list_returns", is_error=False).order_by("-seq")[:1])
-    return CallDone(shift=shift, call=call, fresh=not known, header=parse_header(last or ""),
-                    inbox=_inbox(returns))
+    calls = _stored_calls(shift)
+    return CallDone(shift=shift, call=call, fresh=not known, header=_last_header(calls),
+                    inbox=_inbox(calls), cached=cached_views(calls))
 
 
 def start_assigned(shift: Shift) -> Overview:
-    """Start an assigned shift (no-op if already started) and return its workspace."""
+    """Start an assigned shift (no-op if already started) and return its workspace;
+    raises :class:`StartRefused` with the reason when it may not start yet."""
     return shift_overview(begin_shift(shift))
 
 
 def end_by_participant(shift: Shift) -> Overview:
     enforce_deadline(shift)
     shift.refresh_from_db()
-    if shift.status == Shift.Status.ACTIVE:
+    if shift.is_open:
         end_shift(shift, "ended by the participant")
     return shift_overview(shift)
 
@@ -409,3 +584,68 @@ def participant_shifts(user) -> list[Shift]:
     for shift in shifts:
         enforce_deadline(shift)
     return list(Shift.objects.filter(participant=user))
+
+
+@dataclass(frozen=True)
+class Home:
+    """A participant's home page: their shifts and how far through the gates they are."""
+
+    shifts: list[Shift]
+    acknowledgement: Any  # BriefingAcknowledgement of the current briefing, or None
+    practice_done: bool
+    locks: dict[int, str]  # assigned shift id -> why it may not start yet
+
+
+def participant_home(user) -> Home:
+    from .briefing import acknowledgement, practice_completed
+
+    shifts = participant_shifts(user)
+    locks = {}
+    for shift in shifts:
+        if shift.status == Shift.Status.ASSIGNED:
+            refusal = start_refusal(user, shift)
+            if refusal is not None:
+                locks[shift.pk] = refusal
+    return Home(shifts=shifts, acknowledgement=acknowledgement(user), practice_done=practice_completed(user),
+                locks=locks)
+
+
+def shift_timeline(shift: Shift) -> list[dict]:
+    """The ended shift's per-window series, computed by replay once and cached."""
+    if shift.status != Shift.Status.ENDED:
+        return []
+    if not shift.timeline:
+        shift.timeline = series_of(replay_episode(shift))
+        shift.save(update_fields=["timeline"])
+    return shift.timeline
+
+
+@dataclass(frozen=True)
+class History:
+    calls: list[ShiftCall]
+    text: str
+    tool: str
+    total: int  # calls in the shift
+
+
+HISTORY_QUERY_MAX = 200
+
+
+def search_history(shift: Shift, text: str = "", tool: str = "") -> History:
+    """The shift's calls, newest first, whose tool, arguments or result contain
+    ``text`` (case-insensitive), optionally of one ``tool``; free (nothing is sent)."""
+    text, tool = (text or "").strip(), (tool or "").strip()
+    if len(text) > HISTORY_QUERY_MAX:
+        raise ValueError(f"The search text is {len(text)} characters long; at most {HISTORY_QUERY_MAX} are allowed.")
+    if tool and tool not in REGISTRY:
+        raise ValueError(f"There is no tool {tool!r}: pick one of the 29 tools or leave the tool blank.")
+    calls = list(shift.calls.order_by("-seq"))
+    total = len(calls)
+    if tool:
+        calls = [c for c in calls if c.tool == tool]
+    if text:
+        needle = text.lower()
+        calls = [c for c in calls if needle in c.tool.lower()
+                 or needle in json.dumps(c.arguments, ensure_ascii=False).lower()
+                 or needle in c.result_text.lower()]
+    return History(calls=calls, text=text, tool=tool, total=total)

@@ -117,12 +117,18 @@ def tool_forms() -> dict[str, ToolForm]:
     return {name: _tool_form(spec) for name, spec in REGISTRY.items()}
 
 
+# The workspace's order: the day's work first (orders, returns), status and time last.
+WORKSPACE_ORDER = (Family.ORDERS, Family.RETURNS, Family.CATALOG, Family.INVENTORY, Family.SOURCING,
+                   Family.FINANCE, Family.STATUS)
+
+
 @cache
 def tool_families() -> list[tuple[str, list[ToolForm]]]:
-    """The tools grouped by family, in the registry's family order."""
+    """The tools grouped by family, in :data:`WORKSPACE_ORDER`."""
     forms = tool_forms()
+    order = [*WORKSPACE_ORDER, *(f for f in Family if f not in WORKSPACE_ORDER)]
     return [(family.value, [f for f in forms.values() if f.family == family.value])
-            for family in Family
+            for family in order
             if any(f.family == family.value for f in forms.values())]
 
 

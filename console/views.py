@@ -1,45 +1,82 @@
 """Views: validate input, call one service function, render.
 
 Every shift view looks the shift up among the signed-in user's own shifts, so anyone
-else's shift is a 404.
+else's shift is a 404. Refusals (a locked shift, a paused shift, bad input) come back
+as a message naming the problem: in the page for htmx requests, as a flash message
+after a redirect otherwise. Pages that show a shift's state are never cached, so the
+back button and a restored tab fetch the state afresh.
 """
 import re
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from . import services
+from . import briefing, services
+from .chart import timeline_svg
 from .models import Shift
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
 CALL_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,64}")
 
-# Score components a participant may see on the end page (never task, seed or calibration).
+# Score components a participant may see on the end page (never task, seed or calibration),
+# with how each reads: "score" (three decimals), "rate" (a percentage) or "plain".
 SCORE_ROWS = (
-    ("reward_composite", "Composite score"),
-    ("business", "Business"),
-    ("reliability", "Reliability"),
-    ("on_time_rate", "Orders shipped on time"),
-    ("return_handled_rate", "Returns handled"),
-    ("continuity", "Continuity"),
-    ("net_assets", "Net assets (USD)"),
-    ("windows_played", "Windows played"),
-    ("windows_attended", "Windows attended"),
+    ("business", "Business", "score"),
+    ("reliability", "Reliability", "score"),
+    ("on_time_rate", "Orders shipped on time", "rate"),
+    ("return_handled_rate", "Returns handled", "rate"),
+    ("continuity", "Continuity", "score"),
+    ("reward_composite", "Composite score", "score"),
+    ("net_assets", "Net assets after settlement (USD)", "plain"),
+    ("windows_played", "Windows played", "plain"),
+    ("windows_attended", "Windows attended", "plain"),
 )
 
 
 @require_GET
+@never_cache
 def home(request: HttpRequest) -> HttpResponse:
-    shifts = services.participant_shifts(request.user) if request.user.is_authenticated else []
-    return render(request, "console/home.html", {"shifts": shifts})
+    if not request.user.is_authenticated:
+        return render(request, "console/home.html", {})
+    home_state = services.participant_home(request.user)
+    return render(request, "console/home.html", {
+        "shifts": home_state.shifts, "acknowledgement": home_state.acknowledgement,
+        "practice_done": home_state.practice_done, "locks": home_state.locks,
+    })
 
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
+
+
+@require_GET
+def bench_noop(request: HttpRequest) -> HttpResponse:
+    """The minimal view ``bench_console`` compares tool pages with (bench URLconf only)."""
+    return HttpResponse("ok", content_type="text/plain")
+
+
+@login_required
+def briefing_page(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        try:
+            briefing.acknowledge_briefing(request.user, request.POST.get("version", ""))
+        except ValueError as refusal:
+            messages.error(request, str(refusal))
+            return redirect("console:briefing")
+        messages.success(request, "Briefing acknowledged. Your practice shift is unlocked.")
+        return redirect("console:home")
+    if request.method != "GET":
+        return HttpResponse(status=405)
+    return render(request, "console/briefing.html", {
+        "version": briefing.BRIEFING_VERSION, "acknowledgement": briefing.acknowledgement(request.user),
+    })
 
 
 def _own_shift(request: HttpRequest, pk: int) -> Shift:
@@ -51,21 +88,36 @@ def _workspace_url(shift: Shift, seq: int | None = None) -> str:
     return f"{url}?call={seq}" if seq is not None else url
 
 
+def _score_rows(shift: Shift) -> list[tuple[str, str, object]]:
+    components = shift.score_components or {}
+    return [(label, kind, components.get(key)) for key, label, kind in SCORE_ROWS if key in components]
+
+
 def _context(overview: services.Overview, **extra) -> dict:
     shown = overview.shown
-    components = overview.shift.score_components or {}
-    return {
-        "shift": overview.shift,
+    shift = overview.shift
+    context = {
+        "shift": shift,
         "calls": overview.calls,
         "header": overview.header,
         "shown": shown,
         "shown_result": services.parse_result(shown.result_text) if shown else None,
         "inbox": overview.inbox,
+        "cached": overview.cached,
+        "clock": overview.clock,
+        "pause": overview.pause,
         "families": tool_families(),
-        "score_rows": [(label, components.get(key)) for key, label in SCORE_ROWS if key in components],
         "values": {},
         **extra,
     }
+    if shift.status == Shift.Status.ENDED:
+        components = shift.score_components or {}
+        context.update({
+            "score_rows": _score_rows(shift),
+            "threshold": components.get("threshold"),
+            "chart": mark_safe(timeline_svg(services.shift_timeline(shift))),  # numbers and fixed labels only
+        })
+    return context
 
 
 def _seq_param(request: HttpRequest) -> int | None:
@@ -75,6 +127,7 @@ def _seq_param(request: HttpRequest) -> int | None:
 
 @login_required
 @require_GET
+@never_cache
 def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     overview = services.shift_overview(shift, _seq_param(request))
@@ -83,6 +136,19 @@ def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+@never_cache
+def shift_bar(request: HttpRequest, pk: int) -> HttpResponse:
+    """The shift bar (countdown, pause state), polled by htmx when no websocket is up."""
+    shift = _own_shift(request, pk)
+    overview = services.shift_overview(shift)
+    if overview.shift.status == Shift.Status.ENDED and request.htmx:
+        return _to_workspace(request, overview.shift)
+    return render(request, "console/_shift_bar.html", _context(overview))
+
+
+@login_required
+@require_GET
+@never_cache
 def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
     """Re-read one stored call (free: nothing is sent to the store)."""
     shift = _own_shift(request, pk)
@@ -90,15 +156,36 @@ def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
         return redirect(_workspace_url(shift, seq))
     overview = services.shift_overview(shift, seq)
     if overview.shown is None:
-        return HttpResponse(status=404)
-    return render(request, "console/_result.html", _context(overview))
+        return HttpResponse(f"This shift has no call #{seq}.", status=404)
+    return render(request, "console/_result.html", _context(overview, rereading=True))
+
+
+@login_required
+@require_GET
+@never_cache
+def shift_history(request: HttpRequest, pk: int) -> HttpResponse:
+    shift = _own_shift(request, pk)
+    text, tool = request.GET.get("q", ""), request.GET.get("tool", "")
+    try:
+        history = services.search_history(shift, text, tool)
+    except ValueError as problem:
+        return render(request, "console/history.html",
+                      {"shift": shift, "error": str(problem), "q": text, "tool": tool,
+                       "tools": sorted(tool_forms())}, status=400)
+    return render(request, "console/history.html",
+                  {"shift": shift, "history": history, "q": history.text, "tool": history.tool,
+                   "tools": sorted(tool_forms())})
 
 
 @login_required
 @require_POST
 def shift_start(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
-    overview = services.start_assigned(shift)
+    try:
+        overview = services.start_assigned(shift)
+    except services.StartRefused as refusal:
+        messages.error(request, str(refusal))
+        return redirect("console:home")
     return redirect(_workspace_url(overview.shift))
 
 
@@ -108,6 +195,28 @@ def shift_end(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     overview = services.end_by_participant(shift)
     return _to_workspace(request, overview.shift)
+
+
+@login_required
+@require_POST
+def shift_pause(request: HttpRequest, pk: int) -> HttpResponse:
+    shift = _own_shift(request, pk)
+    try:
+        services.pause_shift(shift, request.POST.get("reason", ""))
+    except (ValueError, services.ShiftNotActive) as refusal:
+        messages.error(request, str(refusal))
+    return _to_workspace(request, shift)
+
+
+@login_required
+@require_POST
+def shift_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    shift = _own_shift(request, pk)
+    try:
+        services.resume_shift(shift)
+    except services.ShiftNotActive as refusal:
+        messages.error(request, str(refusal))
+    return _to_workspace(request, shift)
 
 
 def _to_workspace(request: HttpRequest, shift: Shift, seq: int | None = None) -> HttpResponse:
@@ -125,20 +234,25 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     form = tool_forms().get(request.POST.get("tool", ""))
     if form is None:
-        return HttpResponseBadRequest("unknown tool")
+        return HttpResponseBadRequest(f"Unknown tool {request.POST.get('tool', '')!r}.")
     call_id = request.POST.get("call_id", "")
     if not CALL_ID_RE.fullmatch(call_id):
-        return HttpResponseBadRequest("a call id is required")
+        return HttpResponseBadRequest("A call id of 8 to 64 letters, digits, '-' or '_' is required.")
     arguments = arguments_from_form(form, request.POST)
     try:
         done = services.perform_call(shift, form.name, arguments, call_id)
+    except services.ShiftPaused as refusal:
+        if request.htmx:
+            return render(request, "console/_refusal.html", {"message": str(refusal)})
+        messages.error(request, str(refusal))
+        return _to_workspace(request, shift)
     except services.ShiftNotActive:
         return _to_workspace(request, shift)
     if done.shift.status != Shift.Status.ACTIVE or not request.htmx:
         return _to_workspace(request, done.shift, done.call.seq)
     context = {
         "shift": done.shift, "shown": done.call, "shown_result": services.parse_result(done.call.result_text),
-        "header": done.header, "inbox": done.inbox, "fresh": done.fresh,
+        "header": done.header, "inbox": done.inbox, "cached": done.cached, "fresh": done.fresh,
         "form": form, "values": form_values(form, done.call.arguments),
     }
     return render(request, "console/_call_response.html", context)

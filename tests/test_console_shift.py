@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from console import services
-from console.models import Shift, ShiftCall
+from console.briefing import BRIEFING_VERSION
+from console.models import BriefingAcknowledgement, Shift, ShiftCall
 from environment.tools import REGISTRY
 
 TASK, SEED = "counter-punch", 7
@@ -32,7 +33,9 @@ def fresh_cache():
 
 @pytest.fixture
 def user(db):
-    return get_user_model().objects.create_user("alice", password="pw-alice-123")
+    alice = get_user_model().objects.create_user("alice", password="pw-alice-123")
+    BriefingAcknowledgement.objects.create(user=alice, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+    return alice
 
 
 @pytest.fixture
@@ -203,7 +206,7 @@ def test_pages_do_not_leak_task_or_seed(alice, shift):
     for html in pages:
         assert "counter-punch" not in html.lower()
         assert "seed" not in html.lower()
-    assert "<title>Shift</title>" in pages[0]
+    assert f"<title>Shift {shift.pk}</title>" in pages[0]
 
 
 def test_workspace_lists_all_29_tools_and_warns(alice, shift):
@@ -234,7 +237,7 @@ def test_returns_inbox_shows_the_last_read_with_its_time(alice, shift):
 def test_load_demo_creates_one_practice_shift(db):
     call_command("load_demo")
     call_command("load_demo")
-    shifts = Shift.objects.filter(participant__username="participant")
+    shifts = Shift.objects.filter(participant__username="participant", is_practice=True)
     assert shifts.count() == 1
     demo = shifts.get()
     assert (demo.task_id, demo.seed, demo.is_practice, demo.status) == (TASK, SEED, True, "assigned")

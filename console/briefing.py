@@ -1,0 +1,65 @@
+"""The briefing and the practice gate: who may start which shift.
+
+A participant starts no shift before acknowledging the *current* briefing
+(``templates/console/briefing.html``; its version is :data:`BRIEFING_VERSION`, bumped
+whenever the prose changes, so everyone reads the new text once). A scored shift
+also needs one ended practice shift. Both rules are checked here, on the server, by
+:func:`start_refusal`, which :func:`console.services.begin_shift` calls; templates
+only mirror them.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from .models import BriefingAcknowledgement, Shift
+
+BRIEFING_VERSION = "2026-11-29.1"
+
+# The practice cell every participant gets on acknowledging the briefing: a short
+# training task (task id, seed). Never shown to the participant.
+PRACTICE_CELL = ("counter-punch", 7)
+
+NEEDS_BRIEFING = "Read and acknowledge the briefing before starting a shift."
+NEEDS_PRACTICE = "Finish your practice shift before starting a scored shift."
+STALE_VERSION = ("The briefing changed since you opened it: read the current version "
+                 "and acknowledge it again.")
+
+
+class StartRefused(Exception):
+    """A shift may not start yet; the message says what to do first."""
+
+
+def acknowledgement(user) -> BriefingAcknowledgement | None:
+    """The user's acknowledgement of the current briefing, if any."""
+    return BriefingAcknowledgement.objects.filter(user=user, version=BRIEFING_VERSION).first()
+
+
+def practice_completed(user) -> bool:
+    return Shift.objects.filter(participant=user, is_practice=True, status=Shift.Status.ENDED).exists()
+
+
+def start_refusal(user, shift: Shift) -> str | None:
+    """Why ``user`` may not start ``shift`` now, or None if they may."""
+    if acknowledgement(user) is None:
+        return NEEDS_BRIEFING
+    if not shift.is_practice and not practice_completed(user):
+        return NEEDS_PRACTICE
+    return None
+
+
+def acknowledge_briefing(user, version: str) -> BriefingAcknowledgement:
+    """Record that ``user`` read briefing ``version`` (which must be the current one),
+    and give them a practice shift if they have none. Acknowledging twice keeps the
+    first time."""
+    if version != BRIEFING_VERSION:
+        raise ValueError(STALE_VERSION)
+    from .services import assign_shift
+
+    with transaction.atomic():
+        ack, _created = BriefingAcknowledgement.objects.get_or_create(
+            user=user, version=BRIEFING_VERSION, defaults={"acknowledged_at": timezone.now()})
+        if not Shift.objects.filter(participant=user, is_practice=True).exists():
+            task_id, seed = PRACTICE_CELL
+            assign_shift(user, task_id, seed, practice=True)
+    return ack

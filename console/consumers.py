@@ -1,0 +1,84 @@
+"""The shift websocket: pushes the store header and the deadline countdown.
+
+A page showing a shift opens ``/ws/shifts/<pk>/``. Only the shift's participant is
+accepted (anyone else is refused before the handshake completes). The consumer
+sends the shift's state on connect, whenever the services announce a change
+(:mod:`console.live`), and every :attr:`ShiftConsumer.tick_seconds` so the
+countdown stays true; each push checks the deadline first, so an open page is
+told at once when its shift ended. Pages work without it: htmx swaps the header
+after each call and polls the shift bar (see ``templates/console/shift.html``).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from . import services
+from .live import group_name
+from .models import Shift
+
+REFUSED = 4403
+
+
+def shift_state(shift_id: int) -> dict:
+    """What a page shows live: status, seconds to the deadline, and the header markup."""
+    shift = Shift.objects.get(pk=shift_id)
+    services.enforce_deadline(shift)
+    shift.refresh_from_db()
+    state = services.live_state(shift)
+    return {
+        "type": "state",
+        "status": shift.status,
+        "seconds_left": state.clock.left,
+        "active_seconds": state.clock.active,
+        "paused_seconds": state.clock.paused,
+        "header_html": render_to_string("console/_header.html", {"header": state.header}),
+        "url": reverse("console:shift", args=[shift.pk]),
+    }
+
+
+def _owns(user, shift_id: int) -> bool:
+    return Shift.objects.filter(pk=shift_id, participant=user).exists()
+
+
+class ShiftConsumer(AsyncJsonWebsocketConsumer):
+    tick_seconds = 15
+
+    async def connect(self) -> None:
+        self.shift_id = int(self.scope["url_route"]["kwargs"]["pk"])
+        self.ticker = None
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not await database_sync_to_async(_owns)(user, self.shift_id):
+            await self.close(code=REFUSED)
+            return
+        await self.channel_layer.group_add(group_name(self.shift_id), self.channel_name)
+        await self.accept()
+        await self.push_state()
+        self.ticker = asyncio.ensure_future(self._tick())
+
+    async def disconnect(self, code) -> None:
+        if self.ticker is not None:
+            self.ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.ticker
+        await self.channel_layer.group_discard(group_name(self.shift_id), self.channel_name)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        if content == {"type": "refresh"}:
+            await self.push_state()
+
+    async def shift_changed(self, event) -> None:
+        await self.push_state()
+
+    async def push_state(self) -> None:
+        await self.send_json(await database_sync_to_async(shift_state)(self.shift_id))
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_seconds)
+            await self.push_state()

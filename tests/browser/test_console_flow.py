@@ -1,0 +1,201 @@
+"""The console in a real browser, against a real server process.
+
+One participant goes the whole way: briefing, practice, a scored shift with the
+day's work (ship, refund from the inbox, a purchase order), a free re-read, a
+double-clicked submit, a reload and a server restart mid-shift, and the end page.
+Smaller tests cover a second tab and the back button.
+"""
+import itertools
+import json
+import re
+
+PASSWORD = "pw-browser-123"
+_names = itertools.count(1)
+
+
+def new_participant(server, login, page, scored=("counter-punch", "11")) -> str:
+    username = f"expert{next(_names)}-{server.port}"
+    server.create_user(username, PASSWORD)
+    server.manage("assign_shift", username, scored[0], scored[1])
+    login(page, username, PASSWORD)
+    return username
+
+
+def ops_left(page) -> int:
+    return int(page.get_attribute("#store-header", "data-ops-left"))
+
+
+def shown_seq(page) -> int:
+    value = page.get_attribute("#result .result", "data-seq") if page.locator("#result .result").count() else None
+    return int(value) if value else 0
+
+
+def call_tool(page, tool: str, **fields) -> dict | None:
+    """Fill and submit one tool form; wait for its result; return the JSON body."""
+    form = page.locator(f"#tool-{tool}")
+    if not form.is_visible():
+        form.locator("xpath=ancestor::details").locator("summary").click()
+    for name, value in fields.items():
+        form.locator(f"[name=arg_{name}]").fill(str(value))
+    before = shown_seq(page)
+    form.locator("button[type=submit]").click()
+    page.wait_for_function(f"() => {{ const r = document.querySelector('#result .result'); "
+                           f"return r && Number(r.dataset.seq) > {before}; }}")
+    return result_json(page)
+
+
+def result_json(page) -> dict | None:
+    pre = page.locator("#result pre.json")
+    return json.loads(pre.inner_text()) if pre.count() else None
+
+
+def accept_and_end(page) -> None:
+    page.click("form.end-shift button")
+    page.wait_for_selector("#end-page")
+
+
+def start_shift_from_home(page, kind: str) -> None:
+    row = page.locator("table.shifts tbody tr", has=page.locator("td", has_text=kind)).first
+    row.locator("button", has_text="Start").click()
+    page.wait_for_selector("#store-header")
+
+
+def test_a_participant_works_a_whole_shift(page, server, login, screenshot):
+    new_participant(server, login, page)
+    home = page.inner_text("main")
+    assert "Read and acknowledge it" in home
+    assert "Locked: Read and acknowledge the briefing before starting a shift." in home
+
+    # the briefing, acknowledged
+    page.click("text=Read and acknowledge it")
+    assert page.locator("article.briefing h2").count() == 9
+    page.click("text=I have read the briefing")
+    assert "Briefing acknowledged. Your practice shift is unlocked." in page.inner_text("ul.messages")
+    assert "Locked: Finish your practice shift before starting a scored shift." in page.inner_text("main")
+
+    # the practice shift, started and ended
+    start_shift_from_home(page, "practice")
+    assert ops_left(page) == 12
+    accept_and_end(page)
+    page.goto("/")
+    assert "Done: scored shifts are unlocked." in page.inner_text("main")
+
+    # the scored shift
+    start_shift_from_home(page, "scored")
+    shift_url = page.url
+    page.wait_for_selector("body[data-live=websocket]")  # the header is pushed over the websocket
+    orders = call_tool(page, "list_orders", page_size=5)
+    order_id = orders["rows"][0]["order_id"]
+    shipped = call_tool(page, "fulfill_order", order_id=order_id)
+    assert shipped["order_id"] == order_id and shipped["status"] == "shipped"
+
+    call_tool(page, "list_returns")
+    first_row = page.locator("#inbox table.inbox tbody tr").first
+    return_id = first_row.get_attribute("id").removeprefix("return-")
+    before = shown_seq(page)
+    first_row.locator("button", has_text="Refund").click()
+    page.wait_for_function(f"() => Number(document.querySelector('#result .result').dataset.seq) > {before}")
+    assert result_json(page)["status"] == "resolved"
+    assert re.search(r"refund sent \(#\d+\)", page.locator(f"#return-{return_id}").inner_text())
+
+    placed = call_tool(page, "place_purchase_order", supply_product_id="SP-0001", quantity=40)
+    assert placed["po_id"].startswith("PO-")
+    assert ops_left(page) == 12 - 5
+
+    # a cached view, re-read for free
+    page.click("#cached-list_orders a.reread")
+    page.wait_for_selector("#result .cached-banner")
+    assert "as read at 2026-08-01 00:00 UTC" in page.inner_text("#result .cached-banner")
+    assert ops_left(page) == 7
+    page.reload()
+    assert ops_left(page) == 7
+
+    # a double-clicked submit spends one operation
+    history_before = page.locator("#history-list li").count()
+    form = page.locator("#tool-list_orders")
+    form.locator("[name=arg_page_size]").fill("3")
+    before = shown_seq(page)
+    form.locator("button[type=submit]").dblclick()
+    page.wait_for_function(f"() => Number(document.querySelector('#result .result').dataset.seq) > {before}")
+    page.wait_for_timeout(800)
+    assert ops_left(page) == 6
+    page.reload()
+    assert ops_left(page) == 6
+    assert page.locator("#history-list li").count() == history_before + 1
+
+    # a reload and a server restart resume the same shift
+    header = page.inner_text("#store-header")
+    history = page.inner_text("#history-list")
+    page.reload()
+    assert page.inner_text("#store-header") == header and page.inner_text("#history-list") == history
+    server.restart()
+    page.goto(shift_url)
+    assert page.inner_text("#store-header") == header and page.inner_text("#history-list") == history
+    again = call_tool(page, "list_orders", page_size=5)  # and the next call continues the count
+    assert again["rows"][0]["order_id"] != order_id  # the shipped order is no longer awaiting shipment
+    assert ops_left(page) == 5
+    page.wait_for_selector("body[data-live=websocket]")
+    for window in range(2, 6):  # a few windows, so the end page's timeline has a shape
+        call_tool(page, "end_window")
+        assert f"Window {window} of 14" in page.inner_text("#store-header")
+    call_tool(page, "list_returns")
+    call_tool(page, "list_orders", page_size=5)
+    page.set_viewport_size({"width": 1440, "height": 1100})
+    page.evaluate("window.scrollTo(0, 0); document.getElementById('tools').scrollTop = 0")
+    screenshot(page, "console-workspace", full_page=False)
+
+    # the end page
+    accept_and_end(page)
+    assert page.locator("#verdict").inner_text() in ("Passed", "Not passed")
+    assert re.fullmatch(r"\d\.\d{3}", page.inner_text("#composite"))
+    for label in ("Business", "Reliability", "Orders shipped on time", "Returns handled", "Continuity"):
+        assert page.locator("table.score th", has_text=label).count() == 1
+    chart = page.locator("#timeline-chart svg")
+    assert chart.is_visible() and chart.locator("polyline").count() == 3
+    assert chart.locator("text.xlabel").all_text_contents() == ["W1", "W2", "W3", "W4", "W5", "settled"]
+    screenshot(page, "console-end")
+
+
+def test_a_second_tab_sees_the_same_shift_live(page, server, login):
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")
+    page.wait_for_selector("body[data-live=websocket]")
+    second = page.context.new_page()
+    second.goto(page.url)
+    second.wait_for_selector("body[data-live=websocket]")
+    call_tool(second, "list_orders", page_size=2)
+    # the first tab's header follows without a reload
+    page.wait_for_function("() => document.querySelector('#store-header').dataset.opsLeft === '11'")
+    second.close()
+
+
+def test_the_back_button_returns_to_the_same_workspace(page, server, login):
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")
+    call_tool(page, "list_orders", page_size=2)
+    header = page.inner_text("#store-header")
+    page.click(".shift-title >> text=History")
+    page.wait_for_selector("#history-count")
+    assert page.inner_text("#history-count") == "2 of 2 calls."
+    page.go_back()
+    page.wait_for_selector("#store-header")
+    assert page.inner_text("#store-header") == header
+
+
+def test_pause_blocks_tools_until_resume(page, server, login):
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")
+    page.fill(".pause-form input[name=reason]", "lunch break")
+    page.click("#pause-button")
+    page.wait_for_selector("#paused-notice")
+    assert page.locator("#tools").count() == 0
+    assert "Paused: lunch break" in page.inner_text("#shift-bar")
+    page.click("#resume-button")
+    page.wait_for_selector("#tools")
+    assert ops_left(page) == 12

@@ -1,0 +1,34 @@
+"""``manage.py bench_console``: its JSON shape and its clean-up (the figures are never asserted)."""
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from console.models import Shift
+
+KEYS = {"participants", "calls_per_participant", "tool", "tool_page_median_ms", "noop_median_ms", "ratio",
+        "tool_page_p90_ms", "noop_p90_ms", "errors", "wall_seconds"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_console_prints_stable_json_and_cleans_up(capsys):
+    # One participant: the test database is SQLite in shared-cache memory, whose table
+    # locks do not wait; concurrency is for real databases (the command's own runs).
+    call_command("bench_console", "--participants", "1", "--calls", "3", "--json")
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == KEYS
+    assert result["participants"] == 1 and result["errors"] == 0 and result["tool"] == "list_orders"
+    assert result["tool_page_median_ms"] > 0 and result["noop_median_ms"] > 0
+    assert result["ratio"] == pytest.approx(result["tool_page_median_ms"] / result["noop_median_ms"], rel=0.01)
+    assert not get_user_model().objects.filter(username__startswith="bench-").exists()
+    assert not Shift.objects.exists()
+
+
+def test_bench_console_refuses_a_bad_participant_count(db):
+    with pytest.raises(CommandError, match="^--participants must be between 1 and 200, not 0$"):
+        call_command("bench_console", "--participants", "0")
+
+
+def test_the_noop_view_is_not_on_the_site(client, db):
+    assert client.get("/bench/noop").status_code == 404

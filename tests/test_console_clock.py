@@ -1,0 +1,168 @@
+"""The wall clock: an absolute 12-hour deadline, pauses, and the deadline sweep."""
+import json
+import re
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.utils import timezone
+
+from console import services
+from console.briefing import BRIEFING_VERSION
+from console.models import BriefingAcknowledgement, Shift, ShiftPause
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    services.clear_cache()
+    yield
+    services.clear_cache()
+
+
+def make_user(name):
+    user = get_user_model().objects.create_user(name, password=f"pw-{name}-123")
+    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+    return user
+
+
+@pytest.fixture
+def user(db):
+    return make_user("dave")
+
+
+@pytest.fixture
+def shift(user):
+    return services.start_shift(user, "counter-punch", 7, practice=True)
+
+
+@pytest.fixture
+def dave(client, user):
+    client.force_login(user)
+    return client
+
+
+def ops_left(html: str) -> int:
+    return int(re.search(r'id="store-header"[^>]*data-ops-left="(\d+)"', html, re.S).group(1))
+
+
+def call(client, shift, tool, **args):
+    data = {"tool": tool, "call_id": uuid.uuid4().hex, **{f"arg_{k}": v for k, v in args.items()}}
+    return client.post(f"/shifts/{shift.pk}/call/", data, **HX)
+
+
+def backdate_pause(shift, seconds):
+    pause = shift.pauses.get(ended_at__isnull=True)
+    ShiftPause.objects.filter(pk=pause.pk).update(started_at=pause.started_at - timedelta(seconds=seconds))
+
+
+def test_pause_needs_a_reason(dave, shift):
+    response = dave.post(f"/shifts/{shift.pk}/pause/", {"reason": "   "}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == ["A reason for the pause is required."]
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE and not shift.pauses.exists()
+
+
+def test_a_too_long_reason_is_refused(shift):
+    with pytest.raises(ValueError, match="^The reason is 201 characters long; at most 200 are allowed.$"):
+        services.pause_shift(shift, "x" * 201)
+
+
+def test_tool_calls_are_refused_while_paused(dave, shift):
+    dave.post(f"/shifts/{shift.pk}/pause/", {"reason": "lunch"})
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.PAUSED
+    response = call(dave, shift, "list_orders")
+    assert response.status_code == 200
+    assert "The shift is paused: resume it before calling a tool." in response.content.decode()
+    assert shift.calls.count() == 1  # only the opening store_status
+    page = dave.get(f"/shifts/{shift.pk}/").content.decode()
+    assert "Shift paused" in page and 'id="tool-' not in page and "Paused: lunch" in page
+    assert "the 12-hour wall-clock deadline keeps running during the break" in page
+
+
+def test_resume_records_the_pause_and_splits_the_time(dave, shift):
+    deadline = shift.deadline
+    Shift.objects.filter(pk=shift.pk).update(started_at=shift.started_at - timedelta(hours=1))
+    services.pause_shift(shift, "phone call")
+    backdate_pause(shift, 600)
+    dave.post(f"/shifts/{shift.pk}/resume/")
+    shift.refresh_from_db()
+    pause = shift.pauses.get()
+    assert pause.reason == "phone call" and pause.ended_at is not None
+    assert shift.status == Shift.Status.ACTIVE
+    assert shift.deadline == deadline  # pausing does not move the deadline
+    assert 600 <= shift.paused_seconds <= 605
+    assert 3600 <= shift.wall_seconds <= 3605
+    assert shift.active_seconds == shift.wall_seconds - shift.paused_seconds
+    assert ops_left(call(dave, shift, "list_orders").content.decode()) == 11
+
+
+def test_resume_when_not_paused_is_refused(shift):
+    with pytest.raises(services.ShiftNotActive, match="^The shift is not paused; it is active.$"):
+        services.resume_shift(shift)
+
+
+def test_store_clock_does_not_move_with_wall_time(dave, shift):
+    before = shift.calls.get().header
+    services.pause_shift(shift, "coffee")
+    backdate_pause(shift, 3 * 3600)
+    services.resume_shift(shift)
+    Shift.objects.filter(pk=shift.pk).update(started_at=shift.started_at - timedelta(hours=4))
+    call(dave, shift, "store_status")
+    assert shift.calls.order_by("-seq").first().header == before
+
+
+def test_sweep_ends_only_shifts_past_their_deadline(db):
+    due = services.start_shift(make_user("erin"), "counter-punch", 7, practice=True)
+    running = services.start_shift(make_user("fred"), "counter-punch", 7, practice=True)
+    services.pause_shift(due, "closed the laptop")
+    Shift.objects.filter(pk=due.pk).update(deadline=timezone.now() - timedelta(seconds=5))
+    assert services.enforce_deadlines() == [due.pk]
+    assert services.enforce_deadlines() == []  # idempotent
+    due.refresh_from_db()
+    running.refresh_from_db()
+    assert due.status == Shift.Status.ENDED and due.end_reason == "deadline"
+    assert due.score_composite is not None and due.timeline
+    assert due.pauses.get().ended_at is not None
+    assert running.status == Shift.Status.ACTIVE
+
+
+def test_wall_time_stops_at_the_deadline(db):
+    shift = services.start_shift(make_user("gina"), "counter-punch", 7, practice=True)
+    start = timezone.now() - timedelta(hours=13)
+    Shift.objects.filter(pk=shift.pk).update(started_at=start, deadline=start + timedelta(hours=12))
+    services.enforce_deadlines()
+    shift.refresh_from_db()
+    assert shift.wall_seconds == 12 * 3600 and shift.active_seconds == 12 * 3600 and shift.paused_seconds == 0
+
+
+def test_enforce_deadlines_command(db, capsys):
+    shift = services.start_shift(make_user("hugo"), "counter-punch", 7, practice=True)
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    call_command("enforce_deadlines", "--json")
+    assert json.loads(capsys.readouterr().out) == {"ended": [shift.pk]}
+    call_command("enforce_deadlines")
+    assert capsys.readouterr().out.strip() == "ended 0 shift(s) past their deadline"
+
+
+def test_countdown_and_deadline_note_on_the_page(dave, shift):
+    html = dave.get(f"/shifts/{shift.pk}/").content.decode()
+    left = int(re.search(r'id="countdown" data-seconds-left="(\d+)"', html).group(1))
+    assert 12 * 3600 - 60 <= left <= 12 * 3600
+    assert "(wall clock, breaks included)" in html
+    assert f'hx-get="/shifts/{shift.pk}/bar/" hx-trigger="every 60s"' in html
+
+
+def test_the_polled_bar_redirects_once_the_shift_ended(dave, shift):
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    response = dave.get(f"/shifts/{shift.pk}/bar/", **HX)
+    assert response.status_code == 204 and response["HX-Redirect"] == f"/shifts/{shift.pk}/"

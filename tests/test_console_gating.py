@@ -1,0 +1,107 @@
+"""The briefing must be acknowledged and the practice shift ended before scored shifts."""
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from console import briefing, services
+from console.models import BriefingAcknowledgement, Shift
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    services.clear_cache()
+    yield
+    services.clear_cache()
+
+
+@pytest.fixture
+def user(db):
+    return get_user_model().objects.create_user("carol", password="pw-carol-123")
+
+
+@pytest.fixture
+def carol(client, user):
+    client.force_login(user)
+    return client
+
+
+def flash(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_briefing_page_has_the_required_sections(carol):
+    html = carol.get("/briefing/").content.decode()
+    headings = re.findall(r"<h2>\d+\. ([^<]+)</h2>", html)
+    assert headings == [
+        "Operations and budgets", "Shipping deadlines and auto-shipments", "Returns and escalation",
+        "Sourcing, purchase orders and lead times", "Cash and settlement", "Pricing",
+        "How the score is computed", "Where to start: habits of a good operator",
+        "The console, the clock and breaks",
+    ]
+    assert "Ship the soonest deadline first." in html
+    assert f'name="version" value="{briefing.BRIEFING_VERSION}"' in html
+
+
+def test_no_shift_starts_before_the_briefing(carol, user):
+    practice = services.assign_shift(user, "counter-punch", 7, practice=True)
+    response = carol.post(f"/shifts/{practice.pk}/start/", follow=True)
+    assert flash(response) == ["Read and acknowledge the briefing before starting a shift."]
+    practice.refresh_from_db()
+    assert practice.status == Shift.Status.ASSIGNED and practice.calls.count() == 0
+
+
+def test_the_service_refuses_too(user):
+    practice = services.assign_shift(user, "counter-punch", 7, practice=True)
+    with pytest.raises(services.StartRefused, match="^Read and acknowledge the briefing before starting a shift.$"):
+        services.begin_shift(practice)
+
+
+def test_acknowledging_stores_time_and_version_and_assigns_practice(carol, user):
+    response = carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION}, follow=True)
+    assert flash(response) == ["Briefing acknowledged. Your practice shift is unlocked."]
+    ack = BriefingAcknowledgement.objects.get(user=user)
+    assert ack.version == briefing.BRIEFING_VERSION and ack.acknowledged_at is not None
+    practice = Shift.objects.get(participant=user)
+    assert practice.is_practice and (practice.task_id, practice.seed) == briefing.PRACTICE_CELL
+    # acknowledging again keeps the first time and does not add a second practice shift
+    carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION})
+    assert BriefingAcknowledgement.objects.get(user=user).acknowledged_at == ack.acknowledged_at
+    assert Shift.objects.filter(participant=user).count() == 1
+
+
+def test_an_outdated_briefing_version_is_refused(carol, user):
+    response = carol.post("/briefing/", {"version": "1999-01-01"}, follow=True)
+    assert flash(response) == [briefing.STALE_VERSION]
+    assert not BriefingAcknowledgement.objects.filter(user=user).exists()
+
+
+def test_scored_shift_locked_until_practice_ended(carol, user):
+    carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION})
+    practice = Shift.objects.get(participant=user, is_practice=True)
+    scored = services.assign_shift(user, "steady", 11)
+    home = carol.get("/").content.decode()
+    assert "Locked: Finish your practice shift before starting a scored shift." in home
+    assert f"/shifts/{scored.pk}/start/" not in home
+
+    response = carol.post(f"/shifts/{scored.pk}/start/", follow=True)
+    assert flash(response) == ["Finish your practice shift before starting a scored shift."]
+    scored.refresh_from_db()
+    assert scored.status == Shift.Status.ASSIGNED
+
+    carol.post(f"/shifts/{practice.pk}/start/")
+    carol.post(f"/shifts/{practice.pk}/start/")  # a second click changes nothing
+    assert carol.post(f"/shifts/{scored.pk}/start/").status_code == 302
+    scored.refresh_from_db()
+    assert scored.status == Shift.Status.ASSIGNED  # a started, unfinished practice is not enough
+
+    carol.post(f"/shifts/{practice.pk}/end/")
+    response = carol.post(f"/shifts/{scored.pk}/start/")
+    assert response.status_code == 302 and response["Location"] == f"/shifts/{scored.pk}/"
+    scored.refresh_from_db()
+    assert scored.status == Shift.Status.ACTIVE

@@ -1,0 +1,138 @@
+"""The shift websocket: the header and countdown pushed to the participant's open pages."""
+import uuid
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from config.asgi import application
+from console import services
+from console.briefing import BRIEFING_VERSION
+from console.consumers import REFUSED
+from console.models import BriefingAcknowledgement
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    services.clear_cache()
+    yield
+    services.clear_cache()
+
+
+def make_user(name):
+    user = get_user_model().objects.create_user(name)
+    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+    return user
+
+
+def session_headers(user) -> list[tuple[bytes, bytes]]:
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    return [(b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()), (b"origin", b"http://testserver")]
+
+
+def communicator(shift, headers):
+    return WebsocketCommunicator(application, f"/ws/shifts/{shift.pk}/", headers=headers)
+
+
+def test_owner_gets_the_state_on_connect():
+    user = make_user("mona")
+    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+
+    headers = session_headers(user)
+
+    async def scenario():
+        ws = communicator(shift, headers)
+        connected, _ = await ws.connect()
+        assert connected
+        state = await ws.receive_json_from(timeout=10)
+        await ws.disconnect()
+        return state
+
+    state = async_to_sync(scenario)()
+    assert state["type"] == "state" and state["status"] == "active"
+    assert 12 * 3600 - 60 <= state["seconds_left"] <= 12 * 3600
+    assert 'data-ops-left="12"' in state["header_html"]
+    assert state["url"] == f"/shifts/{shift.pk}/"
+
+
+def test_a_tool_call_pushes_the_new_header():
+    user = make_user("nils")
+    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+
+    headers = session_headers(user)
+
+    async def scenario():
+        ws = communicator(shift, headers)
+        await ws.connect()
+        await ws.receive_json_from(timeout=10)
+        await sync_to_async(services.call_tool)(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+        pushed = await ws.receive_json_from(timeout=10)
+        await ws.disconnect()
+        return pushed
+
+    pushed = async_to_sync(scenario)()
+    assert 'data-ops-left="11"' in pushed["header_html"]
+
+
+def test_pause_is_pushed_as_a_status_change():
+    user = make_user("olga")
+    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+
+    headers = session_headers(user)
+
+    async def scenario():
+        ws = communicator(shift, headers)
+        await ws.connect()
+        await ws.receive_json_from(timeout=10)
+        await sync_to_async(services.pause_shift)(shift, "lunch")
+        pushed = await ws.receive_json_from(timeout=10)
+        await ws.disconnect()
+        return pushed
+
+    assert async_to_sync(scenario)()["status"] == "paused"
+
+
+def test_another_participant_is_refused():
+    shift = services.start_shift(make_user("paul"), "counter-punch", 7, practice=True)
+    intruder = make_user("quinn")
+
+    headers = session_headers(intruder)
+
+    async def scenario():
+        ws = communicator(shift, headers)
+        return await ws.connect()
+
+    connected, code = async_to_sync(scenario)()
+    assert not connected and code == REFUSED
+
+
+def test_anonymous_is_refused():
+    shift = services.start_shift(make_user("rita"), "counter-punch", 7, practice=True)
+
+    async def scenario():
+        ws = communicator(shift, [(b"origin", b"http://testserver")])
+        return await ws.connect()
+
+    connected, code = async_to_sync(scenario)()
+    assert not connected and code == REFUSED
+
+
+def test_a_foreign_origin_is_refused():
+    user = make_user("sven")
+    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    headers = [h for h in session_headers(user) if h[0] != b"origin"] + [(b"origin", b"http://evil.example")]
+
+    async def scenario():
+        ws = communicator(shift, headers)
+        return await ws.connect()
+
+    connected, _ = async_to_sync(scenario)()
+    assert not connected

@@ -1,0 +1,155 @@
+"""The workspace's free views (history, cached views, returns inbox) and the end page."""
+import re
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from console import services
+from console.briefing import BRIEFING_VERSION
+from console.models import BriefingAcknowledgement, Shift
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    services.clear_cache()
+    yield
+    services.clear_cache()
+
+
+@pytest.fixture
+def user(db):
+    user = get_user_model().objects.create_user("iris", password="pw-iris-123")
+    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+    return user
+
+
+@pytest.fixture
+def shift(user):
+    return services.start_shift(user, "counter-punch", 7, practice=True)
+
+
+@pytest.fixture
+def iris(client, user):
+    client.force_login(user)
+    return client
+
+
+def ops_left(html: str) -> int:
+    return int(re.search(r'id="store-header"[^>]*data-ops-left="(\d+)"', html, re.S).group(1))
+
+
+def call(client, shift, tool, **args):
+    data = {"tool": tool, "call_id": uuid.uuid4().hex, **{f"arg_{k}": v for k, v in args.items()}}
+    return client.post(f"/shifts/{shift.pk}/call/", data, **HX)
+
+
+def page(client, shift, query="") -> str:
+    response = client.get(f"/shifts/{shift.pk}/{query}")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_tools_grouped_by_family_in_working_order(iris, shift):
+    html = page(iris, shift)
+    families = re.findall(r'<details class="family" id="family-([a-z-]+)"', html)
+    assert families == ["orders", "returns", "catalog-and-listings", "inventory", "sourcing",
+                        "finance-and-market", "status-and-time"]
+
+
+def test_history_search_by_text_and_tool(iris, shift):
+    call(iris, shift, "list_orders", page_size="3")
+    call(iris, shift, "get_order", order_id="ORD-103315")
+    call(iris, shift, "list_returns")
+    html = iris.get(f"/shifts/{shift.pk}/history/", {"q": "ord-103315"}).content.decode()
+    rows = re.findall(r'<tr id="call-row-(\d+)"', html)
+    assert rows == ["3", "2"]  # the get_order call and the list that showed the order, newest first
+    html = iris.get(f"/shifts/{shift.pk}/history/", {"q": "ORD-103315", "tool": "get_order"}).content.decode()
+    assert re.findall(r'<tr id="call-row-(\d+)"', html) == ["3"]
+    assert "1 of 4 calls match." in html
+
+
+def test_history_with_an_unknown_tool_is_a_clear_error(iris, shift):
+    response = iris.get(f"/shifts/{shift.pk}/history/", {"tool": "drop_tables"})
+    assert response.status_code == 400
+    assert "There is no tool &#x27;drop_tables&#x27;: pick one of the 29 tools or leave the tool blank." \
+        in response.content.decode()
+
+
+def test_history_costs_nothing(iris, shift):
+    call(iris, shift, "list_orders")
+    iris.get(f"/shifts/{shift.pk}/history/", {"q": "awaiting"})
+    assert ops_left(page(iris, shift)) == 11
+
+
+def test_cached_views_keep_the_last_read_of_each_tool(iris, shift):
+    call(iris, shift, "list_orders", page_size="3")
+    call(iris, shift, "list_orders", page_size="4")
+    call(iris, shift, "end_window")
+    call(iris, shift, "list_returns")
+    html = page(iris, shift)
+    cached = re.findall(r'<tr id="cached-([a-z_]+)">\s*<td><code>[a-z_]+</code></td>\s*<td>([^<]+)</td>', html)
+    assert cached == [("list_orders", "2026-08-01 00:00 · W1"), ("list_returns", "2026-08-01 12:00 · W2"),
+                      ("store_status", "2026-08-01 00:00 · W1")]
+    assert f'hx-get="/shifts/{shift.pk}/calls/3/"' in html  # the newer list_orders
+
+
+def test_rereading_a_cached_view_spends_no_operation(iris, shift):
+    call(iris, shift, "list_orders", page_size="3")
+    assert ops_left(page(iris, shift)) == 11
+    for _ in range(3):
+        detail = iris.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
+        assert "Cached view: stored result of call #2, as read at <b>2026-08-01 00:00 UTC</b>" in detail
+    assert ops_left(page(iris, shift)) == 11
+    assert shift.calls.count() == 2
+
+
+def test_inbox_sorted_by_escalation_with_refund_in_place(iris, shift):
+    html = call(iris, shift, "list_returns").content.decode()
+    deadlines = re.findall(r'<tr id="return-RET-\d+">.*?data-escalates="([^"]+)">', html, re.S)
+    assert len(deadlines) == 5 and deadlines == sorted(deadlines)
+    first = re.search(r'<tr id="return-(RET-\d+)">', html).group(1)
+    amount = re.search(rf'name="arg_return_id" value="{first}">\s*<input[^>]*name="arg_amount" value="([\d.]+)"',
+                       html).group(1)
+    response = call(iris, shift, "refund_return", return_id=first, amount=amount)
+    html = response.content.decode()
+    assert "&quot;status&quot;: &quot;resolved&quot;" in html
+    assert re.search(rf'<tr id="return-{first}">.*?refund sent \(#3\)', html, re.S)
+    assert ops_left(html) == 10
+
+
+def test_end_page_shows_score_verdict_and_chart(iris, shift):
+    call(iris, shift, "list_orders")
+    call(iris, shift, "end_window")
+    call(iris, shift, "end_window")
+    iris.post(f"/shifts/{shift.pk}/end/")
+    shift.refresh_from_db()
+    html = page(iris, shift)
+    for label in ("Business", "Reliability", "Orders shipped on time", "Returns handled", "Continuity",
+                  "Composite score"):
+        assert f"<tr><th>{label}</th>" in html
+    verdict = "Passed" if shift.passed else "Not passed"
+    assert f'id="verdict">{verdict}</span>' in html
+    threshold = shift.score_components["threshold"]
+    assert f"pass threshold {float(threshold):.3f}" in html
+    assert re.findall(r'data-series="([a-z_]+)"', html) == ["cash_cents", "net_assets_cents", "stock_units"]
+
+
+def test_timeline_is_cached_on_the_shift_in_cents(iris, shift):
+    call(iris, shift, "end_window")
+    call(iris, shift, "end_window")
+    iris.post(f"/shifts/{shift.pk}/end/")
+    shift.refresh_from_db()
+    assert [p["label"] for p in shift.timeline] == ["W1", "W2", "W3", "settled"]
+    assert all(isinstance(p[k], int) for p in shift.timeline for k in ("cash_cents", "net_assets_cents", "stock_units"))
+    assert shift.timeline[0]["cash_cents"] == 2_800_000
+    assert shift.timeline[-1]["stock_units"] == 0  # settlement sells off the shelf
+    assert shift.timeline[-1]["net_assets_cents"] == round(float(shift.score_components["net_assets"]) * 100)
