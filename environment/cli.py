@@ -230,6 +230,7 @@ def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict, float]:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
 
     from .calibration import cells_for, check_gates, document, write_calibration
     from .report import write_report
@@ -238,6 +239,16 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     task_ids = [t.id for t in all_tasks()] if args.tasks == ["all"] else args.tasks
     cells = cells_for(task_ids, args.seeds)
+    out = Path(args.out)
+    if out.is_dir():
+        print(f"storebench: --out {out} is a folder; name the calibration file to write, e.g. {out}/public.json",
+              file=sys.stderr)
+        return 2
+    try:  # before the work, so a bad path never costs a whole calibration
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"storebench: cannot create the folder for --out {out}: {exc.strerror}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     results: dict[str, dict[int, dict]] = {}
     done = 0

@@ -332,6 +332,21 @@ def test_cli_calibrate_refuses_an_unknown_task(tmp_path):
     assert not (tmp_path / "cal.json").exists()
 
 
+def test_cli_calibrate_creates_a_missing_output_folder(tmp_path):
+    out = tmp_path / "new" / "deeper" / "cal.json"
+    proc = storebench("calibrate", "--tasks", "counter-punch", "--seeds", "7", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists() and out.with_name("cal.json.sha256").exists()
+
+
+def test_cli_calibrate_refuses_a_folder_as_output_before_any_work(tmp_path):
+    proc = storebench("calibrate", "--tasks", "counter-punch", "--seeds", "7", "--out", tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"storebench: --out {tmp_path} is a folder; name the calibration file to write, "
+                                   f"e.g. {tmp_path}/public.json")
+    assert "[1/1]" not in proc.stderr
+
+
 def test_cli_calibrate_exits_1_naming_the_cell_and_gate_on_a_gate_failure(tmp_path, monkeypatch, capsys):
     """In-process with one worker, the cell can be swapped for a hand-made one that fails a gate."""
     from environment import cli
