@@ -7,7 +7,14 @@ SERVICES_ENV = STOREBENCH_REQUIRE_SERVICES=1 \
 	REDIS_URL=redis://127.0.0.1:6379/0 \
 	CELERY_BROKER_URL=amqp://guest:guest@127.0.0.1:5672//
 
-.PHONY: run test test-services clean
+.PHONY: run test test-services clean console mcp worker beat
+
+# Production processes (set DATABASE_URL, REDIS_URL and CELERY_BROKER_URL first; see
+# Procfile). Each target runs one process in the foreground.
+HOST ?= 127.0.0.1
+MCP_PORT ?= 8765
+MCP_EPISODES ?= --episode steady:7
+WORKER_CONCURRENCY ?= 2
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,8 +34,23 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest
 
+# The whole suite again on PostgreSQL, Redis and RabbitMQ (the services-marked tests
+# included): what passes on SQLite must pass on the production database too.
 test-services: $(VENV)/.installed
-	$(SERVICES_ENV) $(VENV)/bin/pytest -m services
+	$(SERVICES_ENV) $(VENV)/bin/pytest -m 'services or not services'
+
+console: $(VENV)/.installed
+	$(VENV)/bin/python manage.py migrate --noinput
+	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT)
+
+mcp: $(VENV)/.installed
+	$(VENV)/bin/storebench mcp --http --host $(HOST) --port $(MCP_PORT) $(MCP_EPISODES)
+
+worker: $(VENV)/.installed
+	$(VENV)/bin/celery -A config worker --loglevel=INFO --concurrency=$(WORKER_CONCURRENCY)
+
+beat: $(VENV)/.installed
+	$(VENV)/bin/celery -A config beat --loglevel=INFO --schedule=.celerybeat-schedule
 
 clean:
 	rm -rf $(VENV) .staticfiles *.egg-info .pytest_cache

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "channels",
     "console",
     "studies",
+    "jobs",
 ]
 
 MIDDLEWARE = [

@@ -1,17 +1,35 @@
-"""Speed of the engine, measured (not asserted): ``storebench bench``.
+"""Speed and size, measured (not asserted): ``storebench bench``.
 
-Figures are medians over repeated runs in one process, so they can be compared
-side by side; absolute times drift on shared machines, ratios less so.  This
-module reads the wall clock only to measure; nothing here feeds the simulation.
+One command measures, in one run so that figures sit side by side: the engine in
+process (a tool call per tool, a window advance, arming, a busy episode), each
+anchor's episode on ``steady`` and on ``full-year``, the full calibration with one
+and with two worker processes (``--calibration``, on unless ``--quick``), the MCP
+round trip against a no-op MCP tool over stdio and streamable HTTP, a console tool
+page against a minimal Django view under concurrent participants, and the memory a
+live episode holds (with how many fit on one 24 GiB machine).  ``targets`` then
+sets each figure against its target in the operations spec, met or not.
+
+Figures are medians over repeated runs; absolute times drift on shared machines,
+ratios less so.  This module reads the wall clock only to measure; nothing here
+feeds the simulation.  It stays pure Python: the parts that need the MCP SDK or
+Django (``mcp_client.http.bench``, ``manage.py bench_console``) run as
+subprocesses whose JSON is read back, and a part that cannot run is reported as
+unavailable with the reason instead of failing the whole bench.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from .anchors import run_policy
+from .anchors import ANCHORS, run_policy
 from .api import arm
 from .engine.state import OrderState
 from .world import load_world
@@ -101,3 +119,250 @@ def bench_engine(repeats: int = 5) -> dict:
         "medusa_reference_ms": {"trivial_read": 2.7, "read_one_product": 30, "update_price": 53,
                                 "list_100_orders": 215, "list_100_products": "500-1100"},
     }
+
+
+# --- whole episodes per anchor --------------------------------------------------------
+
+
+def bench_anchors(repeats: int = 3, full_year_repeats: int = 1) -> dict:
+    """Median wall time (s) of one whole episode per anchor, on steady and on full-year."""
+    out = {}
+    for task, n in (("steady", repeats), ("full-year", full_year_repeats)):
+        out[task] = {name: round(statistics.median(_timed(lambda name=name: run_policy(arm(task, 7), name))
+                                                   for _ in range(max(1, n))), 3) for name in ANCHORS}
+    return out
+
+
+# --- subprocesses -----------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, **extra}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def _run_json(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> dict:
+    """Run ``argv``; its last stdout line as JSON, or ``{"unavailable": reason}``."""
+    try:
+        done = subprocess.run(argv, cwd=REPO, env=env or _env(), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"unavailable": f"timed out after {timeout:.0f} s: {' '.join(argv[1:4])}"}
+    except OSError as exc:
+        return {"unavailable": f"cannot run {argv[0]}: {exc}"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"unavailable": f"exit {done.returncode}: {tail[:300]}"}
+    try:
+        return json.loads(lines[-1])
+    except ValueError:
+        return {"unavailable": f"no JSON in the output: {lines[-1][:200]}"}
+
+
+def bench_calibration(workers: tuple[int, ...] = (1, 2), timeout: float = 1800) -> dict:
+    """Wall time of the full calibration (the 12 evaluation tasks on the public seeds,
+    six anchors each) with each worker count, through ``storebench calibrate``; and
+    whether every run wrote the same file."""
+    from .tasks import PUBLIC_SEEDS, all_tasks
+
+    tasks = [t.id for t in all_tasks("eval")]
+    out: dict = {"tasks": len(tasks), "seeds": list(PUBLIC_SEEDS), "cells": len(tasks) * len(PUBLIC_SEEDS)}
+    files = []
+    with tempfile.TemporaryDirectory(prefix="storebench-bench-") as tmp:
+        for n in workers:
+            path = Path(tmp, f"cal-{n}.json")
+            argv = [sys.executable, "-m", "environment", "calibrate", "--tasks", *tasks,
+                    "--seeds", *map(str, PUBLIC_SEEDS), "--out", str(path), "--workers", str(n)]
+            started = time.perf_counter()
+            try:
+                done = subprocess.run(argv, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                out[f"wall_s_{n}_workers"] = None
+                out["unavailable"] = f"calibration with {n} workers timed out after {timeout:.0f} s"
+                continue
+            wall = time.perf_counter() - started
+            if not path.exists():
+                out[f"wall_s_{n}_workers"] = None
+                out["unavailable"] = f"calibration with {n} workers wrote no file (exit {done.returncode})"
+                continue
+            out[f"wall_s_{n}_workers"] = round(wall, 1)
+            files.append(path.read_bytes())
+    if out.get(f"wall_s_{workers[0]}_workers") and out.get(f"wall_s_{workers[-1]}_workers"):
+        out["speedup"] = round(out[f"wall_s_{workers[0]}_workers"] / out[f"wall_s_{workers[-1]}_workers"], 2)
+    out["same_file_every_run"] = len(set(files)) == 1 if files else None
+    return out
+
+
+_MCP_BENCH = (
+    "import json, sys\n"
+    "from mcp_client.http import bench\n"
+    "print(json.dumps(bench(n=int(sys.argv[1]), out=sys.stderr)))\n"
+)
+
+
+def bench_mcp(calls: int = 300, timeout: float = 600) -> dict:
+    """``mcp_client.http.bench`` in a subprocess: ``store_status`` against a no-op MCP
+    tool, over streamable HTTP and over stdio, medians and ratios from one run."""
+    result = _run_json([sys.executable, "-c", _MCP_BENCH, str(calls)], timeout)
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items()}
+
+
+def bench_console(participants: int = 20, calls: int = 10, timeout: float = 900) -> dict:
+    """``manage.py bench_console``: a console tool page against a minimal Django view under
+    ``participants`` concurrent participants.  On the database ``DATABASE_URL`` names;
+    without one, on a fresh SQLite file in a temporary folder (migrated first), so the
+    user's own database is never touched."""
+    manage = REPO / "manage.py"
+    if not manage.exists():
+        return {"unavailable": "manage.py not found: the console is not installed beside the environment"}
+    with tempfile.TemporaryDirectory(prefix="storebench-bench-") as tmp:
+        extra = {}
+        if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+            extra = {"DATABASE_URL": "", "STOREBENCH_SQLITE_PATH": str(Path(tmp, "bench.sqlite3"))}
+        env = _env(**extra)
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        try:
+            migrated = subprocess.run([sys.executable, str(manage), "migrate", "--noinput"], cwd=REPO, env=env,
+                                      capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"unavailable": "migrating the bench database timed out"}
+        if migrated.returncode != 0:
+            tail = (migrated.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"unavailable": f"cannot migrate the bench database: {tail[:300]}"}
+        result = _run_json([sys.executable, str(manage), "bench_console", "--participants", str(participants),
+                            "--calls", str(calls), "--json"], timeout, env)
+    if "unavailable" not in result:
+        result["database"] = "postgresql" if not extra else "sqlite (temporary file)"
+    return result
+
+
+_MEMORY = (
+    "import gc, json, os, sys\n"
+    "from environment.anchors import run_policy\n"
+    "from environment.api import arm\n"
+    "def rss():\n"
+    "    with open('/proc/self/statm') as fh:\n"
+    "        return int(fh.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')\n"
+    "task, n, play = sys.argv[1], int(sys.argv[2]), sys.argv[3] == 'played'\n"
+    "run_policy(arm(task, 7), 'smart-triage')  # world, imports and caches loaded once\n"
+    "gc.collect(); base = rss(); episodes = []\n"
+    "for i in range(n):\n"
+    "    ep = arm(task, (7, 11, 13)[i % 3])\n"
+    "    if play:\n"
+    "        run_policy(ep, 'smart-triage')\n"
+    "    episodes.append(ep)\n"
+    "gc.collect()\n"
+    "print(json.dumps({'base_rss': base, 'delta': rss() - base, 'episodes': len(episodes)}))\n"
+)
+
+GIB = 1024 ** 3
+
+
+def bench_memory(cases: tuple[tuple[str, int, str], ...] = (("steady", 20, "armed"), ("steady", 20, "played"),
+                                                             ("full-year", 6, "played")),
+                 machine_gib: int = 24, timeout: float = 900) -> dict:
+    """Resident memory per live episode: RSS growth of a fresh process (world loaded)
+    over N episodes kept alive, armed only or played to the end by smart-triage (a
+    played episode holds its whole action, event and window logs: the most a live one
+    holds); and how many such episodes one machine of ``machine_gib`` GiB holds next to
+    one copy of the world per process."""
+    if not Path("/proc/self/statm").exists():
+        return {"unavailable": "needs /proc/self/statm (Linux) to read the resident set size"}
+    out = {}
+    for task, n, mode in cases:
+        r = _run_json([sys.executable, "-c", _MEMORY, task, str(n), mode], timeout)
+        if "unavailable" in r:
+            out[f"{task}_{mode}"] = r
+            continue
+        per = r["delta"] / r["episodes"]
+        out[f"{task}_{mode}"] = {
+            "episodes": r["episodes"], "mib_per_episode": round(per / 2 ** 20, 2),
+            "process_base_mib": round(r["base_rss"] / 2 ** 20, 1),
+            f"episodes_per_{machine_gib}_gib": int((machine_gib * GIB - r["base_rss"]) // per) if per > 0 else None,
+        }
+    return out
+
+
+# --- all of it, and the targets -----------------------------------------------------------
+
+
+def targets(figures: dict) -> list[dict]:
+    """Each speed target of the operations spec against the figure measured for it."""
+    engine = figures.get("engine", {})
+    per_tool = [v for v in engine.get("tool_call_ms_p50_by_tool", {}).values() if v is not None]
+    anchors = figures.get("anchors", {})
+    cal = figures.get("calibration", {})
+    mcp = figures.get("mcp", {})
+    console = figures.get("console", {})
+    rows = []
+
+    def row(target: str, value, met: bool | None, note: str = "") -> None:
+        rows.append({"target": target, "measured": value, "met": met, **({"note": note} if note else {})})
+
+    if per_tool:
+        slowest = max(per_tool)
+        row("one in-process tool call well under 1 ms (p50), reads of 100 rows included",
+            {"all_tools_p50_ms": engine.get("tool_call_ms_p50"), "slowest_tool_p50_ms": slowest}, slowest < 1.0)
+    if "window_advance_ms_p50" in engine:
+        row("a window advance in a few milliseconds", engine["window_advance_ms_p50"],
+            engine["window_advance_ms_p50"] <= 5.0)
+    steady = anchors.get("steady", {}).get("smart-triage", engine.get("smart_triage_steady_s_p50"))
+    if steady is not None:
+        row("a smart-triage episode on steady (60 x 20) in about a second", steady, steady <= 1.5)
+    full_year = anchors.get("full-year", {}).get("smart-triage", engine.get("smart_triage_full_year_s_p50"))
+    if full_year is not None:
+        row("a smart-triage episode on full-year (365 x 12) in a few seconds", full_year, full_year <= 5.0)
+    if cal.get("wall_s_2_workers"):
+        row("the full calibration (12 tasks x 3 seeds x 6 anchors) in minutes on two cores",
+            {"1_worker_s": cal.get("wall_s_1_workers"), "2_workers_s": cal["wall_s_2_workers"]},
+            cal["wall_s_2_workers"] <= 600)
+    else:
+        row("the full calibration in minutes on two cores", None, None,
+            cal.get("unavailable", "not measured (--quick or --no-calibration)"))
+    if "http_ratio" in mcp:
+        row("a tool call over MCP within a small factor (<= 3) of a no-op MCP tool, same transport",
+            {"http_ratio": mcp["http_ratio"], "stdio_ratio": mcp["stdio_ratio"]},
+            max(mcp["http_ratio"], mcp["stdio_ratio"]) <= 3.0)
+    else:
+        row("a tool call over MCP within a small factor of a no-op MCP tool", None, None,
+            mcp.get("unavailable", "not measured"))
+    if "ratio" in console:
+        row(f"a console page within a small factor (<= 3) of a minimal Django view under "
+            f"{console.get('participants')} concurrent participants",
+            {"ratio": console["ratio"], "tool_page_median_ms": console.get("tool_page_median_ms"),
+             "noop_median_ms": console.get("noop_median_ms")}, console["ratio"] <= 3.0)
+    else:
+        row("a console page within a small factor of a minimal Django view", None, None,
+            console.get("unavailable", "not measured"))
+    return rows
+
+
+def bench_all(repeats: int = 5, *, quick: bool = False, calibration: bool = True, participants: int = 20,
+              mcp_calls: int = 300, progress: Callable[[str], None] | None = None) -> dict:
+    """Everything above in one run; ``quick`` trims repetitions and skips the calibration."""
+    say = progress or (lambda _msg: None)
+    started = time.perf_counter()
+    figures: dict = {"mode": "quick" if quick else "full", "cpu_count": os.cpu_count()}
+    say("engine: tool calls, window advances, episodes")
+    figures["engine"] = bench_engine(repeats=2 if quick else repeats)
+    say("anchors: one episode each on steady and full-year")
+    figures["anchors"] = bench_anchors(repeats=1 if quick else 3, full_year_repeats=1)
+    say("memory per live episode")
+    figures["memory"] = bench_memory((("steady", 6, "armed"), ("steady", 6, "played"), ("full-year", 2, "played"))
+                                     if quick else (("steady", 20, "armed"), ("steady", 20, "played"),
+                                                    ("full-year", 6, "played")))
+    say("MCP: store_status against a no-op tool, stdio and streamable HTTP")
+    figures["mcp"] = bench_mcp(calls=100 if quick else mcp_calls)
+    say(f"console: a tool page against a minimal view, {participants} participants")
+    figures["console"] = bench_console(participants=participants, calls=5 if quick else 10)
+    if calibration and not quick:
+        say("calibration: the 36 evaluation cells with 1, then 2 workers")
+        figures["calibration"] = bench_calibration()
+    else:
+        figures["calibration"] = {"unavailable": "skipped (--quick or --no-calibration)"}
+    figures["targets"] = targets(figures)
+    figures["bench_wall_s"] = round(time.perf_counter() - started, 1)
+    return figures

@@ -356,14 +356,25 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench_engine
+    from .bench import bench_all, bench_engine
 
-    figures = bench_engine(repeats=args.repeats)
+    if args.engine_only:
+        figures = bench_engine(repeats=args.repeats)
+    else:
+        figures = bench_all(args.repeats, quick=args.quick, calibration=args.calibration,
+                            participants=args.participants, mcp_calls=args.mcp_calls,
+                            progress=lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True))
     if args.json:
         _print_json(figures)
     else:
         for key, value in figures.items():
-            print(f"{key}: {value}")
+            if key == "targets":
+                for t in value:
+                    mark = {True: "MET", False: "NOT MET", None: "n/a"}[t["met"]]
+                    print(f"target [{mark}] {t['target']}: {t['measured']}" + (f" ({t['note']})" if "note" in t
+                                                                                 else ""))
+            else:
+                print(f"{key}: {value}")
     return 0
 
 
@@ -497,10 +508,20 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("--json", action="store_true", help="include the best-so-far curve")
     srch.set_defaults(func=_cmd_search)
 
-    bench = sub.add_parser("bench", help="measure the engine's speed (medians, printed, never asserted)",
-                           description="Measure in-process tool calls, window advances and whole episodes.")
+    bench = sub.add_parser("bench", help="measure speed and memory (medians, printed, never asserted)",
+                           description="Measure, in one run: in-process tool calls, window advances and whole "
+                                       "episodes per anchor; the full calibration with 1 and 2 workers; MCP and "
+                                       "console round trips against no-op baselines; memory per live episode; "
+                                       "and each figure against the operations spec's targets.")
     bench.add_argument("--json", action="store_true", help="print JSON")
     bench.add_argument("--repeats", type=int, default=5, help="repetitions per figure (default 5)")
+    bench.add_argument("--quick", action="store_true",
+                       help="fewer repetitions and no calibration (about a minute instead of several)")
+    bench.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,
+                       help="time the full calibration with 1 and 2 workers (default on; minutes)")
+    bench.add_argument("--participants", type=int, default=20, help="concurrent console participants (default 20)")
+    bench.add_argument("--mcp-calls", type=int, default=300, help="MCP calls per server (default 300)")
+    bench.add_argument("--engine-only", action="store_true", help="only the in-process engine figures")
     bench.set_defaults(func=_cmd_bench)
     return parser
 

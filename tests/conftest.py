@@ -44,3 +44,19 @@ def require_service_fixture():
 def skip_or_fail_fixture():
     """The ``skip_or_fail`` helper, for preconditions other than a TCP port."""
     return skip_or_fail
+
+
+@pytest.fixture(autouse=True)
+def eager_celery_outside_service_tests(request):
+    """Outside tests marked ``services``, Celery tasks run in-process even when a broker
+    is configured: ``make test-services`` runs the whole suite with ``CELERY_BROKER_URL``
+    set, and only the service tests start workers that consume the broker."""
+    if request.node.get_closest_marker("services") is not None:
+        yield
+        return
+    from config.celery import app
+
+    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved

@@ -1,0 +1,67 @@
+"""Trial batches as a job: one item per trial, each writing one trial folder.
+
+A trial is played by :func:`environment.trial.run_trial`, the function behind
+``storebench run`` and ``storebench batch``, so a folder means the same thing
+whichever way it was made.  A trial is a pure function of (task, seed, policy or
+action log, calibration): a redelivered item whose earlier delivery died after
+writing some or all of its folder removes it and plays the trial again, which
+writes the same files (``summary.json``'s wall time aside).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from django.db import transaction
+
+from environment.anchors import get_anchor
+from environment.calibration import cells_for, load_calibration
+from environment.tasks import all_tasks
+from environment.trial import read_actions, run_trial
+
+from .models import Job, JobItem
+
+
+def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, policy: str | None = None,
+                     actions: str | None = None, calibration: str | None = None) -> Job:
+    if (policy is None) == (actions is None):
+        raise ValueError("give either a policy or an action log")
+    if policy is not None:
+        get_anchor(policy)
+    if calibration is not None:
+        load_calibration(calibration)  # a bad file is refused now, not in every worker
+    task_ids = [t.id for t in all_tasks()] if list(tasks) == ["all"] else list(tasks)
+    label = policy or Path(actions).stem
+    root = Path(out).resolve()
+    cells = cells_for(task_ids, seeds)
+    with transaction.atomic():
+        job = Job.objects.create(kind=Job.Kind.BATCH, total=len(cells), params={
+            "tasks": task_ids, "seeds": [int(s) for s in seeds], "out": str(root), "policy": policy,
+            "actions": str(Path(actions).resolve()) if actions else None,
+            "calibration": str(Path(calibration).resolve()) if calibration else None})
+        JobItem.objects.bulk_create(
+            JobItem(job=job, index=i, key=f"{tid}:{seed}",
+                    params={"task": tid, "seed": seed, "out": str(root / f"{tid}-{seed}-{label}")})
+            for i, (tid, seed) in enumerate(cells))
+    return job
+
+
+def run_item(item: JobItem) -> str:
+    """Play the item's trial into its folder; the score (with pass and threshold) as JSON text."""
+    params = item.job.params
+    out = Path(item.params["out"])
+    for stale in [out, *out.parent.glob(f".{out.name}.partial-*")]:
+        if stale.exists():
+            shutil.rmtree(stale)
+    calibration, digest = load_calibration(params["calibration"]) if params.get("calibration") else (None, None)
+    actions = read_actions(params["actions"]) if params.get("actions") else None
+    data = run_trial(item.params["task"], int(item.params["seed"]), out, policy=params.get("policy"),
+                     actions=actions, calibration=calibration, calibration_hash=digest)
+    return json.dumps(data, sort_keys=True)
+
+
+def summary(job: Job) -> dict:
+    results = [json.loads(item.result_json) for item in job.items.filter(status=JobItem.Status.DONE)]
+    return {"trials": len(results), "passed": sum(bool(r["pass"]) for r in results),
+            "mean_composite": round(sum(r["reward_composite"] for r in results) / max(1, len(results)), 4)}

@@ -1,0 +1,78 @@
+"""Calibration as a job: one item per task-seed cell, gathered into one file.
+
+Each cell is calibrated exactly as ``storebench calibrate`` does it
+(:func:`environment.calibration.calibrate_cell`) and its cell dict is stored as JSON
+text on its item.  Gathering builds the document with the same
+:func:`~environment.calibration.document` and writes it with the same
+:func:`~environment.calibration.write_calibration` and report writer, so the file,
+its ``.sha256`` and its report are byte for byte what the CLI writes for the same
+cells.  Calibration is deterministic, so a cell computed twice (a redelivered task)
+gives the same bytes; the first stored result is kept.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from environment.calibration import calibrate_cell, cells_for, check_gates, document, write_calibration
+from environment.report import write_report
+from environment.tasks import all_tasks, get_task
+from environment.world import load_world, world_hash
+
+from . import progress
+from .models import Job, JobItem
+
+
+def create_calibration_job(tasks: list[str], seeds: list[int], out: str | Path) -> Job:
+    """The job row and one item per cell; refuses unknown tasks before anything is stored."""
+    task_ids = [t.id for t in all_tasks()] if list(tasks) == ["all"] else list(tasks)
+    cells = cells_for(task_ids, seeds)
+    with transaction.atomic():
+        job = Job.objects.create(kind=Job.Kind.CALIBRATION, total=len(cells),
+                                 params={"tasks": task_ids, "seeds": [int(s) for s in seeds],
+                                         "out": str(Path(out).resolve())})
+        JobItem.objects.bulk_create(JobItem(job=job, index=i, key=f"{tid}:{seed}", params={"task": tid, "seed": seed})
+                                    for i, (tid, seed) in enumerate(cells))
+    return job
+
+
+def run_cell(item: JobItem) -> str:
+    """The cell's calibration as JSON text (deterministic for the cell)."""
+    cell = calibrate_cell(get_task(item.params["task"]), int(item.params["seed"]), load_world())
+    return json.dumps(cell)
+
+
+def gather(job_id: int) -> Job:
+    """Write the calibration file once every cell is done; a no-op when already written
+    or not yet complete.  Holds the job's row lock while writing, so two gatherers
+    cannot interleave; the file is written to a temporary name and renamed."""
+    with transaction.atomic():
+        job = progress.locked_job(job_id)
+        if job.status == Job.Status.DONE or job.status == Job.Status.FAILED:
+            return job
+        items = list(job.items.order_by("index"))
+        if any(item.status != JobItem.Status.DONE for item in items):
+            return job
+        results: dict[str, dict[int, dict]] = {}
+        for item in items:
+            results.setdefault(item.params["task"], {})[int(item.params["seed"])] = json.loads(item.result_json)
+        ordered = {tid: results[tid] for tid in job.params["tasks"] if tid in results}
+        doc = document(ordered, world_hash())
+        out = Path(job.params["out"])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        digest = write_calibration(doc, out)
+        report = write_report(doc, out)
+        failures = [str(f) for tid, seeds in ordered.items() for seed in sorted(seeds)
+                    for f in check_gates(tid, seeds[seed])]
+        job.status = Job.Status.DONE
+        job.result_path = str(out)
+        job.result_hash = digest
+        job.summary = {"cells": len(items), "gate_failures": failures, "report": str(report),
+                       "attempts": sum(item.attempts for item in items)}
+        job.done = job.total
+        job.finished_at = timezone.now()
+        job.save()
+        return job

@@ -1,0 +1,52 @@
+"""``manage.py run_calibration --tasks steady --seeds 7 11 --out FILE``: submit a
+calibration job (one Celery task per cell) and follow its progress until the file
+is written.  With no broker configured the cells run in-process before the first
+progress line; with one, they run on whatever workers consume the queue."""
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from environment.errors import StoreBenchError
+from jobs.models import Job
+from jobs.submit import submit_calibration
+
+
+class Command(BaseCommand):
+    help = "Submit a calibration job (one task per cell) and show its progress."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+        parser.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
+        parser.add_argument("--out", required=True, help="calibration JSON to write")
+        parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the job")
+        parser.add_argument("--no-wait", action="store_true", help="submit and print the job id only")
+
+    def handle(self, *args, **options):
+        try:
+            job = submit_calibration(options["tasks"], options["seeds"], options["out"])
+        except StoreBenchError as exc:
+            raise CommandError(exc.message) from exc
+        self.stdout.write(f"job {job.pk}: {job.total} cells")
+        if options["no_wait"]:
+            return
+        deadline = time.monotonic() + options["timeout"]
+        shown = -1
+        while True:
+            job.refresh_from_db()
+            if job.done != shown:
+                shown = job.done
+                self.stdout.write(f"[{job.done}/{job.total}] {job.get_status_display().lower()}")
+            if job.finished:
+                break
+            if time.monotonic() > deadline:
+                raise CommandError(f"job {job.pk} not finished after {options['timeout']} s ({job.done}/{job.total})")
+            time.sleep(0.5)
+        if job.status == Job.Status.FAILED:
+            raise CommandError(f"job {job.pk} failed: {job.error}")
+        self.stdout.write(f"wrote {job.result_path} ({job.result_hash})")
+        for failure in job.summary.get("gate_failures", []):
+            self.stderr.write(f"GATE FAILURE: {failure}")
+        if job.summary.get("gate_failures"):
+            raise CommandError("gate failures")

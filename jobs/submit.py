@@ -1,0 +1,56 @@
+"""Submitting jobs: create the rows, then schedule the tasks once they are committed.
+
+``transaction.on_commit`` sends the messages only after the rows exist for every
+other connection, so a worker never receives an id it cannot read.  With no broker
+configured (the embedded default) Celery runs the tasks in-process, eagerly, right
+after the commit, and the job is finished when the submit call returns.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from celery import current_app
+from django.db import transaction
+
+from . import tasks
+from .batch import create_batch_job
+from .calibration import create_calibration_job
+from .models import Job
+
+
+def _fan_out(task, job: Job) -> None:
+    item_ids = list(job.items.order_by("index").values_list("pk", flat=True))
+
+    def send() -> None:
+        for item_id in item_ids:
+            task.delay(item_id)
+
+    transaction.on_commit(send)
+
+
+def submit_calibration(tasks_: list[str], seeds: list[int], out: str | Path) -> Job:
+    """One task per cell, gathered into ``out`` (the release's layout) when all are done."""
+    with transaction.atomic():
+        job = create_calibration_job(tasks_, seeds, out)
+        _fan_out(tasks.run_calibration_cell, job)
+    return job
+
+
+def submit_batch(tasks_: list[str], seeds: list[int], out: str | Path, **kwargs) -> Job:
+    """One task per trial, each writing ``out/<task>-<seed>-<label>``."""
+    with transaction.atomic():
+        job = create_batch_job(tasks_, seeds, out, **kwargs)
+        _fan_out(tasks.run_batch_trial, job)
+    return job
+
+
+def submit_export(task_name: str, params: dict | None = None) -> Job:
+    """The hook for exports built elsewhere: a job row, then the Celery task named
+    ``task_name`` is sent the job's id.  That task reads ``job.params`` and reports
+    through :mod:`jobs.progress` (``start``, ``advance``, ``finish``, ``fail``)."""
+    with transaction.atomic():
+        job = Job.objects.create(kind=Job.Kind.EXPORT, params={"task": task_name, **(params or {})})
+        transaction.on_commit(lambda: current_app.send_task(task_name, args=[job.pk])
+                              if not current_app.conf.task_always_eager
+                              else current_app.tasks[task_name].apply(args=[job.pk]))
+    return job

@@ -1,0 +1,72 @@
+"""The Celery tasks: thin shells that take ids and call :mod:`jobs.calibration`,
+:mod:`jobs.batch` and :mod:`jobs.deadlines`.
+
+Item tasks run with ``acks_late`` and ``reject_on_worker_lost``: the broker keeps a
+message until its task has returned, and a worker killed mid-task (SIGKILL, OOM, a
+lost host) leaves the message to be delivered again, to this worker's replacement
+or another one.  That is safe because every task is idempotent: an item whose row
+says done is skipped, and the gathering step writes its file once.  The last item
+to finish schedules the gathering on commit; a redelivered item that finds itself
+done schedules it again, so a crash between the two loses nothing either.
+
+A refused input (:class:`~environment.errors.StoreBenchError`: an unknown task, a bad
+calibration file, a folder that cannot be written) fails the item and its job
+with the message; anything else is left to raise, and the message is redelivered.
+"""
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import transaction
+
+from environment.errors import StoreBenchError
+
+from . import batch, calibration, deadlines, progress
+from .models import Job
+
+ITEM_TASK = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+
+
+@shared_task(**ITEM_TASK)
+def run_calibration_cell(item_id: int) -> None:
+    item = progress.claim_item(item_id)
+    if item is not None:
+        try:
+            result = calibration.run_cell(item)
+        except StoreBenchError as exc:
+            progress.fail_item(item_id, exc.message)
+            return
+        job, complete = progress.complete_item(item_id, result)
+    else:
+        job = Job.objects.get(items__pk=item_id)
+        complete = job.status != Job.Status.FAILED and job.done == job.total
+    if complete:
+        transaction.on_commit(lambda: gather_calibration.delay(job.pk))
+
+
+@shared_task(**ITEM_TASK)
+def gather_calibration(job_id: int) -> None:
+    try:
+        calibration.gather(job_id)
+    except OSError as exc:  # the file cannot be written where the job said
+        progress.fail(job_id, f"cannot write the calibration file: {exc}")
+
+
+@shared_task(**ITEM_TASK)
+def run_batch_trial(item_id: int) -> None:
+    item = progress.claim_item(item_id)
+    if item is None:
+        return
+    try:
+        result = batch.run_item(item)
+    except (StoreBenchError, OSError) as exc:
+        progress.fail_item(item_id, getattr(exc, "message", None) or str(exc))
+        return
+    job, complete = progress.complete_item(item_id, result)
+    if complete:
+        progress.finish(job.pk, path=job.params["out"], summary=batch.summary(job))
+
+
+@shared_task(ignore_result=True)
+def enforce_shift_deadlines() -> int:
+    """Periodic (Celery beat): end the shifts whose deadline has passed."""
+    return deadlines.sweep()

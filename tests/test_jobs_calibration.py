@@ -1,0 +1,172 @@
+"""Jobs on the embedded default (SQLite, eager Celery): calibration fanned out per
+cell and gathered byte for byte as ``storebench calibrate`` writes it; batches;
+idempotent redelivery; the deadline sweep; the export hook."""
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from celery import shared_task
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from environment.cli import main as storebench
+from jobs import progress, tasks
+from jobs.models import Job, JobItem
+from jobs.submit import submit_batch, submit_calibration, submit_export
+
+pytestmark = pytest.mark.django_db(transaction=True)  # tasks are scheduled on commit
+# Tasks run in-process here (tests/conftest.py), broker or not; real workers: tests/services.
+
+CELLS = (["counter-punch", "short-runway"], [7, 11])
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    stem = path.name[:-5]
+    names = [path.name, path.name + ".sha256", stem + ".report.md", stem + ".ladder.svg"]
+    return {name: (path.parent / name).read_bytes() for name in names}
+
+
+def test_calibration_job_matches_the_cli_byte_for_byte(tmp_path):
+    cli_out = tmp_path / "cli" / "cal.json"
+    cli_out.parent.mkdir()
+    assert storebench(["calibrate", "--tasks", *CELLS[0], "--seeds", *map(str, CELLS[1]),
+                       "--out", str(cli_out)]) == 0
+    job = submit_calibration(*CELLS, tmp_path / "job" / "cal.json")
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.error
+    assert (job.done, job.total) == (4, 4)
+    assert job.kind == Job.Kind.CALIBRATION
+    assert job.summary["gate_failures"] == []
+    assert _files(Path(job.result_path)) == _files(cli_out)
+    assert job.result_hash == (cli_out.parent / "cal.json.sha256").read_text().strip()
+    assert [i.key for i in job.items.all()] == ["counter-punch:7", "counter-punch:11", "short-runway:7",
+                                                "short-runway:11"]
+
+
+def test_redelivered_cell_and_gather_change_nothing(tmp_path):
+    job = submit_calibration(["counter-punch"], [7], tmp_path / "cal.json")
+    job.refresh_from_db()
+    item = job.items.get()
+    before = (item.result_json, item.attempts, Path(job.result_path).read_bytes(), job.finished_at)
+    tasks.run_calibration_cell.delay(item.pk)  # a second delivery of a finished cell
+    tasks.gather_calibration.delay(job.pk)
+    item.refresh_from_db()
+    job.refresh_from_db()
+    assert (item.result_json, item.attempts, Path(job.result_path).read_bytes(), job.finished_at) == before
+    assert item.attempts == 1
+
+
+def test_cell_killed_mid_task_is_rerun_to_the_same_file(tmp_path):
+    """What a redelivery after a worker death sees: the item left running, no file yet."""
+    job = submit_calibration(["counter-punch"], [7, 11], tmp_path / "cal.json")
+    job.refresh_from_db()
+    reference = Path(job.result_path).read_bytes()
+    Path(job.result_path).unlink()
+    Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, done=1, finished_at=None)
+    JobItem.objects.filter(job=job, index=1).update(status=JobItem.Status.RUNNING, result_json="")
+    tasks.run_calibration_cell.delay(job.items.get(index=1).pk)
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE and job.done == 2
+    assert Path(job.result_path).read_bytes() == reference
+    assert job.items.get(index=1).attempts == 2
+
+
+def test_unknown_task_is_refused_before_any_row(tmp_path):
+    from environment.errors import StoreBenchError
+
+    with pytest.raises(StoreBenchError):
+        submit_calibration(["no-such-task"], [7], tmp_path / "x.json")
+    assert not Job.objects.exists()
+
+
+def test_run_calibration_command_shows_progress(tmp_path, capsys):
+    out = tmp_path / "cmd.json"
+    call_command("run_calibration", "--tasks", "counter-punch", "--seeds", "7", "--out", str(out))
+    printed = capsys.readouterr().out
+    assert "job " in printed and "[1/1] done" in printed and f"wrote {out}" in printed
+    assert json.loads(out.read_text())["tasks"]["counter-punch"]["7"]["seed"] == 7
+
+
+def test_batch_job_writes_one_trial_folder_per_cell(tmp_path):
+    job = submit_batch(["counter-punch"], [7, 11], tmp_path / "trials", policy="rule-based",
+                       calibration="calibration/public.json")
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.error
+    assert job.summary["trials"] == 2
+    for item in job.items.all():
+        folder = Path(item.params["out"])
+        assert (folder / "score.json").is_file() and (folder / "actions.jsonl").is_file()
+        assert json.loads(item.result_json)["out"] == str(folder)
+    # A redelivery after a death mid-write: a partial folder and the item left running.
+    item = job.items.get(index=0)
+    folder = Path(item.params["out"])
+    ledger = (folder / "ledger.jsonl").read_bytes()
+    (folder / "score.json").unlink()
+    JobItem.objects.filter(pk=item.pk).update(status=JobItem.Status.RUNNING)
+    tasks.run_batch_trial.delay(item.pk)
+    item.refresh_from_db()
+    assert item.status == JobItem.Status.DONE and item.attempts == 2
+    assert (folder / "ledger.jsonl").read_bytes() == ledger and (folder / "score.json").is_file()
+
+
+def test_deadline_sweep_ends_only_overdue_shifts():
+    from console import services
+    from console.briefing import BRIEFING_VERSION, acknowledge_briefing
+    from console.models import Shift
+
+    user = get_user_model().objects.create_user("sweeper", password="x")
+    acknowledge_briefing(user, BRIEFING_VERSION)
+    overdue = services.start_shift(user, "counter-punch", 7, practice=True)
+    current = services.start_shift(user, "counter-punch", 11, practice=True)
+    Shift.objects.filter(pk=overdue.pk).update(deadline=timezone.now() - timedelta(minutes=1))
+    assert tasks.enforce_shift_deadlines.delay().get() == 1
+    overdue.refresh_from_db()
+    current.refresh_from_db()
+    assert overdue.status == Shift.Status.ENDED and overdue.end_reason
+    assert current.status == Shift.Status.ACTIVE
+    assert tasks.enforce_shift_deadlines.delay().get() == 0
+
+
+@shared_task(name="tests.export_probe")
+def export_probe(job_id: int) -> None:
+    job = progress.start(job_id, total=3)
+    for done in range(1, 4):
+        progress.advance(job_id, done)
+    progress.finish(job_id, path=f"/tmp/export-{job.params['study']}.zip", digest="sha256:x",
+                    summary={"rows": 3})
+
+
+def test_export_hook_runs_the_named_task_with_the_job_id():
+    job = submit_export("tests.export_probe", {"study": "s1"})
+    job.refresh_from_db()
+    assert job.kind == Job.Kind.EXPORT and job.status == Job.Status.DONE
+    assert (job.done, job.total, job.result_path, job.summary) == (3, 3, "/tmp/export-s1.zip", {"rows": 3})
+
+
+def test_beat_schedules_the_deadline_sweep():
+    from config.celery import app
+
+    entry = app.conf.beat_schedule["enforce-shift-deadlines"]
+    assert entry["task"] == tasks.enforce_shift_deadlines.name
+    assert tasks.run_calibration_cell.acks_late and tasks.run_calibration_cell.reject_on_worker_lost
+
+
+def test_an_unwritable_file_fails_the_job_with_the_reason(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the folder should be")
+    job = submit_calibration(["counter-punch"], [7], blocker / "cal.json")
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED and "cannot write the calibration file" in job.error
+    assert job.items.get().status == JobItem.Status.DONE  # the cell's work is kept
+
+
+def test_run_batch_command_writes_the_trials(tmp_path, capsys):
+    call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee",
+                 "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"))
+    printed = capsys.readouterr().out
+    assert "[1/1] done" in printed and '"trials": 1' in printed
+    assert (tmp_path / "trials" / "counter-punch-7-absentee" / "score.json").is_file()
+    with pytest.raises(CommandError, match="either a policy or an action log"):
+        call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--out", str(tmp_path / "x"))
