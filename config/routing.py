@@ -10,3 +10,7 @@ from console.consumers import ShiftConsumer
 websocket_urlpatterns = [
     path("ws/shifts/<int:pk>/", ShiftConsumer.as_asgi()),
 ]
+
+from studies.routing import websocket_urlpatterns as studies_websockets  # noqa: E402
+
+websocket_urlpatterns += studies_websockets

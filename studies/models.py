@@ -1,1 +1,320 @@
-"""Study models; none yet."""
+"""Study models: who takes part, in which cells, with which attempts, and who decided what.
+
+Design:
+
+* A :class:`Study` is pinned to one calibration file by its hash; every
+  :class:`Cell` (task x seed) copies its threshold and anchor composites from that
+  file when it is created, so figures never re-read a file that may have moved on.
+* Roles are per study (:class:`StudyMembership`); the permission table lives in
+  :mod:`studies.permissions` and is enforced by every service function.
+* An :class:`Attempt` wraps exactly one ``console.Shift``; the console owns the
+  shift's play and grading, the attempt mirrors its outcome (status, scores,
+  release, calibration hash) when it is synchronised (:mod:`studies.attempts`).
+* Two database constraints guard the study's shape: one open attempt per person
+  and cell, and at most one selected attempt per cell.
+* :class:`AuditEvent` is append-only: saving an existing row, deleting a row and
+  bulk ``update``/``delete`` are refused.
+* Scores are ``Decimal`` (``DecimalField``), never floats.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+SCORE = {"max_digits": 12, "decimal_places": 6, "null": True, "blank": True}
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    COORDINATOR = "coordinator", "Coordinator"
+    REVIEWER = "reviewer", "Reviewer"
+    RESEARCHER = "researcher", "Researcher"
+    PARTICIPANT = "participant", "Participant"
+
+
+class AssignmentPolicy(models.TextChoices):
+    BALANCED = "balanced", "Balanced (fewest attempts first)"
+    RANDOM = "random", "Random (seeded)"
+    ADAPTIVE = "adaptive", "Adaptive (favour strong performers)"
+
+
+class Study(models.Model):
+    name = models.CharField(max_length=120, unique=True)
+    description = models.TextField(blank=True)
+    calibration_path = models.CharField(max_length=300)
+    calibration_hash = models.CharField(max_length=80)
+    default_quota = models.PositiveIntegerField(default=1)
+    policy = models.CharField(max_length=16, choices=AssignmentPolicy.choices,
+                              default=AssignmentPolicy.BALANCED)
+    random_seed = models.IntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                   related_name="+", null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StudyMembership(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="study_memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "user", "role"],
+                                               name="membership_unique_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} of {self.study}"
+
+
+class ConsentVersion(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consent_versions")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "-version"]
+        constraints = [models.UniqueConstraint(fields=["study", "version"], name="consent_unique_version")]
+
+    def __str__(self) -> str:
+        return f"{self.study} consent v{self.version}"
+
+
+class Participant(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                             related_name="study_participations", null=True, blank=True)
+    code = models.CharField(max_length=40, unique=True)  # secrets.token_urlsafe, unguessable
+    label = models.CharField(max_length=80)
+    qualifications = models.JSONField(default=dict, blank=True)  # self-reported, not verified
+    external_ids = models.JSONField(default=dict, blank=True)  # e.g. PROLIFIC_PID, STUDY_ID, SESSION_ID
+    consent_version = models.ForeignKey(ConsentVersion, on_delete=models.PROTECT, null=True, blank=True,
+                                        related_name="+")
+    consented_at = models.DateTimeField(null=True, blank=True)
+    is_bot = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "label"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "label"], name="participant_unique_label"),
+            models.UniqueConstraint(fields=["study", "user"], name="participant_unique_user"),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+
+class Invitation(models.Model):
+    """A signed, expiring, revocable link for one participant (the token is signed, not stored)."""
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="invitations")
+    nonce = models.CharField(max_length=40, unique=True)
+    max_age_seconds = models.PositiveIntegerField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class Cell(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="cells")
+    task_id = models.CharField(max_length=64)
+    seed = models.IntegerField()
+    quota = models.PositiveIntegerField(default=1)
+    threshold = models.DecimalField(max_digits=12, decimal_places=6)
+    anchors = models.JSONField(default=dict, blank=True)  # anchor name -> composite (Decimal as string)
+
+    class Meta:
+        ordering = ["study", "task_id", "seed"]
+        constraints = [models.UniqueConstraint(fields=["study", "task_id", "seed"], name="cell_unique_task_seed")]
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_id}/{self.seed}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class AttemptStatus(models.TextChoices):
+    ASSIGNED = "assigned", "Assigned"
+    ACTIVE = "active", "Active"
+    PAUSED = "paused", "Paused"
+    SUBMITTED = "submitted", "Submitted"
+    TIMED_OUT = "timed_out", "Timed out"
+    ABANDONED = "abandoned", "Abandoned"
+    INVALID = "invalid", "Invalid"
+
+
+OPEN_STATUSES = (AttemptStatus.ASSIGNED, AttemptStatus.ACTIVE, AttemptStatus.PAUSED)
+COMPLETED_STATUSES = (AttemptStatus.SUBMITTED, AttemptStatus.TIMED_OUT)
+
+
+class AttemptKind(models.TextChoices):
+    FIRST = "first", "First attempt"
+    COACHED_RETRY = "coached_retry", "Coached retry"
+    REASSIGNMENT = "reassignment", "Reassignment after a platform fault"
+
+
+class SelectionRule(models.TextChoices):
+    MANUAL = "manual", "Chosen by hand"
+    LATEST = "latest", "Latest completed attempt (replacements win)"
+    EARLIEST = "earliest", "Earliest completed attempt"
+
+
+class Attempt(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attempts")
+    cell = models.ForeignKey(Cell, on_delete=models.PROTECT, related_name="attempts")
+    participant = models.ForeignKey(Participant, on_delete=models.PROTECT, related_name="attempts")
+    shift = models.OneToOneField("console.Shift", on_delete=models.PROTECT, related_name="study_attempt")
+    number = models.PositiveIntegerField()  # 1, 2, ... within the cell
+    kind = models.CharField(max_length=16, choices=AttemptKind.choices, default=AttemptKind.FIRST)
+    replaces = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True,
+                                 related_name="replaced_by")
+    status = models.CharField(max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.ASSIGNED)
+    end_reason = models.CharField(max_length=300, blank=True)
+    release = models.CharField(max_length=40, blank=True)
+    calibration_hash = models.CharField(max_length=80, blank=True)
+    coach = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                              related_name="+")
+    coach_note = models.TextField(blank=True)
+    platform_fault = models.BooleanField(default=False)  # infrastructure, not the person
+    is_practice = models.BooleanField(default=False)
+    is_bot = models.BooleanField(default=False)
+    completion_code = models.CharField(max_length=40)  # shown only once the shift is committed
+    assigned_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True,
+                                    blank=True, related_name="+")
+    assigned_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    composite = models.DecimalField(**SCORE)
+    business = models.DecimalField(**SCORE)
+    reliability = models.DecimalField(**SCORE)
+    on_time_rate = models.DecimalField(**SCORE)
+    return_handled_rate = models.DecimalField(**SCORE)
+    continuity = models.DecimalField(**SCORE)
+    passed = models.BooleanField(null=True, blank=True)
+    is_selected = models.BooleanField(default=False)
+    selection_rule = models.CharField(max_length=16, choices=SelectionRule.choices, blank=True)
+    selected_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True,
+                                    blank=True, related_name="+")
+    selected_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cell", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "cell"], condition=Q(status__in=OPEN_STATUSES),
+                                    name="attempt_one_open_per_person_cell"),
+            models.UniqueConstraint(fields=["cell"], condition=Q(is_selected=True),
+                                    name="attempt_one_selected_per_cell"),
+            models.UniqueConstraint(fields=["cell", "number"], name="attempt_unique_number"),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_STATUSES
+
+    @property
+    def is_completed(self) -> bool:
+        return self.status in COMPLETED_STATUSES
+
+    def __str__(self) -> str:
+        return f"{self.cell} #{self.number} ({self.participant})"
+
+
+class AuditAction(models.TextChoices):
+    STUDY_CREATED = "study_created", "Study created"
+    MEMBER_ADDED = "member_added", "Member added"
+    PARTICIPANT_ADDED = "participant_added", "Participant added"
+    INVITED = "invited", "Invitation issued"
+    INVITATION_REVOKED = "invitation_revoked", "Invitation revoked"
+    INVITATION_ACCEPTED = "invitation_accepted", "Invitation accepted"
+    CONSENTED = "consented", "Consent given"
+    ASSIGNED = "assigned", "Cell assigned"
+    RETRY = "retry", "Coached retry granted"
+    REASSIGNED = "reassigned", "Reassigned after a platform fault"
+    SELECTED = "selected", "Attempt selected"
+    DEADLINE_CHANGED = "deadline_changed", "Deadline changed"
+    FORCE_ENDED = "force_ended", "Shift force-ended"
+    INVALIDATED = "invalidated", "Attempt invalidated"
+    CALIBRATION_MISMATCH = "calibration_mismatch", "Graded with another calibration"
+    EXPORTED = "exported", "Export requested"
+
+
+class AppendOnlyError(Exception):
+    """An audit event was to be changed or deleted."""
+
+
+class AuditQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise AppendOnlyError("the audit log is append-only: events cannot be updated")
+
+    def delete(self):
+        raise AppendOnlyError("the audit log is append-only: events cannot be deleted")
+
+
+class AuditEvent(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                              related_name="+")
+    action = models.CharField(max_length=24, choices=AuditAction.choices)
+    attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    participant = models.ForeignKey(Participant, on_delete=models.PROTECT, null=True, blank=True,
+                                    related_name="+")
+    cell = models.ForeignKey(Cell, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    reason = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise AppendOnlyError("the audit log is append-only: events cannot be updated")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError("the audit log is append-only: events cannot be deleted")
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.action}"
+
+
+class ExportJob(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="exports")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    filters = models.JSONField(default=dict, blank=True)
+    progress = models.PositiveIntegerField(default=0)  # percent
+    row_counts = models.JSONField(default=dict, blank=True)  # file name -> rows
+    checksums = models.JSONField(default=dict, blank=True)  # file name -> sha256
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} ({self.status})"

@@ -1,10 +1,11 @@
-"""Create the demo users and the demo participant's practice shift. Safe to run any number of times."""
+"""Create the demo users, the demo participant's practice shift and the demo study. Safe to run any number of times."""
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from console.models import Shift
 from console.services import assign_shift
+from studies.demo import ensure_demo_study
 
 # The practice shift every demo participant gets: (task id, seed).
 DEMO_PRACTICE = ("counter-punch", 7)
@@ -43,4 +44,8 @@ class Command(BaseCommand):
         else:
             assign_shift(participant, task_id, seed, practice=True)
             self.stdout.write("created  practice shift for participant")
+        study, created = ensure_demo_study(User.objects.get(username="admin"),
+                                           User.objects.get(username="coordinator"), participant)
+        self.stdout.write(f"{'created' if created else 'exists '}  study {study.name!r} "
+                          f"(coordinator: /studies/{study.pk}/)")
         self.stdout.write(self.style.SUCCESS("Demo users ready."))

@@ -1,0 +1,146 @@
+"""Assigning cells to participants, by hand or by the study's policy.
+
+Each attempt gets a fresh console shift (``console.services.assign_shift``).  Two
+guards keep one person from holding two open attempts on one cell: a service check
+with a clear message, and a partial unique constraint in the database for a race
+that slips past it.  A cell's quota counts its first attempts that are still open or
+completed (not invalid, abandoned or practice); coached retries and reassignments
+replace an attempt and do not count against it.
+"""
+from __future__ import annotations
+
+import secrets
+
+from django.db import IntegrityError, transaction
+from django.db.models import Avg, Count, Max, Q
+
+from console.services import assign_shift
+
+from . import audit
+from .errors import StudyError
+from .models import (COMPLETED_STATUSES, OPEN_STATUSES, Attempt, AttemptKind, AttemptStatus, AuditAction,
+                     Cell, Participant, Study)
+from .participants import needs_consent
+from .permissions import Action, require
+from .policies import CellLoad, Person, choose
+
+QUOTA_STATUSES = (*OPEN_STATUSES, *COMPLETED_STATUSES)
+
+
+def _open_attempt(participant: Participant, cell: Cell) -> Attempt | None:
+    return Attempt.objects.filter(participant=participant, cell=cell, status__in=OPEN_STATUSES).first()
+
+
+def quota_used(cell: Cell) -> int:
+    return cell.attempts.filter(kind=AttemptKind.FIRST, is_practice=False, status__in=QUOTA_STATUSES).count()
+
+
+def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = AttemptKind.FIRST,
+                   practice: bool = False, replaces: Attempt | None = None, coach=None, note: str = "") -> Attempt:
+    """The attempt and its console shift; callers check permissions and write the audit event."""
+    study = cell.study
+    if participant.study_id != study.pk:
+        raise StudyError(f"participant {participant.label} is not in study {study.name!r}")
+    if participant.user_id is None:
+        raise StudyError(f"participant {participant.label} has not accepted an invitation yet (no account)")
+    if needs_consent(participant):
+        raise StudyError(f"participant {participant.label} has not accepted the current consent text")
+    existing = _open_attempt(participant, cell)
+    if existing is not None:
+        raise StudyError(f"participant {participant.label} already has an open attempt on cell {cell.key} "
+                         f"(attempt #{existing.number}, {existing.get_status_display().lower()})")
+    if kind == AttemptKind.FIRST and not practice and quota_used(cell) >= cell.quota:
+        raise StudyError(f"cell {cell.key} is full: {cell.quota} of {cell.quota} attempts assigned")
+    try:
+        with transaction.atomic():
+            number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
+            shift = assign_shift(participant.user, cell.task_id, cell.seed, practice=practice)
+            return Attempt.objects.create(
+                study=study, cell=cell, participant=participant, shift=shift, number=number, kind=kind,
+                replaces=replaces, coach=coach, coach_note=note, is_practice=practice,
+                is_bot=participant.is_bot, completion_code=secrets.token_hex(5).upper(), assigned_by=actor,
+            )
+    except IntegrityError as exc:
+        raise StudyError(f"participant {participant.label} already has an open attempt on cell {cell.key}") from exc
+
+
+def assign(actor, participant: Participant, cell: Cell, *, practice: bool = False, reason: str = "") -> Attempt:
+    """Assign a cell to a participant by hand."""
+    require(actor, cell.study, Action.MANAGE)
+    with transaction.atomic():
+        attempt = create_attempt(actor, participant, cell, practice=practice)
+        audit.record(cell.study, actor, AuditAction.ASSIGNED, reason=reason, attempt=attempt,
+                     rule="manual", practice=practice or None)
+    return attempt
+
+
+def _people(study: Study, participants) -> list[Person]:
+    stats = (Participant.objects.filter(pk__in=[p.pk for p in participants])
+             .annotate(n=Count("attempts", filter=Q(attempts__is_practice=False)),
+                       mean=Avg("attempts__composite", filter=Q(attempts__status__in=COMPLETED_STATUSES,
+                                                                attempts__is_practice=False))))
+    return [Person(str(p.pk), p.n, float(p.mean) if p.mean is not None else None) for p in stats]
+
+
+def assign_next(actor, study: Study, participants=None, policy: str | None = None) -> Attempt | None:
+    """Assign one cell by the study's policy (or ``policy``); None when nothing can be assigned."""
+    require(actor, study, Action.MANAGE)
+    policy = policy or study.policy
+    if participants is None:
+        participants = study.participants.exclude(user=None)
+    busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
+    available = [p for p in participants if p.pk not in busy and p.user_id is not None and not needs_consent(p)]
+    cells = list(study.cells.all())
+    loads = [CellLoad(str(c.pk), quota_used(c), c.quota) for c in cells]
+    tried = {(str(p), str(c)) for p, c in Attempt.objects.filter(study=study, is_practice=False)
+             .values_list("participant_id", "cell_id")}
+    seed = f"{study.random_seed}:{Attempt.objects.filter(study=study).count()}"
+    try:
+        pair = choose(policy, _people(study, available), loads, tried, seed)
+    except ValueError as exc:
+        raise StudyError(str(exc)) from exc
+    if pair is None:
+        return None
+    participant = next(p for p in available if str(p.pk) == pair[0])
+    cell = next(c for c in cells if str(c.pk) == pair[1])
+    with transaction.atomic():
+        attempt = create_attempt(actor, participant, cell)
+        audit.record(study, actor, AuditAction.ASSIGNED, attempt=attempt, rule=policy)
+    return attempt
+
+
+def abandon_unstarted(attempt: Attempt, reason: str) -> None:
+    """Close an attempt whose shift never started (its console shift is closed unplayed)."""
+    from console.models import Shift
+    from django.utils import timezone
+
+    Shift.objects.filter(pk=attempt.shift_id, status=Shift.Status.ASSIGNED).update(
+        status=Shift.Status.ENDED, ended_at=timezone.now(), end_reason=reason)
+    attempt.status = AttemptStatus.ABANDONED
+    attempt.end_reason = reason
+    attempt.save(update_fields=["status", "end_reason"])
+
+
+def adopt_practice_shift(actor, participant: Participant, cell: Cell, shift, reason: str = "") -> Attempt:
+    """Link a practice shift the console already gave a participant to the study, as a practice attempt.
+
+    Nothing new is created in the console: the attempt wraps the existing shift.
+    """
+    require(actor, cell.study, Action.MANAGE)
+    if participant.study_id != cell.study_id:
+        raise StudyError(f"participant {participant.label} is not in study {cell.study.name!r}")
+    if not shift.is_practice or shift.participant_id != participant.user_id:
+        raise StudyError(f"shift {shift.pk} is not a practice shift of participant {participant.label}")
+    if (shift.task_id, shift.seed) != (cell.task_id, cell.seed):
+        raise StudyError(f"shift {shift.pk} plays {shift.task_id}/{shift.seed}, not cell {cell.key}")
+    if Attempt.objects.filter(shift=shift).exists():
+        raise StudyError(f"shift {shift.pk} already belongs to an attempt")
+    with transaction.atomic():
+        number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
+        attempt = Attempt.objects.create(
+            study=cell.study, cell=cell, participant=participant, shift=shift, number=number,
+            is_practice=True, is_bot=participant.is_bot, completion_code=secrets.token_hex(5).upper(),
+            assigned_by=actor)
+        audit.record(cell.study, actor, AuditAction.ASSIGNED, reason=reason, attempt=attempt,
+                     rule="adopted practice shift", practice=True)
+    return attempt

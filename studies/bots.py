@@ -1,0 +1,134 @@
+"""Scripted bot participants that play whole shifts through the console's own views.
+
+A bot signs in (``Client.force_login``) as its participant's user and posts the same
+forms a person's browser posts (``/shifts/<id>/start/``, ``/shifts/<id>/call/`` with
+htmx headers, ``/shifts/<id>/end/``), so every bot shift exercises the console end to
+end.  It reads each result back from the stored call, as the page shows it.
+
+A skill sets how many windows the bot plays, how many orders it ships and how many
+returns it refunds per window; then it ends the shift, which settles and grades the
+rest of the horizon as played.  Bots are flagged (participant and attempt ``is_bot``)
+and left out of figures and exports by default.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.test import Client
+
+from console.models import Shift, ShiftCall
+from console.services import parse_result
+
+from .attempts import sync
+from .models import Attempt
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+class BotError(RuntimeError):
+    """The console answered a bot's request with something other than success."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    windows: int  # windows played before the bot ends its shift
+    ships: int  # orders shipped per window, soonest deadline first
+    refunds: int  # returns refunded per window, soonest escalation first
+
+
+SKILLS = {
+    "idle": Skill("idle", 1, 0, 0),
+    "novice": Skill("novice", 1, 1, 0),
+    "clerk": Skill("clerk", 1, 3, 1),
+    "expert": Skill("expert", 1, 5, 3),
+}
+
+
+class Bot:
+    def __init__(self, attempt: Attempt, skill: Skill) -> None:
+        if not attempt.participant.is_bot:
+            raise BotError(f"participant {attempt.participant.label} is not a bot")
+        self.attempt = attempt
+        self.skill = skill
+        self.shift = attempt.shift
+        self.client = Client()
+        self.client.force_login(attempt.participant.user)
+
+    def _post(self, url: str, data: dict | None = None, htmx: bool = False):
+        response = self.client.post(url, data or {}, **(HX if htmx else {}))
+        if response.status_code not in (200, 204, 302):
+            raise BotError(f"POST {url} answered {response.status_code}: {response.content[:200]!r}")
+        return response
+
+    def call(self, tool: str, **arguments):
+        call_id = uuid.uuid4().hex
+        data = {"tool": tool, "call_id": call_id, **{f"arg_{k}": str(v) for k, v in arguments.items()}}
+        self._post(f"/shifts/{self.shift.pk}/call/", data, htmx=True)
+        stored = ShiftCall.objects.filter(shift=self.shift, call_id=call_id).first()
+        return parse_result(stored.result_text) if stored else None
+
+    def _ids(self, result, key: str) -> list[str]:
+        if result is None or not isinstance(result.data, dict):
+            return []
+        return [row[key] for row in result.data.get("rows", []) if key in row]
+
+    def onboard(self) -> None:
+        """Acknowledge the briefing and play the practice shift, as the console requires first."""
+        from console import briefing
+
+        user = self.attempt.participant.user
+        if briefing.acknowledgement(user) is None:
+            self._post("/briefing/", {"version": briefing.BRIEFING_VERSION})
+        if not self.attempt.is_practice and not briefing.practice_completed(user):
+            practice = Shift.objects.filter(participant=user, is_practice=True).exclude(
+                status=Shift.Status.ENDED).first()
+            if practice is None:
+                raise BotError(f"bot {self.attempt.participant.label} has no practice shift to play")
+            self._post(f"/shifts/{practice.pk}/start/")
+            self._post(f"/shifts/{practice.pk}/end/")
+
+    def play(self) -> Attempt:
+        self.onboard()
+        self._post(f"/shifts/{self.shift.pk}/start/")
+        self.shift.refresh_from_db()
+        if self.shift.status != Shift.Status.ACTIVE:
+            raise BotError(f"the console did not start shift {self.shift.pk} (it is {self.shift.status})")
+        for _ in range(self.skill.windows):
+            if self.skill.ships:
+                for order_id in self._ids(self.call("list_orders", page_size=self.skill.ships), "order_id"):
+                    self.call("fulfill_order", order_id=order_id)
+            if self.skill.refunds:
+                for return_id in self._ids(self.call("list_returns", page_size=self.skill.refunds), "return_id"):
+                    self.call("refund_return", return_id=return_id)
+            self.shift.refresh_from_db()
+            if self.shift.status != "active":
+                break
+            self.call("end_window")
+        self._post(f"/shifts/{self.shift.pk}/end/")
+        self.attempt.refresh_from_db()
+        return sync(self.attempt)
+
+
+def play(attempt: Attempt, skill: str | Skill = "clerk") -> Attempt:
+    """Play an assigned bot attempt to its end; returns the synchronised attempt."""
+    if isinstance(skill, str):
+        if skill not in SKILLS:
+            raise BotError(f"unknown bot skill {skill!r}; choose one of {', '.join(SKILLS)}")
+        skill = SKILLS[skill]
+    return Bot(attempt, skill).play()
+
+
+def add_bot(actor, study, label: str, qualifications: dict | None = None):
+    """A bot participant with its own (password-less) account."""
+    from django.contrib.auth import get_user_model
+
+    from .participants import add_participant
+
+    username = f"bot-{study.pk}-{label}"[:150]
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    if user.has_usable_password():
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return add_participant(actor, study, label, qualifications, is_bot=True, user=user)

@@ -1,0 +1,128 @@
+"""A study's design: its calibration file, its cells (task x seed) and its members.
+
+A study records the hash of the calibration file it was created from; every cell
+copies its threshold and anchor composites out of that file, and
+:func:`check_calibration` refuses a file whose hash has changed since.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from environment.calibration import CalibrationError, cell_of, load_calibration
+from environment.errors import StoreBenchError
+from environment.tasks import get_task
+
+from . import audit
+from .errors import StudyError
+from .models import AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
+from .permissions import Action, require
+
+
+def default_calibration_path() -> Path:
+    return Path(getattr(settings, "STOREBENCH_CALIBRATION",
+                        settings.BASE_DIR / "calibration" / "public.json"))
+
+
+def _load(path: Path) -> tuple[dict, str]:
+    try:
+        return load_calibration(path)
+    except CalibrationError as exc:
+        raise StudyError(str(exc)) from exc
+
+
+def check_calibration(study: Study) -> dict:
+    """The study's calibration document, refused if the file's hash has changed."""
+    doc, digest = _load(Path(study.calibration_path))
+    if digest != study.calibration_hash:
+        raise StudyError(f"calibration file {study.calibration_path} has hash {digest}, "
+                         f"but study {study.name!r} was created with {study.calibration_hash}")
+    return doc
+
+
+def _cell_values(doc: dict, task_id: str, seed: int) -> tuple[Decimal, dict]:
+    cell = cell_of(doc, task_id, seed)
+    if cell is None:
+        raise StudyError(f"the calibration file has no cell {task_id}/{seed}")
+    anchors = {name: str(Decimal(str(a["reward_composite"]))) for name, a in cell.get("anchors", {}).items()}
+    return Decimal(str(cell["threshold"])), anchors
+
+
+@transaction.atomic
+def create_study(actor, name: str, tasks: list[str], seeds: list[int], *, quota: int = 1,
+                 calibration_path: str | Path | None = None, policy: str = "balanced",
+                 random_seed: int = 0, description: str = "") -> Study:
+    """Create a study and its cells; the creator becomes its admin.  Only staff may create studies."""
+    if not (actor.is_superuser or actor.is_staff):
+        raise StudyError(f"{actor} may not create studies (staff only)")
+    name = name.strip()
+    if not name:
+        raise StudyError("a study needs a name")
+    if not tasks or not seeds:
+        raise StudyError("a study needs at least one task and one seed")
+    if quota < 1:
+        raise StudyError(f"the per-cell quota must be at least 1, not {quota}")
+    for task_id in tasks:
+        try:
+            get_task(task_id)
+        except StoreBenchError as exc:
+            raise StudyError(f"unknown task {task_id!r}") from exc
+    path = Path(calibration_path) if calibration_path else default_calibration_path()
+    doc, digest = _load(path)
+    values = {(t, int(s)): _cell_values(doc, t, int(s)) for t in tasks for s in seeds}
+    try:
+        with transaction.atomic():
+            study = Study.objects.create(name=name, description=description, calibration_path=str(path),
+                                         calibration_hash=digest, default_quota=quota, policy=policy,
+                                         random_seed=random_seed, created_by=actor)
+    except IntegrityError as exc:
+        raise StudyError(f"a study named {name!r} already exists") from exc
+    Cell.objects.bulk_create([Cell(study=study, task_id=t, seed=s, quota=quota, threshold=threshold,
+                                   anchors=anchors) for (t, s), (threshold, anchors) in values.items()])
+    StudyMembership.objects.create(study=study, user=actor, role=Role.ADMIN)
+    audit.record(study, actor, AuditAction.STUDY_CREATED, calibration_hash=digest, cells=len(values))
+    return study
+
+
+def add_member(actor, study: Study, user, role: str) -> StudyMembership:
+    require(actor, study, Action.ADMINISTER)
+    if user is None:
+        raise StudyError("no such user")
+    if role not in Role.values:
+        raise StudyError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}")
+    membership, _ = StudyMembership.objects.get_or_create(study=study, user=user, role=role)
+    audit.record(study, actor, AuditAction.MEMBER_ADDED, user=user.get_username(), role=role)
+    return membership
+
+
+def add_consent_version(actor, study: Study, text: str) -> ConsentVersion:
+    require(actor, study, Action.MANAGE)
+    if not text.strip():
+        raise StudyError("consent text is empty")
+    latest = study.consent_versions.order_by("-version").first()
+    return ConsentVersion.objects.create(study=study, version=(latest.version + 1) if latest else 1,
+                                         text=text.strip())
+
+
+def set_quota(actor, study: Study, cell: Cell, quota: int) -> Cell:
+    require(actor, study, Action.MANAGE)
+    if cell.study_id != study.pk:
+        raise StudyError(f"cell {cell.key} is not in study {study.name!r}")
+    if quota < 1:
+        raise StudyError(f"the per-cell quota must be at least 1, not {quota}")
+    cell.quota = quota
+    cell.save(update_fields=["quota"])
+    return cell
+
+
+def add_member_by_username(actor, study: Study, username: str, role: str) -> StudyMembership:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        require(actor, study, Action.ADMINISTER)
+        raise StudyError(f"no user named {username!r}")
+    return add_member(actor, study, user, role)

@@ -1,0 +1,296 @@
+"""Exports: row generators, the codebook, and writing a job's files with a manifest.
+
+Four tables, each written as CSV and JSON (a JSON file is a list of row objects):
+
+* ``attempts``: one row per attempt (long format) with every score component;
+* ``events``: one row per audit event;
+* ``aggregates``: the reference figures with their intervals;
+* ``wide``: one row per participant, one column group per cell (convenience only).
+
+Every table is produced by a generator of dicts whose keys are the codebook's
+columns, in order.  ``codebook.json`` names every column with its type and meaning,
+and ``manifest.json`` holds each file's row count and sha256.  A job writes into a
+temporary directory and renames it into place, so a rerun replaces a half-written
+export rather than adding to it (the task is idempotent).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings
+
+from . import reference
+from .figures import Filters, attempts, reference_rows
+from .models import AuditEvent, Study
+
+TABLES = ("attempts", "events", "aggregates", "wide")
+FORMATS = ("csv", "json")
+
+# (column, type, meaning)
+ATTEMPT_COLUMNS = (
+    ("attempt_id", "integer", "database id of the attempt"),
+    ("cell", "string", "task/seed"),
+    ("task", "string", "task id (evaluation lens)"),
+    ("seed", "integer", "task seed"),
+    ("participant_code", "string", "the participant's unguessable code (pseudonym)"),
+    ("participant_label", "string", "the coordinator's label for the participant"),
+    ("attempt_number", "integer", "attempt number within the cell (1 = first)"),
+    ("kind", "string", "first, coached_retry or reassignment"),
+    ("replaces_attempt_id", "integer", "the attempt this one replaces (empty for a first attempt)"),
+    ("release", "string", "environment release the shift ran on"),
+    ("calibration_hash", "string", "hash of the calibration file the shift was graded with"),
+    ("selected", "boolean", "true for the cell's selected (retained) attempt"),
+    ("selection_rule", "string", "rule that selected it: manual, latest or earliest"),
+    ("status", "string", "assigned, active, paused, submitted, timed_out, abandoned or invalid"),
+    ("end_reason", "string", "why the shift ended"),
+    ("coached", "boolean", "a coached retry"),
+    ("coach", "string", "username of the coach (coached retries)"),
+    ("reassigned", "boolean", "a reassignment after a platform fault"),
+    ("platform_fault", "boolean", "this attempt was spoiled by the platform, not the person"),
+    ("practice", "boolean", "a practice attempt"),
+    ("bot", "boolean", "played by a scripted bot"),
+    ("assigned_at", "datetime", "when the attempt was assigned (ISO 8601, UTC)"),
+    ("completed_at", "datetime", "when the shift ended (ISO 8601, UTC)"),
+    ("threshold", "decimal", "the cell's pass threshold"),
+    ("composite", "decimal", "composite score (0.7 business + 0.2 reliability + 0.1 continuity)"),
+    ("passed", "boolean", "composite >= threshold"),
+    ("business", "decimal", "normalised business score"),
+    ("reliability", "decimal", "mean of on-time and returns-handled rates"),
+    ("on_time_rate", "decimal", "share of orders due shipped on time by the merchant"),
+    ("return_handled_rate", "decimal", "credit for returns handled, share of returns due"),
+    ("continuity", "decimal", "share of the task's windows attended"),
+)
+EVENT_COLUMNS = (
+    ("event_id", "integer", "database id of the event"),
+    ("at", "datetime", "when it happened (ISO 8601, UTC)"),
+    ("action", "string", "what happened (assigned, retry, reassigned, selected, deadline_changed, ...)"),
+    ("actor", "string", "username of who did it (empty for the system)"),
+    ("attempt_id", "integer", "the attempt concerned"),
+    ("cell", "string", "the cell concerned (task/seed)"),
+    ("participant_code", "string", "the participant concerned"),
+    ("reason", "string", "the reason given"),
+    ("detail", "json", "further detail as a JSON object"),
+)
+AGGREGATE_COLUMNS = (
+    ("figure", "string", "equal_cell_mean, equal_person_mean, earliest_attempt_mean, pass_rate, "
+                         "task_mean, component_mean or anchor_mean (anchors over the cells with a "
+                         "selected human attempt)"),
+    ("group", "string", "task id, component name or anchor name (empty for study-level figures)"),
+    ("value", "decimal", "point estimate"),
+    ("ci_low", "decimal", "95% percentile bootstrap interval over cells, lower end"),
+    ("ci_high", "decimal", "95% percentile bootstrap interval over cells, upper end"),
+    ("n_cells", "integer", "cells contributing to the point estimate"),
+    ("resamples", "integer", "bootstrap resamples"),
+    ("seed", "integer", "bootstrap seed"),
+)
+WIDE_CELL_FIELDS = (
+    ("attempts", "integer", "attempts by this participant on the cell"),
+    ("selected_composite", "decimal", "composite of this participant's selected attempt on the cell"),
+    ("best_composite", "decimal", "best composite of this participant's completed attempts on the cell"),
+)
+WIDE_COLUMNS_FIXED = (
+    ("participant_code", "string", "the participant's code"),
+    ("participant_label", "string", "the participant's label"),
+    ("bot", "boolean", "a scripted bot"),
+    ("attempts", "integer", "attempts in this export"),
+    ("selected_cells", "integer", "cells where this participant holds the selected attempt"),
+    ("mean_selected_composite", "decimal", "mean composite over those cells"),
+)
+
+
+def _s(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def attempt_rows(study: Study, filters: Filters) -> Iterator[dict]:
+    for a in attempts(study, filters):
+        yield {
+            "attempt_id": a.pk, "cell": a.cell.key, "task": a.cell.task_id, "seed": a.cell.seed,
+            "participant_code": a.participant.code, "participant_label": a.participant.label,
+            "attempt_number": a.number, "kind": a.kind, "replaces_attempt_id": a.replaces_id,
+            "release": a.release, "calibration_hash": a.calibration_hash, "selected": a.is_selected,
+            "selection_rule": a.selection_rule, "status": a.status, "end_reason": a.end_reason,
+            "coached": a.kind == "coached_retry", "coach": a.coach.get_username() if a.coach else "",
+            "reassigned": a.kind == "reassignment", "platform_fault": a.platform_fault,
+            "practice": a.is_practice, "bot": a.is_bot, "assigned_at": _iso(a.assigned_at),
+            "completed_at": _iso(a.completed_at), "threshold": _s(a.cell.threshold),
+            "composite": _s(a.composite), "passed": a.passed, "business": _s(a.business),
+            "reliability": _s(a.reliability), "on_time_rate": _s(a.on_time_rate),
+            "return_handled_rate": _s(a.return_handled_rate), "continuity": _s(a.continuity),
+        }
+
+
+def event_rows(study: Study) -> Iterator[dict]:
+    for e in AuditEvent.objects.filter(study=study).select_related("actor", "participant", "cell"):
+        yield {
+            "event_id": e.pk, "at": _iso(e.created_at), "action": e.action,
+            "actor": e.actor.get_username() if e.actor else "", "attempt_id": e.attempt_id,
+            "cell": e.cell.key if e.cell else "", "participant_code": e.participant.code if e.participant else "",
+            "reason": e.reason, "detail": e.detail,
+        }
+
+
+def _aggregate(figure: str, group: str, est: reference.Estimate, resamples: int, seed: int) -> dict:
+    return {"figure": figure, "group": group, "value": _s(est.value), "ci_low": _s(est.low),
+            "ci_high": _s(est.high), "n_cells": est.n, "resamples": resamples, "seed": seed}
+
+
+def aggregate_rows(study: Study, filters: Filters, seed: int = reference.DEFAULT_SEED,
+                   resamples: int = reference.RESAMPLES) -> Iterator[dict]:
+    rows = reference_rows(study, filters)
+    f = reference.compute(rows, seed=seed, resamples=resamples)
+    yield _aggregate("equal_cell_mean", "", f.equal_cell, resamples, seed)
+    yield _aggregate("equal_person_mean", "", f.equal_person, resamples, seed)
+    yield _aggregate("earliest_attempt_mean", "", f.earliest, resamples, seed)
+    yield _aggregate("pass_rate", "", f.pass_rate, resamples, seed)
+    for task, est in f.per_task.items():
+        yield _aggregate("task_mean", task, est, resamples, seed)
+    for name, est in f.components.items():
+        yield _aggregate("component_mean", name, est, resamples, seed)
+    cells = list(study.cells.all())
+    covered = {r.cell for r in rows if r.selected} or {c.key for c in cells}  # as on the leaderboard
+    anchors = reference.anchor_figures({c.key: {k: Decimal(v) for k, v in c.anchors.items()}
+                                        for c in cells if c.key in covered},
+                                       {c.key: c.task_id for c in cells}, seed=seed, resamples=resamples)
+    for name, est in anchors.items():
+        yield _aggregate("anchor_mean", name, est, resamples, seed)
+
+
+def wide_columns(study: Study) -> list[tuple[str, str, str]]:
+    columns = list(WIDE_COLUMNS_FIXED)
+    for cell in study.cells.all():
+        prefix = f"{cell.task_id}_{cell.seed}"
+        columns += [(f"{prefix}__{name}", kind, f"{meaning} ({cell.key})") for name, kind, meaning in WIDE_CELL_FIELDS]
+    return columns
+
+
+def wide_rows(study: Study, filters: Filters) -> Iterator[dict]:
+    cells = list(study.cells.all())
+    per: dict[str, dict] = {}
+    for row in attempt_rows(study, filters):
+        code = row["participant_code"]
+        entry = per.setdefault(code, {"row": row, "attempts": []})
+        entry["attempts"].append(row)
+    for code, entry in sorted(per.items(), key=lambda kv: kv[1]["row"]["participant_label"]):
+        rows = entry["attempts"]
+        selected = [Decimal(r["composite"]) for r in rows if r["selected"] and r["composite"]]
+        out = {"participant_code": code, "participant_label": entry["row"]["participant_label"],
+               "bot": entry["row"]["bot"], "attempts": len(rows), "selected_cells": len(selected),
+               "mean_selected_composite": _s(reference.q6(sum(selected, Decimal(0)) / len(selected)) if selected else None)}
+        for cell in cells:
+            prefix = f"{cell.task_id}_{cell.seed}"
+            mine = [r for r in rows if r["cell"] == cell.key]
+            done = [Decimal(r["composite"]) for r in mine if r["composite"] is not None
+                    and r["status"] in ("submitted", "timed_out")]
+            chosen = [r["composite"] for r in mine if r["selected"]]
+            out[f"{prefix}__attempts"] = len(mine)
+            out[f"{prefix}__selected_composite"] = chosen[0] if chosen else None
+            out[f"{prefix}__best_composite"] = _s(max(done)) if done else None
+        yield out
+
+
+def codebook(study: Study) -> list[dict]:
+    tables = {"attempts": ATTEMPT_COLUMNS, "events": EVENT_COLUMNS, "aggregates": AGGREGATE_COLUMNS,
+              "wide": wide_columns(study)}
+    return [{"table": table, "column": name, "type": kind, "meaning": meaning}
+            for table, columns in tables.items() for name, kind, meaning in columns]
+
+
+def columns_of(study: Study, table: str) -> list[str]:
+    return [row["column"] for row in codebook(study) if row["table"] == table]
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def export_root() -> Path:
+    """Where export jobs write: settings.STOREBENCH_EXPORT_ROOT, else $STOREBENCH_EXPORT_ROOT, else var/exports."""
+    configured = getattr(settings, "STOREBENCH_EXPORT_ROOT", None) or os.environ.get("STOREBENCH_EXPORT_ROOT")
+    return Path(configured) if configured else settings.BASE_DIR / "var" / "exports"
+
+
+def job_dir(job_id: int) -> Path:
+    return export_root() / f"job-{job_id}"
+
+
+def _csv_value(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def write_table(directory: Path, table: str, columns: list[str], rows: Iterable[dict]) -> dict[str, int]:
+    """Write ``<table>.csv`` and ``<table>.json`` from one pass over the rows; returns rows per file."""
+    count = 0
+    with (directory / f"{table}.csv").open("w", newline="", encoding="utf-8") as csv_file, \
+            (directory / f"{table}.json").open("w", encoding="utf-8") as json_file:
+        writer = csv.writer(csv_file)
+        writer.writerow(columns)
+        json_file.write("[")
+        for row in rows:
+            writer.writerow([_csv_value(row.get(c)) for c in columns])
+            json_file.write(("," if count else "") + "\n" + json.dumps({c: row.get(c) for c in columns}))
+            count += 1
+        json_file.write("\n]\n")
+    return {f"{table}.csv": count, f"{table}.json": count}
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_export(study: Study, filters: Filters, directory: Path, progress=lambda pct: None) -> dict:
+    """Write every table, the codebook and the manifest into ``directory`` (replaced whole)."""
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    counts: dict[str, int] = {}
+    producers = {
+        "attempts": lambda: attempt_rows(study, filters),
+        "events": lambda: event_rows(study),
+        "aggregates": lambda: aggregate_rows(study, filters),
+        "wide": lambda: wide_rows(study, filters),
+    }
+    for i, table in enumerate(TABLES):
+        counts.update(write_table(tmp, table, columns_of(study, table), producers[table]()))
+        progress(int(90 * (i + 1) / len(TABLES)))
+    book = codebook(study)
+    (tmp / "codebook.json").write_text(json.dumps(book, indent=1) + "\n", encoding="utf-8")
+    counts["codebook.json"] = len(book)
+    files = {name: {"rows": rows, "sha256": sha256_of(tmp / name)} for name, rows in sorted(counts.items())}
+    manifest = {"study": study.name, "calibration_hash": study.calibration_hash, "filters": filters.as_dict(),
+                "files": files}
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    shutil.rmtree(directory, ignore_errors=True)
+    tmp.rename(directory)
+    return manifest
+
+
+def zip_bytes(directory: Path) -> bytes:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(directory.iterdir()):
+            archive.write(path, arcname=path.name)
+    return buffer.getvalue()

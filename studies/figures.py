@@ -1,0 +1,80 @@
+"""The study's reference figures from the database, through :mod:`studies.reference`.
+
+:class:`Filters` decides which attempts count.  By default bots and practice
+attempts are left out, coached retries stay in and invalid attempts stay out
+(an invalid attempt has no trustworthy score).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from . import reference
+from .attempts import sync_study
+from .errors import StudyError
+from .models import COMPLETED_STATUSES, Attempt, AttemptKind, AttemptStatus, Study
+from .permissions import Action, require
+
+
+@dataclass(frozen=True)
+class Filters:
+    include_practice: bool = False
+    include_bots: bool = False
+    include_coached: bool = True
+    include_invalid: bool = False
+
+    @classmethod
+    def from_mapping(cls, data) -> Filters:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise StudyError(f"unknown filter(s): {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        values = {}
+        for key, value in data.items():
+            if isinstance(value, bool):
+                values[key] = value
+            elif str(value).lower() in ("1", "true", "yes", "on"):
+                values[key] = True
+            elif str(value).lower() in ("0", "false", "no", "off", ""):
+                values[key] = False
+            else:
+                raise StudyError(f"filter {key} must be true or false, not {value!r}")
+        return cls(**values)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def attempts(study: Study, filters: Filters = Filters()):
+    """The study's attempts that pass the filters, in a stable order."""
+    qs = Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "coach", "selected_by")
+    if not filters.include_practice:
+        qs = qs.filter(is_practice=False)
+    if not filters.include_bots:
+        qs = qs.filter(is_bot=False)
+    if not filters.include_coached:
+        qs = qs.exclude(kind=AttemptKind.COACHED_RETRY)
+    if not filters.include_invalid:
+        qs = qs.exclude(status=AttemptStatus.INVALID)
+    return qs.order_by("cell__task_id", "cell__seed", "number")
+
+
+def row_of(attempt: Attempt) -> reference.AttemptRow:
+    return reference.AttemptRow(
+        cell=attempt.cell.key, task=attempt.cell.task_id, person=attempt.participant.code,
+        composite=attempt.composite, threshold=attempt.cell.threshold, selected=attempt.is_selected,
+        order=(attempt.completed_at.isoformat() if attempt.completed_at else "", attempt.number),
+        components={"business": attempt.business, "reliability": attempt.reliability,
+                    "on_time": attempt.on_time_rate, "returns_handled": attempt.return_handled_rate},
+    )
+
+
+def reference_rows(study: Study, filters: Filters = Filters()) -> list[reference.AttemptRow]:
+    return [row_of(a) for a in attempts(study, filters)
+            if a.status in COMPLETED_STATUSES and a.composite is not None]
+
+
+def study_figures(actor, study: Study, filters: Filters = Filters(), seed: int = reference.DEFAULT_SEED,
+                  resamples: int = reference.RESAMPLES) -> reference.Figures:
+    require(actor, study, Action.VIEW)
+    sync_study(study)
+    return reference.compute(reference_rows(study, filters), seed=seed, resamples=resamples)

@@ -1,0 +1,107 @@
+"""Input validation for the study views; each form's errors name the field and the problem."""
+from __future__ import annotations
+
+from django import forms
+
+from .models import AssignmentPolicy, Role, SelectionRule
+
+ATTEMPT_ACTIONS = ("retry", "reassign", "extend", "force_end", "invalidate", "select")
+
+
+class StudyForm(forms.Form):
+    name = forms.CharField(max_length=120)
+    tasks = forms.MultipleChoiceField(choices=())
+    seeds = forms.CharField(max_length=200, help_text="space-separated, e.g. 7 11 13")
+    quota = forms.IntegerField(min_value=1, max_value=100, initial=1)
+    policy = forms.ChoiceField(choices=AssignmentPolicy.choices)
+    random_seed = forms.IntegerField(initial=0)
+
+    def __init__(self, *args, **kwargs):
+        from environment.tasks import all_tasks
+
+        super().__init__(*args, **kwargs)
+        self.fields["tasks"].choices = [(t.id, t.id) for t in all_tasks()]
+
+    def clean_seeds(self):
+        raw = self.cleaned_data["seeds"].replace(",", " ").split()
+        if not raw or not all(x.lstrip("-").isdigit() for x in raw):
+            raise forms.ValidationError("seeds must be whole numbers separated by spaces")
+        return sorted({int(x) for x in raw})
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=[(r.value, r.label) for r in Role if r != Role.PARTICIPANT])
+
+
+class QuotaForm(forms.Form):
+    cell = forms.IntegerField(min_value=1)
+    quota = forms.IntegerField(min_value=1, max_value=100)
+
+
+class ParticipantForm(forms.Form):
+    label = forms.CharField(max_length=80)
+    years_ecommerce = forms.IntegerField(min_value=0, max_value=60, required=False)
+    role = forms.CharField(max_length=200, required=False)
+    platforms = forms.CharField(max_length=200, required=False)
+
+
+class InviteForm(forms.Form):
+    participant = forms.IntegerField(min_value=1)
+    days = forms.IntegerField(min_value=1, max_value=90, initial=7)
+
+
+class RevokeForm(forms.Form):
+    reason = forms.CharField(max_length=500)
+
+
+class AssignForm(forms.Form):
+    participant = forms.IntegerField(min_value=1)
+    cell = forms.IntegerField(min_value=1)
+    practice = forms.BooleanField(required=False)
+
+
+class AssignNextForm(forms.Form):
+    policy = forms.ChoiceField(choices=AssignmentPolicy.choices, required=False)
+
+
+class AttemptActionForm(forms.Form):
+    action = forms.ChoiceField(choices=[(a, a) for a in ATTEMPT_ACTIONS])
+    reason = forms.CharField(max_length=1000, required=False)
+    minutes = forms.IntegerField(required=False, min_value=-720, max_value=720)
+    to = forms.IntegerField(required=False, min_value=1)
+
+    def clean(self):
+        data = super().clean()
+        action = data.get("action")
+        if action == "extend" and not data.get("minutes"):
+            self.add_error("minutes", "minutes is required to change a deadline")
+        if action == "reassign" and not data.get("to"):
+            self.add_error("to", "choose the participant to reassign to")
+        return data
+
+
+class MonitorActionForm(AttemptActionForm):
+    attempt = forms.IntegerField(min_value=1)
+    action = forms.ChoiceField(choices=[(a, a) for a in ("extend", "force_end", "invalidate", "reassign")])
+
+
+class SelectRuleForm(forms.Form):
+    rule = forms.ChoiceField(choices=[(SelectionRule.LATEST, "latest"), (SelectionRule.EARLIEST, "earliest")])
+
+
+class ExportForm(forms.Form):
+    include_practice = forms.BooleanField(required=False)
+    include_bots = forms.BooleanField(required=False)
+    include_coached = forms.BooleanField(required=False, initial=True)
+    include_invalid = forms.BooleanField(required=False)
+
+
+class ConsentForm(forms.Form):
+    version = forms.IntegerField(min_value=1)
+    agree = forms.BooleanField(error_messages={"required": "tick the box to give your consent"})
+
+
+def errors_text(form: forms.Form) -> str:
+    return "; ".join(f"{field}: {' '.join(errs)}" if field != "__all__" else " ".join(errs)
+                     for field, errs in form.errors.items())

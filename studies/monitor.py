@@ -1,0 +1,101 @@
+"""The live monitor: one row per open attempt, read from the stored calls.
+
+Wall time runs from the shift's start; active time is wall time minus pauses.  The
+window and operations come from the store header of the last call.  Deadline risk
+compares the wall time left with the time the remaining windows would take at the
+participant's pace so far (active seconds per window played):
+
+* ``overdue``: the deadline has passed;
+* ``high``: under an hour left, or the projection exceeds the time left;
+* ``medium``: under three hours left, or the projection exceeds 75% of it;
+* ``low``: otherwise; ``not started`` before the shift starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from console.services import parse_header
+from environment.tools import REGISTRY
+
+from .attempts import sync_study
+from .models import OPEN_STATUSES, Attempt, Study
+from .permissions import Action, require
+
+FREE_TOOLS = tuple(name for name, spec in REGISTRY.items() if spec.free)
+
+
+def deadline_risk(remaining_s: float | None, windows_left: int | None, pace_s: float | None) -> str:
+    if remaining_s is None:
+        return "not started"
+    if remaining_s <= 0:
+        return "overdue"
+    projected = pace_s * windows_left if pace_s is not None and windows_left is not None else None
+    if remaining_s < 3600 or (projected is not None and projected > remaining_s):
+        return "high"
+    if remaining_s < 3 * 3600 or (projected is not None and projected > 0.75 * remaining_s):
+        return "medium"
+    return "low"
+
+
+@dataclass(frozen=True)
+class MonitorRow:
+    attempt: Attempt
+    status: str
+    window: int | None
+    windows: int | None
+    ops_spent: int
+    ops_left: int | None
+    wall_s: int | None
+    active_s: int | None
+    last_tool: str
+    last_at: datetime | None
+    deadline: datetime | None
+    remaining_s: int | None
+    risk: str
+
+
+def _paused_seconds(shift, now) -> float:
+    pauses = getattr(shift, "pauses", None)
+    if pauses is None:
+        return 0.0
+    return sum(((p.ended_at or now) - p.started_at).total_seconds() for p in pauses.all())
+
+
+def row_for(attempt: Attempt, now=None) -> MonitorRow:
+    now = now or timezone.now()
+    shift = attempt.shift
+    last = shift.calls.order_by("-seq").first()
+    header_line = shift.calls.exclude(header="").order_by("-seq").values_list("header", flat=True).first()
+    header = parse_header(header_line or "")
+    spent = shift.calls.filter(reached_core=True).exclude(tool__in=FREE_TOOLS).count()
+    wall = active = remaining = None
+    pace = None
+    windows_left = None
+    if shift.started_at:
+        wall = (now - shift.started_at).total_seconds()
+        active = max(0.0, wall - _paused_seconds(shift, now))
+        remaining = (shift.deadline - now).total_seconds() if shift.deadline else None
+    if header is not None:
+        windows_left = header.windows - header.window + 1
+        if header.window > 1 and active is not None:
+            pace = active / (header.window - 1)
+    return MonitorRow(
+        attempt=attempt, status=attempt.get_status_display(), window=header.window if header else None,
+        windows=header.windows if header else None, ops_spent=spent, ops_left=header.ops_left if header else None,
+        wall_s=int(wall) if wall is not None else None, active_s=int(active) if active is not None else None,
+        last_tool=last.tool if last else "", last_at=last.created_at if last else None, deadline=shift.deadline,
+        remaining_s=int(remaining) if remaining is not None else None,
+        risk=deadline_risk(remaining, windows_left, pace),
+    )
+
+
+def monitor_rows(actor, study: Study) -> list[MonitorRow]:
+    require(actor, study, Action.MONITOR)
+    sync_study(study)
+    now = timezone.now()
+    open_attempts = (Attempt.objects.filter(study=study, status__in=OPEN_STATUSES)
+                     .select_related("shift", "participant", "cell").order_by("assigned_at", "pk"))
+    return [row_for(a, now) for a in open_attempts]

@@ -1,0 +1,70 @@
+"""What the coordinator's study page shows, gathered in one read."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q
+
+from .attempts import sync_study
+from .models import COMPLETED_STATUSES, Attempt, AuditEvent, Invitation, Study
+from .permissions import Action, can, require, roles_of
+
+
+@dataclass(frozen=True)
+class Overview:
+    study: Study
+    roles: set
+    can_manage: bool
+    can_select: bool
+    can_export: bool
+    cells: list
+    participants: list
+    attempts: list
+    invitations: list
+    selected: int
+
+
+def study_overview(actor, study: Study) -> Overview:
+    require(actor, study, Action.VIEW)
+    sync_study(study)
+    cells = list(study.cells.annotate(
+        n_attempts=Count("attempts", filter=Q(attempts__is_practice=False)),
+        n_completed=Count("attempts", filter=Q(attempts__status__in=COMPLETED_STATUSES, attempts__is_practice=False)),
+        n_selected=Count("attempts", filter=Q(attempts__is_selected=True)),
+    ))
+    participants = list(study.participants.annotate(n_attempts=Count("attempts")).select_related("consent_version"))
+    attempts = list(Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "coach")
+                    .order_by("cell__task_id", "cell__seed", "number"))
+    invitations = list(Invitation.objects.filter(participant__study=study).select_related("participant"))
+    return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
+                    can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
+                    cells=cells, participants=participants, attempts=attempts, invitations=invitations,
+                    selected=sum(1 for a in attempts if a.is_selected))
+
+
+def audit_log(actor, study: Study) -> list[AuditEvent]:
+    require(actor, study, Action.VIEW)
+    return list(AuditEvent.objects.filter(study=study).select_related("actor", "participant", "cell")
+                .order_by("-created_at", "-id"))
+
+
+@dataclass(frozen=True)
+class MyStudy:
+    participant: object
+    consent: object
+    needs_consent: bool
+    attempts: list  # (attempt, completion code or None)
+
+
+def my_study(user) -> MyStudy | None:
+    """A participant's own page: their consent state and the codes of committed shifts."""
+    from .attempts import completion_code_for
+    from .models import Participant
+    from .participants import current_consent, needs_consent
+
+    participant = Participant.objects.filter(user=user).select_related("study").first()
+    if participant is None:
+        return None
+    own = [(a, completion_code_for(user, a))
+           for a in participant.attempts.select_related("shift", "cell", "study", "participant")]
+    return MyStudy(participant, current_consent(participant.study), needs_consent(participant), own)

@@ -1,0 +1,194 @@
+"""Participants, signed invitation links and versioned consent.
+
+* A participant has an unguessable ``code`` (``secrets.token_urlsafe``) and a label
+  chosen by the coordinator; qualifications are self-reported and not verified.
+* An invitation link carries a token signed with ``django.core.signing`` (salted,
+  timestamped, checked with ``max_age``); the token names an :class:`Invitation` row
+  by its random nonce, so a link can also be revoked before it expires.
+* Accepting a link creates (or reuses) the participant's account and records the
+  recruitment ids found in the link's query string (e.g. Prolific's
+  ``PROLIFIC_PID``, ``STUDY_ID``, ``SESSION_ID``), each checked for shape.
+* Consent is versioned: the participant records the version they accepted and when.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from . import audit
+from .errors import StudyError
+from .models import AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
+from .permissions import Action, require
+
+SALT = "studies.invitation"
+DEFAULT_MAX_AGE = 7 * 24 * 3600
+EXTERNAL_ID_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+EXTERNAL_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+QUALIFICATION_KEYS = ("years_ecommerce", "role", "platforms", "notes")
+
+
+def new_code() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def clean_qualifications(raw: dict) -> dict:
+    unknown = sorted(set(raw) - set(QUALIFICATION_KEYS))
+    if unknown:
+        raise StudyError(f"unknown qualification field(s): {', '.join(unknown)}; "
+                         f"allowed: {', '.join(QUALIFICATION_KEYS)}")
+    out = {}
+    if raw.get("years_ecommerce") not in (None, ""):
+        try:
+            years = int(raw["years_ecommerce"])
+        except (TypeError, ValueError) as exc:
+            raise StudyError(f"years_ecommerce must be a whole number, not {raw['years_ecommerce']!r}") from exc
+        if not 0 <= years <= 60:
+            raise StudyError(f"years_ecommerce must be between 0 and 60, not {years}")
+        out["years_ecommerce"] = years
+    for key in ("role", "platforms", "notes"):
+        value = str(raw.get(key) or "").strip()
+        if len(value) > 500:
+            raise StudyError(f"{key} is longer than 500 characters")
+        if value:
+            out[key] = value
+    return out
+
+
+@transaction.atomic
+def add_participant(actor, study: Study, label: str, qualifications: dict | None = None, *,
+                    is_bot: bool = False, user=None) -> Participant:
+    require(actor, study, Action.MANAGE)
+    label = label.strip()
+    if not label:
+        raise StudyError("a participant needs a label")
+    if len(label) > 80:
+        raise StudyError("a participant label is at most 80 characters")
+    if study.participants.filter(label=label).exists():
+        raise StudyError(f"study {study.name!r} already has a participant labelled {label!r}")
+    participant = Participant.objects.create(study=study, label=label, code=new_code(), is_bot=is_bot,
+                                             qualifications=clean_qualifications(qualifications or {}),
+                                             user=user)
+    if user is not None:
+        StudyMembership.objects.get_or_create(study=study, user=user, role=Role.PARTICIPANT)
+    audit.record(study, actor, AuditAction.PARTICIPANT_ADDED, participant=participant, bot=is_bot or None)
+    return participant
+
+
+@dataclass(frozen=True)
+class IssuedInvitation:
+    invitation: Invitation
+    token: str
+
+
+def invite(actor, participant: Participant, max_age_seconds: int = DEFAULT_MAX_AGE) -> IssuedInvitation:
+    study = participant.study
+    require(actor, study, Action.MANAGE)
+    if not 60 <= max_age_seconds <= 90 * 24 * 3600:
+        raise StudyError(f"an invitation lasts between 60 seconds and 90 days, not {max_age_seconds} seconds")
+    invitation = Invitation.objects.create(participant=participant, nonce=secrets.token_urlsafe(18),
+                                           max_age_seconds=max_age_seconds, created_by=actor)
+    token = signing.dumps({"n": invitation.nonce}, salt=SALT)
+    audit.record(study, actor, AuditAction.INVITED, participant=participant, invitation=invitation.pk,
+                 max_age_seconds=max_age_seconds)
+    return IssuedInvitation(invitation, token)
+
+
+def revoke(actor, invitation: Invitation, reason: str) -> Invitation:
+    study = invitation.participant.study
+    require(actor, study, Action.MANAGE)
+    if not reason.strip():
+        raise StudyError("a reason is required to revoke an invitation")
+    if invitation.revoked_at is None:
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+        audit.record(study, actor, AuditAction.INVITATION_REVOKED, reason=reason.strip(),
+                     participant=invitation.participant, invitation=invitation.pk)
+    return invitation
+
+
+def resolve(token: str) -> Invitation:
+    """The invitation a token names, if its signature holds, it has not expired and is not revoked."""
+    try:
+        nonce = signing.loads(token, salt=SALT, max_age=None)["n"]
+    except (signing.BadSignature, KeyError, TypeError) as exc:
+        raise StudyError("this invitation link is not valid") from exc
+    invitation = Invitation.objects.select_related("participant__study").filter(nonce=nonce).first()
+    if invitation is None:
+        raise StudyError("this invitation link is not valid")
+    try:
+        signing.loads(token, salt=SALT, max_age=invitation.max_age_seconds)
+    except signing.SignatureExpired as exc:
+        raise StudyError("this invitation link has expired; ask the coordinator for a new one") from exc
+    if invitation.revoked_at is not None:
+        raise StudyError("this invitation link has been revoked; ask the coordinator for a new one")
+    return invitation
+
+
+def external_ids_from(query: dict) -> dict:
+    ids = {}
+    for key in EXTERNAL_ID_KEYS:
+        value = query.get(key)
+        if value in (None, ""):
+            continue
+        if not EXTERNAL_ID_RE.fullmatch(value):
+            raise StudyError(f"{key} must be 1-64 letters, digits, '_' or '-', not {value[:80]!r}")
+        ids[key] = value
+    return ids
+
+
+@transaction.atomic
+def accept(token: str, query: dict):
+    """Accept an invitation: returns the participant, with an account to sign in with."""
+    invitation = resolve(token)
+    participant = invitation.participant
+    ids = external_ids_from(query)
+    if participant.user is None:
+        User = get_user_model()
+        try:
+            with transaction.atomic():
+                user = User.objects.create_user(username=f"p-{participant.code[:16]}")
+        except IntegrityError as exc:
+            raise StudyError("an account for this participant already exists") from exc
+        user.set_unusable_password()
+        user.save()
+        participant.user = user
+        StudyMembership.objects.get_or_create(study=participant.study, user=user, role=Role.PARTICIPANT)
+    participant.external_ids = {**participant.external_ids, **ids}
+    participant.save(update_fields=["user", "external_ids"])
+    if invitation.accepted_at is None:
+        invitation.accepted_at = timezone.now()
+        invitation.save(update_fields=["accepted_at"])
+    audit.record(participant.study, participant.user, AuditAction.INVITATION_ACCEPTED, participant=participant,
+                 invitation=invitation.pk, external_ids=sorted(ids) or None)
+    return participant
+
+
+def current_consent(study: Study) -> ConsentVersion | None:
+    return study.consent_versions.order_by("-version").first()
+
+
+def give_consent(user, participant: Participant, version: int) -> Participant:
+    if participant.user_id != user.pk:
+        raise StudyError("only the participant can give their consent")
+    current = current_consent(participant.study)
+    if current is None:
+        raise StudyError(f"study {participant.study.name!r} has no consent text yet")
+    if version != current.version:
+        raise StudyError(f"consent version {version} is not the current version ({current.version}); "
+                         "reload the page and read the current text")
+    participant.consent_version = current
+    participant.consented_at = timezone.now()
+    participant.save(update_fields=["consent_version", "consented_at"])
+    audit.record(participant.study, user, AuditAction.CONSENTED, participant=participant, version=version)
+    return participant
+
+
+def needs_consent(participant: Participant) -> bool:
+    current = current_consent(participant.study)
+    return current is not None and participant.consent_version_id != current.pk

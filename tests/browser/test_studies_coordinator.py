@@ -1,0 +1,128 @@
+"""A coordinator runs a study in the browser: invite, assign, monitor, coached retry, select, export.
+
+The participant's side (invitation link, consent) is a second browser context; their
+shifts are played through the console's services in ``manage.py shell`` (the console's
+own browser tests drive its workspace), so this test stays on the study pages.
+"""
+import io
+import json
+import re
+import uuid
+import zipfile
+
+
+SHELL_PRELUDE = (
+    "from studies.models import Participant, Attempt\n"
+    "from console import briefing, services\n"
+    "p = Participant.objects.get(label={label!r})\n"
+)
+ONBOARD_AND_START = SHELL_PRELUDE + (
+    "briefing.acknowledge_briefing(p.user, briefing.BRIEFING_VERSION)\n"
+    "practice = p.user.shifts.filter(is_practice=True).first()\n"
+    "services.begin_shift(practice); services.end_shift(practice, 'practice done')\n"
+    "a = Attempt.objects.filter(participant=p).order_by('-number').first()\n"
+    "services.begin_shift(a.shift)\n"
+    "services.call_tool(a.shift, 'list_orders', {{'page_size': 3}}, 'browser-call-1')\n"
+    "services.call_tool(a.shift, 'end_window', {{}}, 'browser-call-2')\n"
+)
+PLAY_RETRY = SHELL_PRELUDE + (
+    "a = Attempt.objects.filter(participant=p).order_by('-number').first()\n"
+    "services.begin_shift(a.shift)\n"
+    "services.call_tool(a.shift, 'list_orders', {{'page_size': 5}}, 'browser-retry-1')\n"
+    "services.end_shift(a.shift, 'ended by the participant')\n"
+)
+
+
+def attempt_row(page, label, number):
+    return page.locator("section#attempts tr", has=page.locator(f"td:text-is('{label}')")).filter(
+        has=page.locator(f"td:nth-child(2):text-is('{number}')"))
+
+
+def test_coordinator_runs_a_participant_through_a_study(page, browser, server, login, screenshot):
+    label = f"browser-{uuid.uuid4().hex[:6]}"
+    login(page, "coordinator", "coordinator")
+    page.goto("/studies/")
+    page.click("text=Demo study")
+    study_url = page.url
+
+    # invite a new participant
+    page.fill("#add-participant input[name=label]", label)
+    page.fill("#add-participant input[name=years_ecommerce]", "6")
+    page.click("#add-participant button[type=submit]")
+    page.click(f"button[name='invite-{label}']")
+    link = re.search(r"https?://[^\s<]+/studies/join/[^/\s<]+/", page.locator("ul.messages").inner_text()).group(0)
+
+    # the participant accepts it (their own browser context) and gives consent
+    other = browser.new_context(base_url=server.url)
+    them = other.new_page()
+    them.goto(link + "?PROLIFIC_PID=browser-pid&STUDY_ID=s-1&SESSION_ID=sess-1")
+    them.click("#accept")
+    them.wait_for_url("**/studies/me/")
+    them.check("input[name=agree]")
+    them.click("#give-consent")
+    assert "You consented to version 1" in them.content()
+
+    # assign a cell
+    page.goto(study_url)
+    assert "PROLIFIC_PID=browser-pid" in page.content()
+    page.select_option("#assign-form select[name=participant]", label=label)
+    page.select_option("#assign-form select[name=cell]", label="steady/11")
+    page.click("#assign-form button[type=submit]")
+    assert f"Assigned steady/11 to {label} (attempt #1)." in page.locator("ul.messages").inner_text()
+
+    # the participant starts and plays; the coordinator watches it live
+    server.shell(ONBOARD_AND_START.format(label=label))
+    page.click("nav.study-nav >> text=Monitor")
+    row = page.locator("#monitor-rows tr", has=page.locator(f"td:text-is('{label}')"))
+    assert "2 of 60" in row.inner_text() and "end_window" in row.inner_text()
+    page.wait_for_function("document.getElementById('monitor-mode').textContent === 'live'")
+    screenshot(page, "studies-monitor")
+
+    # force-end it from the monitor, with a reason
+    form = page.locator("#monitor-action form")
+    form.locator("select[name=attempt]").select_option(label=f"{label} · steady/11 #1")
+    form.locator("select[name=action]").select_option("force_end")
+    form.locator("input[name=reason]").fill("participant had to leave")
+    form.locator("button[type=submit]").click()
+    assert "Force end: steady/11 attempt #1" in page.locator("ul.messages").inner_text()
+
+    # grant a coached retry, the participant plays it, then select it
+    page.goto(study_url)
+    first = attempt_row(page, label, "1")
+    first.locator("select[name=action]").select_option("retry")
+    first.locator("input[name=reason]").fill("ship before refunding")
+    first.locator("button[type=submit]").click()
+    assert "Coached retry" in attempt_row(page, label, "2").inner_text()
+    server.shell(PLAY_RETRY.format(label=label))
+    page.goto(study_url)
+    retry = attempt_row(page, label, "2")
+    assert "Submitted" in retry.inner_text()
+    retry.locator("select[name=action]").select_option("select")
+    retry.locator("input[name=reason]").fill("coached retry replaces the first")
+    retry.locator("button[type=submit]").click()
+    assert "manual" in attempt_row(page, label, "2").locator("td.selected").inner_text()
+    screenshot(page, "studies-detail")
+
+    # the audit log has it all
+    page.click("nav.study-nav >> text=Audit log")
+    actions = page.locator("#audit tr[data-action]").evaluate_all("rows => rows.map(r => r.dataset.action)")
+    assert {"invited", "assigned", "force_ended", "retry", "selected"} <= set(actions)
+
+    # export and download
+    page.click("nav.study-nav >> text=Exports")
+    page.click("#export-form button[type=submit]")
+    job = page.locator("#export-jobs tr[data-job]").first
+    assert job.get_attribute("data-status") == "done"
+    with page.expect_download() as info:
+        job.locator("a.zip").click()
+    archive = zipfile.ZipFile(io.BytesIO(open(info.value.path(), "rb").read()))
+    manifest = json.loads(archive.read("manifest.json"))
+    attempts_csv = archive.read("attempts.csv").decode()
+    assert manifest["files"]["attempts.csv"]["rows"] == attempts_csv.count("\n") - 1
+    mine = [line for line in attempts_csv.splitlines() if f",{label}," in line]
+    assert len(mine) == 2 and sum(",true,manual," in line for line in mine) == 1
+    screenshot(page, "studies-exports")
+    page.click("nav.study-nav >> text=Leaderboard")
+    assert "smart-triage" in page.locator("#leaderboard").inner_text()
+    screenshot(page, "studies-leaderboard")
+    other.close()

@@ -1,0 +1,173 @@
+"""Exports: asynchronous jobs, re-import to the same figures, manifest checksums, codebook, filters."""
+import csv
+import hashlib
+import json
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from studies import attempts, bots, reference
+from studies.assignment import assign
+from studies.design import create_study
+from studies.export_jobs import request_export
+from studies.exports import job_dir
+from studies.figures import Filters, study_figures
+from studies.models import AuditAction, AuditEvent, ExportJob
+from studies.tasks import run_export
+from test_studies_support import SEEDS, TASKS
+
+BOTS = Filters(include_bots=True)
+
+
+@pytest.fixture(autouse=True)
+def export_root(settings, tmp_path):
+    settings.STOREBENCH_EXPORT_ROOT = tmp_path / "exports"
+
+
+@pytest.fixture(scope="module")
+def built(django_db_setup, django_db_blocker):
+    """One played study for the module (rolled back at the end): 4 cells, 3 bots, one coached retry."""
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        try:
+            admin = get_user_model().objects.create_superuser("export-admin", password=None)
+            study = create_study(admin, "Export study", TASKS, SEEDS)
+            people = [bots.add_bot(admin, study, f"b{i}") for i in range(3)]
+            cells = list(study.cells.order_by("task_id", "seed"))
+            skills = ["novice", "clerk", "expert", "clerk"]
+            first = [bots.play(assign(admin, people[i % 3], c), skills[i]) for i, c in enumerate(cells)]
+            bots.play(attempts.grant_coached_retry(admin, first[0], "refund returns too"), "expert")
+            attempts.select_by_rule(admin, study, "latest")
+            yield admin, study
+        finally:
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)
+
+
+@pytest.fixture
+def admin(built, db):
+    return built[0]
+
+
+@pytest.fixture
+def played(built, db):
+    return built[1]
+
+
+def export(admin, study, filters, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        job = request_export(admin, study, filters)
+    job.refresh_from_db()
+    return job
+
+
+def rows_from_csv(path):
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def reference_rows(records):
+    return [reference.AttemptRow(
+        cell=r["cell"], task=r["task"], person=r["participant_code"], composite=Decimal(str(r["composite"])),
+        threshold=Decimal(str(r["threshold"])), selected=r["selected"] in (True, "true"),
+        order=(r["completed_at"], int(r["attempt_number"])),
+        components={"business": Decimal(str(r["business"])), "reliability": Decimal(str(r["reliability"])),
+                    "on_time": Decimal(str(r["on_time_rate"])) if r["on_time_rate"] not in (None, "") else None,
+                    "returns_handled": Decimal(str(r["return_handled_rate"]))
+                    if r["return_handled_rate"] not in (None, "") else None})
+        for r in records if r["status"] in ("submitted", "timed_out")]
+
+
+def test_export_runs_on_commit_and_finishes(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    assert (job.status, job.progress) == (ExportJob.Status.DONE, 100)
+    assert job.row_counts["attempts.csv"] == 5 and job.row_counts["wide.csv"] == 3
+    assert AuditEvent.objects.filter(action=AuditAction.EXPORTED, detail__job=job.pk).exists()
+
+
+def test_csv_reimports_to_the_same_figures(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    recomputed = reference.compute(reference_rows(rows_from_csv(job_dir(job.pk) / "attempts.csv")))
+    assert recomputed == study_figures(admin, played, BOTS)
+
+
+def test_json_reimports_to_the_same_figures(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    records = json.loads((job_dir(job.pk) / "attempts.json").read_text())
+    recomputed = reference.compute(reference_rows(records))
+    aggregates = {(r["figure"], r["group"]): r for r in json.loads((job_dir(job.pk) / "aggregates.json").read_text())}
+    for figure, est in [("equal_cell_mean", recomputed.equal_cell), ("equal_person_mean", recomputed.equal_person),
+                        ("earliest_attempt_mean", recomputed.earliest), ("pass_rate", recomputed.pass_rate)]:
+        assert (aggregates[(figure, "")]["value"], aggregates[(figure, "")]["ci_low"],
+                aggregates[(figure, "")]["ci_high"]) == (str(est.value), str(est.low), str(est.high))
+    for task, est in recomputed.per_task.items():
+        assert aggregates[("task_mean", task)]["value"] == str(est.value)
+
+
+def test_manifest_checksums_match_the_files(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    directory = job_dir(job.pk)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    assert sorted(manifest["files"]) == sorted(p.name for p in directory.iterdir() if p.name != "manifest.json")
+    for name, entry in manifest["files"].items():
+        assert hashlib.sha256((directory / name).read_bytes()).hexdigest() == entry["sha256"]
+    assert manifest["files"]["events.csv"]["rows"] == len(rows_from_csv(directory / "events.csv"))
+
+
+def test_codebook_names_every_column(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    directory = job_dir(job.pk)
+    book = json.loads((directory / "codebook.json").read_text())
+    for table in ("attempts", "events", "aggregates", "wide"):
+        with (directory / f"{table}.csv").open() as fh:
+            header = next(csv.reader(fh))
+        assert header == [b["column"] for b in book if b["table"] == table]
+    assert all(b["type"] and b["meaning"] for b in book)
+
+
+def test_bots_are_excluded_by_default(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, Filters(), django_capture_on_commit_callbacks)
+    assert job.row_counts["attempts.csv"] == 0
+
+
+def test_coached_filter_drops_retries(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, Filters(include_bots=True, include_coached=False), django_capture_on_commit_callbacks)
+    kinds = {r["kind"] for r in rows_from_csv(job_dir(job.pk) / "attempts.csv")}
+    assert kinds == {"first"}
+
+
+def test_event_rows_list_the_audit_log(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    actions = [r["action"] for r in rows_from_csv(job_dir(job.pk) / "events.csv")]
+    assert actions.count("retry") == 1 and actions.count("selected") == 4 and "exported" in actions
+
+
+def test_task_is_idempotent(played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    assert run_export(job.pk) == "skipped"
+    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.QUEUED)
+    before = job.checksums
+    assert run_export(job.pk) == "done"
+    job.refresh_from_db()
+    assert job.checksums["attempts.csv"] == before["attempts.csv"]
+
+
+def test_unknown_filter_is_named():
+    from studies.errors import StudyError
+
+    with pytest.raises(StudyError, match="unknown filter\\(s\\): include_ghosts"):
+        Filters.from_mapping({"include_ghosts": "1"})
+
+
+def test_aggregates_match_the_leaderboard_anchors(played, admin, django_capture_on_commit_callbacks):
+    from studies.leaderboard import leaderboard
+
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    rows = json.loads((job_dir(job.pk) / "aggregates.json").read_text())
+    exported = {r["group"]: r["value"] for r in rows if r["figure"] == "anchor_mean"}
+    entries, _ = leaderboard(admin, played, filters=BOTS)
+    shown = {e.name: str(e.estimate.value) for e in entries if e.kind == "anchor"}
+    assert exported == shown and "smart-triage" in exported

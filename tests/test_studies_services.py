@@ -1,0 +1,398 @@
+"""Study services: roles and scoping, participants and invitations, assignment, actions, audit."""
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.core import signing
+from django.db import IntegrityError, transaction
+
+from console.models import Shift
+from studies import assignment, attempts, bots, participants
+from studies.design import add_consent_version, add_member, check_calibration, create_study
+from studies.errors import StudyError, StudyPermissionDenied
+from studies.models import (AppendOnlyError, Attempt, AttemptKind, AttemptStatus, AuditAction, AuditEvent,
+                            Role)
+from test_studies_support import (TASKS, SEEDS, admin, bot, bot2, cell, coordinator, make_user,  # noqa: F401
+                                  other_study, study)
+
+
+# --- roles and scoping ------------------------------------------------------------------
+
+
+def test_coordinator_of_study_a_cannot_assign_in_study_b(coordinator, other_study, admin):
+    target = bots.add_bot(admin, other_study, "b-bot")
+    with pytest.raises(StudyPermissionDenied, match="coord-a may not manage participants and attempts in study 'Study B'"):
+        assignment.assign(coordinator, target, other_study.cells.first())
+
+
+def test_researcher_may_not_manage(study, admin, bot, cell):
+    researcher = make_user("res")
+    add_member(admin, study, researcher, Role.RESEARCHER)
+    with pytest.raises(StudyPermissionDenied, match="res may not manage participants and attempts"):
+        assignment.assign(researcher, bot, cell)
+
+
+def test_reviewer_may_not_export(study, admin):
+    from studies.export_jobs import request_export
+
+    reviewer = make_user("rev")
+    add_member(admin, study, reviewer, Role.REVIEWER)
+    with pytest.raises(StudyPermissionDenied, match="rev may not export data in study 'Study A'"):
+        request_export(reviewer, study)
+
+
+def test_participant_role_cannot_view_study(study, admin):
+    from studies.overview import study_overview
+
+    person = make_user("pp")
+    participants.add_participant(admin, study, "P", user=person)
+    with pytest.raises(StudyPermissionDenied, match="pp may not view the study"):
+        study_overview(person, study)
+
+
+def test_only_staff_create_studies(db):
+    with pytest.raises(StudyError, match="may not create studies \\(staff only\\)"):
+        create_study(make_user("nobody"), "X", TASKS, SEEDS)
+
+
+def test_unknown_task_is_named(admin):
+    with pytest.raises(StudyError, match="unknown task 'nope'"):
+        create_study(admin, "X", ["nope"], SEEDS)
+
+
+def test_calibration_hash_is_recorded_and_checked(admin, tmp_path):
+    source = (tmp_path / "cal.json")
+    from django.conf import settings
+    source.write_bytes((settings.BASE_DIR / "calibration" / "public.json").read_bytes())
+    study = create_study(admin, "Cal", ["steady"], [7], calibration_path=source)
+    assert study.calibration_hash.startswith("sha256:")
+    assert check_calibration(study)["tasks"]["steady"]["7"]["threshold"] == float(study.cells.get().threshold)
+    source.write_bytes(source.read_bytes() + b"\n")
+    with pytest.raises(StudyError, match="but study 'Cal' was created with sha256:"):
+        check_calibration(study)
+
+
+def test_cell_copies_threshold_and_anchor_composites(cell, study):
+    doc = check_calibration(study)["tasks"]["steady"]["7"]
+    assert cell.threshold == Decimal(str(doc["threshold"]))
+    assert Decimal(cell.anchors["smart-triage"]) == Decimal(str(doc["anchors"]["smart-triage"]["reward_composite"]))
+
+
+# --- participants, invitations, consent ---------------------------------------------------
+
+
+def test_participant_code_is_unguessable_and_unique(study, admin):
+    a = participants.add_participant(admin, study, "A")
+    b = participants.add_participant(admin, study, "B")
+    assert a.code != b.code and len(a.code) >= 24
+
+
+def test_duplicate_label_is_refused(study, admin):
+    participants.add_participant(admin, study, "A")
+    with pytest.raises(StudyError, match="study 'Study A' already has a participant labelled 'A'"):
+        participants.add_participant(admin, study, "A")
+
+
+def test_bad_qualification_is_named(study, admin):
+    with pytest.raises(StudyError, match="years_ecommerce must be a whole number, not 'lots'"):
+        participants.add_participant(admin, study, "A", {"years_ecommerce": "lots"})
+
+
+def test_invitation_accept_creates_account_and_records_prolific_ids(study, admin):
+    person = participants.add_participant(admin, study, "A")
+    issued = participants.invite(admin, person)
+    accepted = participants.accept(issued.token, {"PROLIFIC_PID": "abc123", "STUDY_ID": "s1", "SESSION_ID": "x-9",
+                                                  "other": "ignored"})
+    assert accepted.user is not None and not accepted.user.has_usable_password()
+    assert accepted.external_ids == {"PROLIFIC_PID": "abc123", "STUDY_ID": "s1", "SESSION_ID": "x-9"}
+
+
+def test_bad_recruitment_id_is_named(study, admin):
+    issued = participants.invite(admin, participants.add_participant(admin, study, "A"))
+    with pytest.raises(StudyError, match="PROLIFIC_PID must be 1-64 letters, digits"):
+        participants.accept(issued.token, {"PROLIFIC_PID": "<script>"})
+
+
+def test_expired_invitation_is_refused(study, admin, monkeypatch):
+    issued = participants.invite(admin, participants.add_participant(admin, study, "A"), max_age_seconds=60)
+    now = signing.time.time()
+    monkeypatch.setattr(signing.time, "time", lambda: now + 120)
+    with pytest.raises(StudyError, match="this invitation link has expired"):
+        participants.resolve(issued.token)
+
+
+def test_revoked_invitation_is_refused(study, admin):
+    issued = participants.invite(admin, participants.add_participant(admin, study, "A"))
+    participants.revoke(admin, issued.invitation, "sent to the wrong address")
+    with pytest.raises(StudyError, match="this invitation link has been revoked"):
+        participants.resolve(issued.token)
+
+
+def test_tampered_invitation_is_refused(study, admin):
+    issued = participants.invite(admin, participants.add_participant(admin, study, "A"))
+    with pytest.raises(StudyError, match="this invitation link is not valid"):
+        participants.resolve(issued.token[:-2] + "xx")
+
+
+def test_assignment_waits_for_current_consent(study, admin, bot, cell):
+    add_consent_version(admin, study, "v1 text")
+    with pytest.raises(StudyError, match="participant bot-1 has not accepted the current consent text"):
+        assignment.assign(admin, bot, cell)
+    participants.give_consent(bot.user, bot, 1)
+    add_consent_version(admin, study, "v2 text")
+    with pytest.raises(StudyError, match="has not accepted the current consent text"):
+        assignment.assign(admin, bot, cell)
+
+
+def test_consent_records_version_and_time(study, admin, bot):
+    add_consent_version(admin, study, "v1 text")
+    participants.give_consent(bot.user, bot, 1)
+    bot.refresh_from_db()
+    assert bot.consent_version.version == 1 and bot.consented_at is not None
+
+
+def test_stale_consent_version_is_refused(study, admin, bot):
+    add_consent_version(admin, study, "v1")
+    add_consent_version(admin, study, "v2")
+    with pytest.raises(StudyError, match="consent version 1 is not the current version \\(2\\)"):
+        participants.give_consent(bot.user, bot, 1)
+
+
+# --- assignment ---------------------------------------------------------------------------
+
+
+def test_second_open_attempt_on_a_cell_is_refused_with_a_clear_error(study, admin, bot, cell):
+    cell.quota = 3
+    cell.save()
+    assignment.assign(admin, bot, cell)
+    with pytest.raises(StudyError, match=r"participant bot-1 already has an open attempt on cell steady/7 \(attempt #1, assigned\)"):
+        assignment.assign(admin, bot, cell)
+
+
+def test_database_refuses_two_open_attempts_by_one_person_on_one_cell(study, admin, bot, cell):
+    first = assignment.assign(admin, bot, cell)
+    shift = Shift.objects.create(participant=bot.user, task_id="steady", seed=7)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.create(study=study, cell=cell, participant=bot, shift=shift, number=first.number + 1,
+                               completion_code="X")
+
+
+def test_database_refuses_two_selected_attempts_in_a_cell(study, admin, bot, bot2, cell):
+    cell.quota = 2
+    cell.save()
+    a = assignment.assign(admin, bot, cell)
+    b = assignment.assign(admin, bot2, cell)
+    Attempt.objects.filter(pk=a.pk).update(is_selected=True)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.filter(pk=b.pk).update(is_selected=True)
+
+
+def test_quota_is_enforced(study, admin, bot, bot2, cell):
+    assignment.assign(admin, bot, cell)
+    with pytest.raises(StudyError, match="cell steady/7 is full: 1 of 1 attempts assigned"):
+        assignment.assign(admin, bot2, cell)
+
+
+def test_participant_without_account_cannot_be_assigned(study, admin, cell):
+    person = participants.add_participant(admin, study, "no-account")
+    with pytest.raises(StudyError, match="participant no-account has not accepted an invitation yet"):
+        assignment.assign(admin, person, cell)
+
+
+def test_assignment_creates_a_console_shift_and_an_audit_event(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell, reason="first batch")
+    assert (attempt.shift.participant, attempt.shift.task_id, attempt.shift.seed) == (bot.user, "steady", 7)
+    event = AuditEvent.objects.get(action=AuditAction.ASSIGNED)
+    assert (event.actor, event.attempt, event.reason, event.detail["rule"]) == (admin, attempt, "first batch", "manual")
+
+
+def test_balanced_policy_fills_cells_evenly(study, admin):
+    people = [bots.add_bot(admin, study, f"b{i}") for i in range(4)]
+    made = [assignment.assign_next(admin, study, policy="balanced") for _ in people]
+    assert sorted(a.cell.key for a in made) == ["steady/11", "steady/7", "trade-war/11", "trade-war/7"]
+    assert assignment.assign_next(admin, study, policy="balanced") is None  # every cell full, everyone busy
+
+
+def test_random_policy_is_seeded(admin):
+    def run(name):
+        s = create_study(admin, name, TASKS, SEEDS, random_seed=3)
+        for i in range(3):
+            bots.add_bot(admin, s, f"b{i}")
+        return [(a.participant.label, a.cell.key) for a in
+                [assignment.assign_next(admin, s, policy="random") for _ in range(3)]]
+    assert run("R1") == run("R2")
+
+
+def test_adaptive_policy_favours_the_better_performer(study, admin):
+    weak, strong = bots.add_bot(admin, study, "weak"), bots.add_bot(admin, study, "strong")
+    cells = list(study.cells.all())
+    bots.play(assignment.assign(admin, weak, cells[0]), "idle")
+    bots.play(assignment.assign(admin, strong, cells[1]), "expert")
+    nxt = assignment.assign_next(admin, study, policy="adaptive")
+    assert nxt.participant == strong
+
+
+# --- attempt actions -----------------------------------------------------------------------
+
+
+def test_bot_attempt_is_graded_with_the_study_calibration(study, admin, bot, cell):
+    done = bots.play(assignment.assign(admin, bot, cell), "clerk")
+    assert done.status == AttemptStatus.SUBMITTED
+    assert done.calibration_hash == study.calibration_hash
+    assert done.release and done.is_bot and done.composite > 0
+
+
+def test_attempt_graded_with_another_calibration_is_invalid(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    study.calibration_hash = "sha256:other"
+    study.save()
+    attempt.study = study
+    done = bots.play(attempt, "novice")
+    assert done.status == AttemptStatus.INVALID
+    assert done.end_reason.endswith("not the study's sha256:other")
+
+
+def test_coached_retry_needs_a_note(study, admin, bot, cell):
+    done = bots.play(assignment.assign(admin, bot, cell), "novice")
+    with pytest.raises(StudyError, match="a reason is required to grant a coached retry"):
+        attempts.grant_coached_retry(admin, done, "  ")
+
+
+def test_coached_retry_records_coach_and_note(study, admin, bot, cell):
+    done = bots.play(assignment.assign(admin, bot, cell), "novice")
+    retry = attempts.grant_coached_retry(admin, done, "ship the oldest orders first")
+    assert (retry.kind, retry.coach, retry.coach_note, retry.replaces, retry.number) == (
+        AttemptKind.COACHED_RETRY, admin, "ship the oldest orders first", done, 2)
+    assert AuditEvent.objects.filter(action=AuditAction.RETRY, attempt=retry).exists()
+
+
+def test_open_attempt_cannot_be_retried(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    with pytest.raises(StudyError, match="attempt #1 on cell steady/7 is assigned; only a completed attempt can be retried"):
+        attempts.grant_coached_retry(admin, attempt, "note")
+
+
+def test_reassignment_flags_platform_fault_and_goes_to_someone_else(study, admin, bot, bot2, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    with pytest.raises(StudyError, match="a reassignment goes to another participant"):
+        attempts.reassign(admin, attempt, bot, "crash")
+    new = attempts.reassign(admin, attempt, bot2, "server crashed")
+    attempt.refresh_from_db()
+    assert attempt.platform_fault and attempt.status == AttemptStatus.ABANDONED
+    assert (new.kind, new.participant, new.replaces) == (AttemptKind.REASSIGNMENT, bot2, attempt)
+
+
+def test_extend_deadline_moves_the_shift_deadline_and_logs_it(study, admin, bot, cell):
+    from console.services import begin_shift
+
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    before = Shift.objects.get(pk=attempt.shift_id).deadline
+    attempts.extend_deadline(admin, attempt, 90, "fire alarm")
+    assert Shift.objects.get(pk=attempt.shift_id).deadline - before == timedelta(minutes=90)
+    event = AuditEvent.objects.get(action=AuditAction.DEADLINE_CHANGED)
+    assert (event.reason, event.detail["minutes"]) == ("fire alarm", 90)
+
+
+def test_extend_deadline_needs_a_reason(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    with pytest.raises(StudyError, match="a reason is required to change a deadline"):
+        attempts.extend_deadline(admin, attempt, 30, "")
+
+
+def test_force_end_grades_the_shift(study, admin, bot, cell):
+    from console.services import begin_shift
+
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    ended = attempts.force_end(admin, attempt, "participant left")
+    assert ended.status == AttemptStatus.SUBMITTED
+    assert ended.end_reason == "ended by the coordinator: participant left"
+
+
+def test_invalidate_drops_the_selection(study, admin, bot, cell):
+    done = bots.play(assignment.assign(admin, bot, cell), "novice")
+    attempts.select(admin, done, "only one")
+    out = attempts.invalidate(admin, done, "shared screen with another participant")
+    assert out.status == AttemptStatus.INVALID and not out.is_selected
+
+
+def test_select_replaces_the_previous_selection(study, admin, bot, cell):
+    first = bots.play(assignment.assign(admin, bot, cell), "novice")
+    attempts.select(admin, first, "first")
+    retry = bots.play(attempts.grant_coached_retry(admin, first, "coached"), "clerk")
+    attempts.select(admin, retry, "retry is better")
+    first.refresh_from_db()
+    assert not first.is_selected and Attempt.objects.get(cell=cell, is_selected=True) == retry
+    assert AuditEvent.objects.filter(action=AuditAction.SELECTED).last().detail["previous"] == first.pk
+
+
+def test_manual_selection_needs_a_reason(study, admin, bot, cell):
+    done = bots.play(assignment.assign(admin, bot, cell), "novice")
+    with pytest.raises(StudyError, match="a reason is required to select an attempt by hand"):
+        attempts.select(admin, done, "")
+
+
+def test_open_attempt_cannot_be_selected(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    with pytest.raises(StudyError, match="attempt #1 on cell steady/7 is assigned; only a completed attempt can be selected"):
+        attempts.select(admin, attempt, "why not")
+
+
+def test_completion_code_appears_only_after_the_shift_is_committed(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    assert attempts.completion_code_for(bot.user, attempt) is None
+    done = bots.play(attempt, "novice")
+    assert attempts.completion_code_for(bot.user, done) == done.completion_code
+
+
+# --- audit log ----------------------------------------------------------------------------
+
+
+def test_audit_event_cannot_be_updated(study):
+    event = AuditEvent.objects.filter(study=study).first()
+    event.reason = "rewritten"
+    with pytest.raises(AppendOnlyError, match="the audit log is append-only: events cannot be updated"):
+        event.save()
+
+
+def test_audit_event_cannot_be_deleted(study):
+    with pytest.raises(AppendOnlyError, match="events cannot be deleted"):
+        AuditEvent.objects.filter(study=study).first().delete()
+
+
+def test_audit_log_refuses_bulk_update_and_delete(study):
+    with pytest.raises(AppendOnlyError, match="events cannot be updated"):
+        AuditEvent.objects.filter(study=study).update(reason="x")
+    with pytest.raises(AppendOnlyError, match="events cannot be deleted"):
+        AuditEvent.objects.filter(study=study).delete()
+
+
+def test_paused_shift_shows_as_paused_and_can_be_force_ended(study, admin, bot, cell):
+    from console.services import begin_shift, pause_shift
+
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    pause_shift(attempt.shift, "lunch")
+    assert attempts.sync(attempt).status == AttemptStatus.PAUSED
+    ended = attempts.force_end(admin, attempt, "did not come back")
+    assert ended.status == AttemptStatus.SUBMITTED and ended.composite is not None
+
+
+def test_adopting_someone_elses_practice_shift_is_refused(study, admin, bot, bot2, cell):
+    shift = Shift.objects.create(participant=bot2.user, task_id="steady", seed=7, is_practice=True)
+    with pytest.raises(StudyError, match=f"shift {shift.pk} is not a practice shift of participant bot-1"):
+        assignment.adopt_practice_shift(admin, bot, cell, shift)
+
+
+def test_bot_skills_order_their_scores(study, admin, cell):
+    cell.quota = 4
+    cell.save()
+    scores = {}
+    for skill in ("idle", "novice", "clerk", "expert"):
+        person = bots.add_bot(admin, study, f"bot-{skill}")
+        scores[skill] = bots.play(assignment.assign(admin, person, cell), skill).composite
+    assert scores["idle"] < scores["novice"] < scores["clerk"] < scores["expert"]

@@ -1,0 +1,238 @@
+"""Study pages: scoping by role, input errors, the coordinator's actions, the join flow, the monitor."""
+import re
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+
+from studies import assignment, bots, participants
+from studies.design import add_consent_version, add_member
+from studies.models import Attempt, AuditAction, AuditEvent, Role
+from test_studies_support import admin, bot, cell, coordinator, make_user, other_study, study  # noqa: F401
+
+
+@pytest.fixture
+def coord_client(client, coordinator):
+    client.force_login(coordinator)
+    return client
+
+
+def test_study_list_shows_only_my_studies(coord_client, study, other_study):
+    html = coord_client.get("/studies/").content.decode()
+    assert "Study A" in html and "Study B" not in html
+
+
+def test_other_studys_page_is_forbidden(coord_client, other_study):
+    response = coord_client.get(f"/studies/{other_study.pk}/")
+    assert response.status_code == 403
+    assert response.content.decode() == "coord-a may not view the study in study 'Study B'"
+
+
+def test_anonymous_is_sent_to_sign_in(client, study):
+    response = client.get(f"/studies/{study.pk}/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_add_participant_with_bad_years_names_the_field(coord_client, study):
+    response = coord_client.post(f"/studies/{study.pk}/participants/", {"label": "P1", "years_ecommerce": "many"},
+                                 follow=True)
+    assert "years_ecommerce: Enter a whole number." in response.content.decode()
+
+
+def test_invite_shows_a_signed_link_that_signs_the_participant_in(coord_client, client, study, coordinator):
+    person = participants.add_participant(coordinator, study, "P1")
+    html = coord_client.post(f"/studies/{study.pk}/invite/", {"participant": person.pk, "days": 3},
+                             follow=True).content.decode()
+    link = re.search(r"http://testserver(/studies/join/[^/]+/)", html).group(1)
+    coord_client.logout()
+    assert client.get(link).status_code == 200
+    response = client.post(link + "?PROLIFIC_PID=pp1&STUDY_ID=st1&SESSION_ID=se1")
+    assert response.status_code == 302 and response["Location"] == "/studies/me/"
+    person.refresh_from_db()
+    assert person.external_ids == {"PROLIFIC_PID": "pp1", "STUDY_ID": "st1", "SESSION_ID": "se1"}
+    assert client.get("/studies/me/").status_code == 200
+
+
+def test_bad_invitation_link_is_explained(client, db):
+    response = client.get("/studies/join/not-a-token/")
+    assert response.status_code == 400 and "this invitation link is not valid" in response.content.decode()
+
+
+def test_participant_gives_consent_on_their_page(client, study, admin, bot):
+    add_consent_version(admin, study, "Please read this.")
+    client.force_login(bot.user)
+    assert "Please read this." in client.get("/studies/me/").content.decode()
+    client.post("/studies/me/", {"version": 1, "agree": "on"})
+    bot.refresh_from_db()
+    assert bot.consent_version.version == 1
+
+
+def test_assign_form_reports_a_double_assignment(coord_client, study, bot, cell):
+    cell.quota = 2
+    cell.save()
+    coord_client.post(f"/studies/{study.pk}/assign/", {"participant": bot.pk, "cell": cell.pk})
+    html = coord_client.post(f"/studies/{study.pk}/assign/", {"participant": bot.pk, "cell": cell.pk},
+                             follow=True).content.decode()
+    assert "participant bot-1 already has an open attempt on cell steady/7 (attempt #1, assigned)" in html
+
+
+def test_action_without_reason_is_refused_and_not_logged(coord_client, study, bot, cell):
+    attempt = assignment.assign(bot.study.created_by, bot, cell)
+    html = coord_client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/", {"action": "invalidate", "reason": ""},
+                             follow=True).content.decode()
+    assert "a reason is required to invalidate an attempt" in html
+    assert not AuditEvent.objects.filter(action=AuditAction.INVALIDATED).exists()
+
+
+def test_extend_without_minutes_names_the_field(coord_client, study, bot, cell):
+    attempt = assignment.assign(bot.study.created_by, bot, cell)
+    html = coord_client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/", {"action": "extend", "reason": "x"},
+                             follow=True).content.decode()
+    assert "minutes: minutes is required to change a deadline" in html
+
+
+def test_coordinator_grants_a_coached_retry_from_the_page(coord_client, study, bot, cell, coordinator):
+    done = bots.play(assignment.assign(coordinator, bot, cell), "novice")
+    coord_client.post(f"/studies/{study.pk}/attempts/{done.pk}/", {"action": "retry", "reason": "slow down"})
+    retry = Attempt.objects.get(replaces=done)
+    assert (retry.coach, retry.coach_note) == (coordinator, "slow down")
+
+
+def test_researcher_sees_leaderboard_with_anchors(client, study, admin):
+    researcher = make_user("res")
+    add_member(admin, study, researcher, Role.RESEARCHER)
+    client.force_login(researcher)
+    html = client.get(f"/studies/{study.pk}/leaderboard/").content.decode()
+    assert "smart-triage" in html and "Humans (equal-cell mean)" in html
+
+
+def test_researcher_may_not_use_the_monitor(client, study, admin):
+    researcher = make_user("res")
+    add_member(admin, study, researcher, Role.RESEARCHER)
+    client.force_login(researcher)
+    assert client.get(f"/studies/{study.pk}/monitor/").status_code == 403
+
+
+def test_monitor_shows_a_running_shift(coord_client, study, bot, cell, coordinator):
+    from console.services import begin_shift
+
+    attempt = assignment.assign(coordinator, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    html = coord_client.get(f"/studies/{study.pk}/monitor/rows/").content.decode()
+    assert f'data-attempt="{attempt.pk}"' in html and "1 of 60" in html and "low" in html
+
+
+def test_export_download_is_forbidden_for_a_reviewer(client, study, admin):
+    reviewer = make_user("rev")
+    add_member(admin, study, reviewer, Role.REVIEWER)
+    client.force_login(reviewer)
+    assert client.get(f"/studies/{study.pk}/exports/").status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_monitor_websocket_sends_rows_to_a_coordinator():
+    from config.asgi import application
+    from django.contrib.auth import get_user_model
+    from studies.design import create_study
+
+    admin_user = get_user_model().objects.create_superuser("ws-admin", password="pw-ws-admin-1")
+    study = create_study(admin_user, "WS", ["steady"], [7])
+
+    async def run():
+        from django.test import AsyncClient
+        c = AsyncClient()
+        await c.aforce_login(admin_user)
+        cookie = f"sessionid={c.cookies['sessionid'].value}"
+        comm = WebsocketCommunicator(application, f"/ws/studies/{study.pk}/monitor/",
+                                     headers=[(b"cookie", cookie.encode()), (b"origin", b"http://127.0.0.1"),
+                                              (b"host", b"127.0.0.1")])
+        connected, _ = await comm.connect()
+        message = await comm.receive_json_from(timeout=5)
+        await comm.disconnect()
+        return connected, message
+
+    connected, message = async_to_sync(run)()
+    assert connected and "No running shifts." in message["html"]
+
+
+def test_monitor_deadline_risk_rules():
+    from studies.monitor import deadline_risk
+
+    assert [deadline_risk(None, 10, None), deadline_risk(-1, 10, None), deadline_risk(1800, 10, None),
+            deadline_risk(8 * 3600, 50, 1200.0), deadline_risk(8 * 3600, 10, 2400.0),
+            deadline_risk(8 * 3600, 10, 600.0)] == ["not started", "overdue", "high", "high", "medium", "low"]
+
+
+def test_staff_creates_a_study_from_the_form(client, admin):
+    client.force_login(admin)
+    response = client.post("/studies/new/", {"name": "Form study", "tasks": ["steady", "liquidity"],
+                                             "seeds": "7 11 13", "quota": 2, "policy": "adaptive", "random_seed": 1})
+    from studies.models import Study
+    study = Study.objects.get(name="Form study")
+    assert response["Location"] == f"/studies/{study.pk}/"
+    assert (study.cells.count(), study.policy, set(study.cells.values_list("quota", flat=True))) == (6, "adaptive", {2})
+
+
+def test_study_form_names_bad_seeds(client, admin):
+    client.force_login(admin)
+    html = client.post("/studies/new/", {"name": "X", "tasks": ["steady"], "seeds": "seven", "quota": 1,
+                                         "policy": "balanced", "random_seed": 0}).content.decode()
+    assert "seeds: seeds must be whole numbers separated by spaces" in html
+
+
+def test_non_staff_cannot_create_a_study(client, db):
+    client.force_login(make_user("plain"))
+    html = client.post("/studies/new/", {"name": "X", "tasks": ["steady"], "seeds": "7", "quota": 1,
+                                         "policy": "balanced", "random_seed": 0}).content.decode()
+    assert "plain may not create studies (staff only)" in html
+
+
+def test_admin_adds_a_reviewer_by_username(client, admin, study):
+    make_user("rita")
+    client.force_login(admin)
+    client.post(f"/studies/{study.pk}/members/", {"username": "rita", "role": "reviewer"})
+    assert study.memberships.filter(user__username="rita", role="reviewer").exists()
+
+
+def test_coordinator_cannot_add_team_members(coord_client, study):
+    make_user("rita")
+    response = coord_client.post(f"/studies/{study.pk}/members/", {"username": "rita", "role": "admin"})
+    assert response.status_code == 403
+
+
+def test_unknown_username_is_named(client, admin, study):
+    client.force_login(admin)
+    html = client.post(f"/studies/{study.pk}/members/", {"username": "ghost", "role": "reviewer"},
+                       follow=True).content.decode()
+    assert "no user named &#x27;ghost&#x27;" in html
+
+
+def test_quota_is_set_from_the_cells_panel(coord_client, study, cell):
+    coord_client.post(f"/studies/{study.pk}/quota/", {"cell": cell.pk, "quota": 3})
+    cell.refresh_from_db()
+    assert cell.quota == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_monitor_websocket_refuses_a_coordinator_of_another_study():
+    from config.asgi import application
+    from django.contrib.auth import get_user_model
+    from django.test import AsyncClient
+    from studies.design import create_study
+
+    root = get_user_model().objects.create_superuser("ws-root", password=None)
+    study_b = create_study(root, "WS-B", ["steady"], [7])
+    outsider = make_user("ws-outsider")
+    add_member(root, create_study(root, "WS-A", ["steady"], [7]), outsider, Role.COORDINATOR)
+
+    async def run():
+        c = AsyncClient()
+        await c.aforce_login(outsider)
+        comm = WebsocketCommunicator(application, f"/ws/studies/{study_b.pk}/monitor/",
+                                     headers=[(b"cookie", f"sessionid={c.cookies['sessionid'].value}".encode()),
+                                              (b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+        connected, code = await comm.connect()
+        return connected, code
+
+    assert async_to_sync(run)() == (False, 4403)
