@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "console",
     "studies",
     "jobs",
+    "explorer",
 ]
 
 MIDDLEWARE = [
@@ -163,3 +164,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / ".staticfiles"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The trial explorer judges imported trials against these calibration files (the first
+# is the ladder page's); a trial's manifest picks one by hash.
+EXPLORER_CALIBRATIONS = [BASE_DIR / "calibration" / "public.json", BASE_DIR / "calibration" / "held-out.json"]

@@ -5,6 +5,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("explorer/", include("explorer.urls")),
     path("studies/", include("studies.urls")),
     path("", include("console.urls")),
 ]

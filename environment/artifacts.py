@@ -5,14 +5,17 @@ from), ``summary.json`` (who played, how it ended), ``actions.jsonl`` (every cal
 with its arguments, enough to replay), ``ledger.jsonl`` (every money movement),
 ``windows.jsonl`` (balances and dense-reward deltas per window), ``events.jsonl``,
 ``observations.jsonl.gz`` (every tool result exactly as returned) and
-``manifest.json`` (source version, world, task file and calibration hashes).
-Everything is first written to a sibling temporary folder that is renamed into
+``manifest.json`` (source version, world, task file and calibration hashes, and
+under ``files`` the SHA-256 of every other file, so a reader can tell an edited
+folder from the one the engine wrote; manifests written before it have no
+``files``).  Everything is first written to a sibling temporary folder that is renamed into
 place, so a crash never leaves a folder that looks complete.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -33,6 +36,11 @@ def _jsonl(rows) -> str:
 
 
 OBSERVATIONS = "observations.jsonl.gz"
+
+
+def file_digest(data: bytes) -> str:
+    """How the manifest names a file's content: ``sha256:<hex>``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, world_hash: str,
@@ -62,16 +70,18 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
         "ledger.jsonl": ep.ledger.to_jsonl(),
         "windows.jsonl": _jsonl(windows),
         "events.jsonl": _jsonl(ep.event_log),
-        "manifest.json": json.dumps({
-            "source_version": __version__, "world_hash": world_hash, "task": ep.task.id,
-            "task_file_hash": ep.task.file_hash, "calibration_hash": calibration_hash, "seed": ep.seed,
-        }, indent=2) + "\n",
     }
-    for name, text in files.items():
-        (tmp / name).write_text(text)
+    payloads = {name: text.encode() for name, text in files.items()}
     if ep.observations is not None:
         stream = "".join(json.dumps({"call": i + 1, "result": text}) + "\n" for i, text in enumerate(ep.observations))
-        (tmp / OBSERVATIONS).write_bytes(gzip.compress(stream.encode(), mtime=0))
+        payloads[OBSERVATIONS] = gzip.compress(stream.encode(), mtime=0)
+    payloads["manifest.json"] = (json.dumps({
+        "source_version": __version__, "world_hash": world_hash, "task": ep.task.id,
+        "task_file_hash": ep.task.file_hash, "calibration_hash": calibration_hash, "seed": ep.seed,
+        "files": {name: file_digest(data) for name, data in sorted(payloads.items())},
+    }, indent=2) + "\n").encode()
+    for name, data in payloads.items():
+        (tmp / name).write_bytes(data)
     if out.exists():
         out.rmdir()
     tmp.replace(out)

@@ -3,7 +3,9 @@
 Written beside the calibration file as ``<name>.report.md`` (a Markdown table like
 the paper's Table 6) and ``<name>.ladder.svg`` (one row per task, one marker per
 seed and anchor, the threshold as a tick, like its Figure 3).  Plain SVG, so the
-chart needs no plotting library.
+chart needs no plotting library.  :func:`svg` also takes optional marks, the
+results of other players (people, models) on the same rows; without them it
+draws exactly the calibration chart.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from pathlib import Path
 
 LADDER = ("blast-list", "rule-based", "smart-triage")
 COLOURS = {"blast-list": "#d95f02", "rule-based": "#7570b3", "smart-triage": "#1b9e77", "exploiter": "#999999"}
+# Marks for other players' results: an outlined diamond for people, a filled triangle for
+# models, an outlined square for one trial shown on its own.
+MARK_KINDS = {"human": ("M0,-6 L6,0 L0,6 L-6,0 Z", "white", "#111111"), "model": ("M0,-6 L6,5 L-6,5 Z", "#e7298a", "none"),
+              "this trial": ("M-5,-5 H5 V5 H-5 Z", "white", "#111111")}
 
 
 def table(doc: dict) -> str:
@@ -31,7 +37,13 @@ def table(doc: dict) -> str:
     return f"Anchor composites and thresholds per cell (seeds {seeds_line}, in that order).\n\n" + "\n".join(lines)
 
 
-def svg(doc: dict) -> str:
+def _esc(text: str) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def svg(doc: dict, marks: list[dict] | tuple = ()) -> str:
+    """The ladder chart; ``marks`` are ``{"task", "seed", "value", "kind", "label"}`` (kind: a key of
+    :data:`MARK_KINDS`), drawn on their task's row and keyed at the bottom right."""
     tasks = list(doc["tasks"])
     row_h, left, width = 28, 130, 560
     height = row_h * len(tasks) + 70
@@ -55,6 +67,11 @@ def svg(doc: dict) -> str:
                 v = cell["anchors"][anchor]["reward_composite"]
                 parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="4" fill="{COLOURS[anchor]}" '
                              f'fill-opacity="0.8"><title>{tid} seed {k} {anchor} {v:.3f}</title></circle>')
+        for mark in (m for m in marks if m["task"] == tid):
+            shape, fill, stroke = MARK_KINDS[mark["kind"]]
+            parts.append(f'<path d="{shape}" transform="translate({x(float(mark["value"])):.1f},{y})" '
+                         f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"><title>{tid} seed {mark["seed"]} '
+                         f'{_esc(mark["label"])} {float(mark["value"]):.3f}</title></path>')
     lx = left
     for anchor in (*LADDER, "exploiter"):
         parts.append(f'<circle cx="{lx}" cy="10" r="4" fill="{COLOURS[anchor]}"/>'
@@ -62,6 +79,12 @@ def svg(doc: dict) -> str:
         lx += 110
     parts.append(f'<line x1="{lx}" y1="3" x2="{lx}" y2="17" stroke="black" stroke-width="2"/>'
                  f'<text x="{lx + 6}" y="14">threshold</text>')
+    kinds = sorted({m["kind"] for m in marks})
+    for i, kind in enumerate(kinds):
+        mx = left + width - 85 * (len(kinds) - i)
+        shape, fill, stroke = MARK_KINDS[kind]
+        parts.append(f'<path d="{shape}" transform="translate({mx},{height - 12})" fill="{fill}" stroke="{stroke}" '
+                     f'stroke-width="1.5"/><text x="{mx + 10}" y="{height - 8}">{kind}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 

@@ -73,6 +73,9 @@ def _validation_error(exc):
 # Kinds of scheduled happenings, processed in (time, sequence) order as windows close.
 DEADLINE, DELIVERY, RETURN_REQUEST, ESCALATION, SETTLEMENT, PO_ARRIVAL = range(6)
 
+# Per-window order counters in the window log (the window that just closed).
+ORDER_FLOW = ("orders_placed", "shipped_on_time", "shipped_late", "auto_shipped", "orders_cancelled")
+
 
 class Episode:
     def __init__(self, task: Task, seed: int, world: World | None = None, *, record: bool = False) -> None:
@@ -105,6 +108,8 @@ class Episode:
         self.event_log: list[dict] = []
         self.window_log: list[dict] = []
         self.action_log: list[dict] = []
+        self._flow_mark = 0  # order numbers below this have been counted as placed
+        self._awaiting: dict[str, OrderRec] = {}  # orders still awaiting shipment at the last row
         self._arm()
 
     # -- randomness -----------------------------------------------------------
@@ -396,8 +401,36 @@ class Episode:
             "deposit_cents": b[Account.DEPOSIT], "net_assets_cents": self.ledger.net_assets(),
             "inventory_units": self.stock_units,
             "inventory_cost_cents": self.inventory_cost(), "dense_value_cents": self.dense_value(),
-            "rating": round(self.rating, 4),
+            "rating": round(self.rating, 4), **self._order_flow(),
         })
+
+    def _order_flow(self) -> dict[str, int]:
+        """Orders placed, and orders that left "awaiting shipment", since the previous row.
+
+        Counting only: nothing here moves the store.  The opening row counts nothing and
+        starts the watch on the orders already open.
+        """
+        flow = dict.fromkeys(ORDER_FLOW, 0)
+        if not self.window_log:
+            self._awaiting = {o.id: o for o in self.orders.values() if o.status == OrderState.OPEN}
+            self._flow_mark = self.next_order_no
+            return flow
+        for no in range(self._flow_mark, self.next_order_no):
+            order = self.orders[f"ORD-{no}"]
+            self._awaiting[order.id] = order
+            flow["orders_placed"] += 1
+        self._flow_mark = self.next_order_no
+        for order in list(self._awaiting.values()):
+            if order.status == OrderState.OPEN:
+                continue
+            del self._awaiting[order.id]
+            if order.status == OrderState.AUTO_SHIPPED:
+                flow["auto_shipped"] += 1
+            elif order.status in (OrderState.SHIPPED, OrderState.DELIVERED):
+                flow["shipped_on_time" if order.on_time else "shipped_late"] += 1
+            else:
+                flow["orders_cancelled"] += 1
+        return flow
 
     # -- the tool surface ---------------------------------------------------------------
 

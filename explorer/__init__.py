@@ -1,0 +1,1 @@
+"""The trial explorer: imported trial folders, their pages, comparisons and the calibration ladder."""

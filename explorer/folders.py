@@ -1,0 +1,197 @@
+"""Reading a trial folder and deciding whether to trust it.
+
+A folder is refused, with a reason that names the file, when a file it must have
+is missing or unreadable, when a file does not match the SHA-256 the manifest
+records for it (``environment/artifacts.py`` writes them under ``files``), when
+the manifest, summary and score disagree about the cell, or when the score's net
+assets are not what the ledger adds up to.  A manifest written before per-file
+checksums existed is accepted as *unchecked*; the ledger check still applies.
+
+The content hash names the folder's bytes, not its path: a copy of a folder
+imported from elsewhere is the same trial.  Floats in the JSON files are read as
+Decimal, so no score figure ever passes through binary floating point.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from environment.artifacts import OBSERVATIONS, file_digest
+
+REQUIRED = ("manifest.json", "score.json", "summary.json", "actions.jsonl", "ledger.jsonl", "windows.jsonl",
+            "events.jsonl")
+OPTIONAL = (OBSERVATIONS,)
+SCORE_FIELDS = ("reward_composite", "business", "reliability", "continuity", "business_raw", "net_assets")
+SUMMARY_FIELDS = ("task", "seed", "termination", "windows_played", "windows_total")
+TERMINATIONS = ("horizon", "stopped", "suspended")
+ROW_FIELDS = {
+    "windows.jsonl": ("at", "cash_cents", "receivable_cents", "in_transit_cents", "net_assets_cents",
+                      "inventory_units", "inventory_cost_cents", "dense_value_cents", "rating"),
+    "actions.jsonl": ("tool",),
+    "events.jsonl": ("at", "kind", "channel"),
+}
+CHANNELS = ("announced", "rumoured", "silent")
+CENT = Decimal("0.01")
+
+
+class FolderRefused(Exception):
+    """The folder cannot be imported; ``reason`` says why and names the file."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class TrialFolder:
+    path: Path
+    content_hash: str
+    checksums_verified: bool
+    manifest: dict
+    summary: dict
+    score: dict
+    windows: list[dict]
+    actions: list[dict]
+    events: list[dict]
+    observations: list[str] | None
+
+
+def _json(name: str, data: bytes):
+    try:
+        return json.loads(data, parse_float=Decimal)
+    except ValueError as exc:
+        raise FolderRefused(f"{name} is not valid JSON ({exc})") from exc
+
+
+def _jsonl(name: str, data: bytes) -> list:
+    rows = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line, parse_float=Decimal))
+        except ValueError as exc:
+            raise FolderRefused(f"{name} line {number} is not valid JSON ({exc})") from exc
+    return rows
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    if not folder.is_dir():
+        raise FolderRefused(f"{folder} is not a folder")
+    missing = [name for name in REQUIRED if not (folder / name).is_file()]
+    if missing:
+        raise FolderRefused(f"the folder has no {', '.join(missing)}")
+    return {name: (folder / name).read_bytes() for name in (*REQUIRED, *OPTIONAL) if (folder / name).is_file()}
+
+
+def _check_files(manifest: dict, contents: dict[str, bytes]) -> bool:
+    """True when the manifest carries checksums and every file matches them."""
+    recorded = manifest.get("files")
+    if recorded is None:
+        return False
+    if not isinstance(recorded, dict):
+        raise FolderRefused("manifest.json: 'files' must map file names to checksums")
+    for name, data in contents.items():
+        if name == "manifest.json":
+            continue
+        if name not in recorded:
+            raise FolderRefused(f"{name} is not covered by the checksums in manifest.json")
+        if file_digest(data) != recorded[name]:
+            raise FolderRefused(f"{name} does not match its checksum in manifest.json (the file was changed "
+                                "after the trial was written)")
+    absent = sorted(set(recorded) - set(contents))
+    if absent:
+        raise FolderRefused(f"manifest.json lists {', '.join(absent)}, which the folder does not have")
+    return True
+
+
+def _check_cell(manifest: dict, summary: dict, score: dict) -> None:
+    for key in ("task", "seed"):
+        if key not in manifest:
+            raise FolderRefused(f"manifest.json has no {key!r}")
+    for key in SUMMARY_FIELDS:
+        if key not in summary:
+            raise FolderRefused(f"summary.json has no {key!r}")
+    for key in SCORE_FIELDS:
+        if not isinstance(score.get(key), int | Decimal):
+            raise FolderRefused(f"score.json: {key!r} is missing or not a number")
+    if (summary["task"], summary["seed"]) != (manifest["task"], manifest["seed"]):
+        raise FolderRefused(f"summary.json is for {summary['task']} seed {summary['seed']}, manifest.json for "
+                            f"{manifest['task']} seed {manifest['seed']}")
+    if score.get("seed", manifest["seed"]) != manifest["seed"] or score.get("task", manifest["task"]) != manifest["task"]:
+        raise FolderRefused(f"score.json is for {score.get('task')} seed {score.get('seed')}, manifest.json for "
+                            f"{manifest['task']} seed {manifest['seed']}")
+    if summary["termination"] not in TERMINATIONS:
+        raise FolderRefused(f"summary.json: termination {summary['termination']!r} is not one of "
+                            f"{', '.join(TERMINATIONS)}")
+
+
+def _check_ledger(ledger: list[dict], score: dict) -> None:
+    try:
+        cents = sum(int(entry["amount_cents"]) for entry in ledger)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FolderRefused(f"ledger.jsonl has an entry without a whole amount_cents ({exc})") from exc
+    recorded = Decimal(score["net_assets"]).quantize(CENT)
+    if Decimal(cents) / 100 != recorded:
+        raise FolderRefused(f"score.json net_assets {recorded} is not what ledger.jsonl adds up to "
+                            f"({Decimal(cents) / 100})")
+
+
+def _rows(name: str, data: bytes) -> list[dict]:
+    rows = _jsonl(name, data)
+    for number, row in enumerate(rows, start=1):
+        missing = [key for key in ROW_FIELDS[name] if not isinstance(row, dict) or key not in row]
+        if missing:
+            raise FolderRefused(f"{name} row {number} has no {', '.join(missing)}")
+        if name == "events.jsonl" and row["channel"] not in CHANNELS:
+            raise FolderRefused(f"{name} row {number}: channel {row['channel']!r} is not one of {', '.join(CHANNELS)}")
+    return rows
+
+
+def read_folder(path: str | Path) -> TrialFolder:
+    folder = Path(path)
+    contents = _contents(folder)
+    manifest = _json("manifest.json", contents["manifest.json"])
+    if not isinstance(manifest, dict):
+        raise FolderRefused("manifest.json is not a JSON object")
+    verified = _check_files(manifest, contents)
+    summary = _json("summary.json", contents["summary.json"])
+    score = _json("score.json", contents["score.json"])
+    if not isinstance(summary, dict) or not isinstance(score, dict):
+        raise FolderRefused("summary.json and score.json must be JSON objects")
+    _check_cell(manifest, summary, score)
+    _check_ledger(_jsonl("ledger.jsonl", contents["ledger.jsonl"]), score)
+    observations = None
+    if OBSERVATIONS in contents:
+        try:
+            stream = gzip.decompress(contents[OBSERVATIONS])
+        except (OSError, EOFError) as exc:
+            raise FolderRefused(f"{OBSERVATIONS} is not a readable gzip file ({exc})") from exc
+        observations = [row["result"] for row in _jsonl(OBSERVATIONS, stream)]
+    digest = hashlib.sha256()
+    for name in sorted(contents):
+        digest.update(f"{name}\0{file_digest(contents[name])}\n".encode())
+    return TrialFolder(
+        path=folder, content_hash="sha256:" + digest.hexdigest(), checksums_verified=verified,
+        manifest=manifest, summary=summary, score=score,
+        windows=_rows("windows.jsonl", contents["windows.jsonl"]),
+        actions=_rows("actions.jsonl", contents["actions.jsonl"]),
+        events=_rows("events.jsonl", contents["events.jsonl"]),
+        observations=observations,
+    )
+
+
+def trial_folders(paths: list[str | Path]) -> list[Path]:
+    """The trial folders named: each path is a trial folder, or a folder of them (a batch)."""
+    found = []
+    for path in map(Path, paths):
+        if path.is_dir() and not (path / "manifest.json").exists():
+            children = sorted(child for child in path.iterdir() if (child / "manifest.json").is_file())
+            found += children or [path]
+        else:
+            found.append(path)
+    return found

@@ -1,0 +1,26 @@
+"""``manage.py import_trials DIR...``: import trial folders, one line of progress per folder.
+
+A DIR is a trial folder or a folder of trial folders (``storebench batch`` output).
+Exits 1 when any folder was refused; the refused ones are named with the reason.
+"""
+from django.core.management.base import BaseCommand, CommandError
+
+from explorer.importing import ImportStatus, import_trials
+
+
+class Command(BaseCommand):
+    help = "Import trial folders (from storebench run/batch, MCP sessions or human shifts) into the explorer."
+
+    def add_arguments(self, parser):
+        parser.add_argument("dirs", nargs="+", metavar="DIR", help="a trial folder, or a folder of them")
+
+    def handle(self, *args, **options):
+        def progress(i: int, total: int, outcome) -> None:
+            style = self.style.ERROR if outcome.status == ImportStatus.REFUSED else (lambda text: text)
+            self.stdout.write(style(f"[{i}/{total}] {outcome.line()}"))
+
+        outcomes = import_trials(options["dirs"], progress)
+        counts = {status: sum(o.status == status for o in outcomes) for status in ImportStatus}
+        self.stdout.write(", ".join(f"{n} {status.label.lower()}" for status, n in counts.items()))
+        if counts[ImportStatus.REFUSED]:
+            raise CommandError(f"{counts[ImportStatus.REFUSED]} of {len(outcomes)} folders refused")

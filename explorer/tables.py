@@ -1,0 +1,39 @@
+"""A downloadable table: named columns and rows, rendered as CSV or JSON.
+
+Decimals are written as their exact text in both formats, so a score downloaded
+as JSON reads back to the same digits it was imported with.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+
+
+def _plain(value):
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+@dataclass
+class Table:
+    name: str  # the download's file name, without extension
+    columns: tuple[str, ...]
+    rows: list[tuple]
+
+    def as_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(self.columns)
+        for row in self.rows:
+            writer.writerow(["" if v is None else _plain(v) for v in row])
+        return out.getvalue()
+
+    def as_json(self) -> str:
+        rows = [{c: (str(v) if isinstance(v, Decimal) else v) for c, v in zip(self.columns, row)} for row in self.rows]
+        return json.dumps({"table": self.name, "columns": list(self.columns), "rows": rows}, indent=1) + "\n"

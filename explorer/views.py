@@ -1,0 +1,168 @@
+"""Views: validate the request, call one service function, render or send the download.
+
+Every page needs a signed-in user; the task's events reach a page or a chart only
+when :func:`explorer.access.is_researcher` says so.
+"""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from . import services
+from .access import is_researcher
+from .forms import ActionLogForm, CompareForm
+from .measures import BY_SLUG
+from .tables import Table
+
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+def _download(body: str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _table(table: Table, fmt: str) -> HttpResponse:
+    body = table.as_csv() if fmt == "csv" else table.as_json()
+    return _download(body, CONTENT_TYPES[fmt], f"{table.name}.{fmt}")
+
+
+def _svg(body: str, filename: str) -> HttpResponse:
+    return _download(body, "image/svg+xml", filename)
+
+
+def _measure(slug: str) -> str:
+    if slug not in BY_SLUG:
+        raise Http404(f"no chart {slug!r}")
+    return slug
+
+
+@login_required
+@require_GET
+def trial_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "explorer/trial_list.html", {"groups": services.cell_groups(),
+                                                        "researcher": is_researcher(request.user)})
+
+
+@login_required
+@require_GET
+def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    form = ActionLogForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(f"Bad action-log filter: {form.errors.as_text()}", status=400, content_type="text/plain")
+    researcher = is_researcher(request.user)
+    page = services.trial_page(pk, researcher=researcher, family=form.cleaned_data["family"],
+                               page=form.cleaned_data["page"] or 1)
+    return render(request, "explorer/trial.html", {"page": page, "trial": page.trial, "researcher": researcher})
+
+
+@login_required
+@require_GET
+def trial_chart(request: HttpRequest, pk: int, measure: str) -> HttpResponse:
+    svg = services.trial_chart(pk, _measure(measure), researcher=is_researcher(request.user))
+    return _svg(svg, f"trial-{pk}-{measure}.svg")
+
+
+@login_required
+@require_GET
+def trial_components(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    return _table(services.components_table(pk), fmt)
+
+
+@login_required
+@require_GET
+def trial_windows(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    return _table(services.windows_table(pk), fmt)
+
+
+@login_required
+@require_GET
+def trial_actions(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    form = ActionLogForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(f"Bad action-log filter: {form.errors.as_text()}", status=400, content_type="text/plain")
+    return _table(services.actions_table(pk, form.cleaned_data["family"]), fmt)
+
+
+@login_required
+@require_GET
+def trial_events(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    if not is_researcher(request.user):
+        return HttpResponse("The task's events are shown to researchers only.", status=403, content_type="text/plain")
+    return _table(services.events_table(pk), fmt)
+
+
+@login_required
+@require_GET
+def trial_call(request: HttpRequest, pk: int, seq: int) -> JsonResponse:
+    return JsonResponse(services.call_detail(pk, seq), json_dumps_params={"indent": 1})
+
+
+def _compare_ids(request: HttpRequest) -> tuple[list[int] | None, str]:
+    form = CompareForm(request.GET)
+    if not form.is_valid():
+        return None, " ".join(form.errors["trial"])
+    return form.cleaned_data["trial"], ""
+
+
+@login_required
+@require_GET
+def compare(request: HttpRequest) -> HttpResponse:
+    ids, problem = _compare_ids(request)
+    if ids is None:
+        return render(request, "explorer/compare.html", {"problem": problem}, status=400)
+    researcher = is_researcher(request.user)
+    try:
+        page = services.compare_page(ids, researcher=researcher)
+    except services.CompareRefused as exc:
+        return render(request, "explorer/compare.html", {"problem": str(exc)}, status=400)
+    query = "&".join(f"trial={pk}" for pk in ids)
+    return render(request, "explorer/compare.html", {"page": page, "query": query, "researcher": researcher})
+
+
+@login_required
+@require_GET
+def compare_chart(request: HttpRequest, measure: str) -> HttpResponse:
+    ids, problem = _compare_ids(request)
+    if ids is None:
+        return HttpResponse(problem, status=400, content_type="text/plain")
+    try:
+        svg = services.compare_chart(ids, _measure(measure), researcher=is_researcher(request.user))
+    except services.CompareRefused as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain")
+    return _svg(svg, f"compare-{'-'.join(map(str, ids))}-{measure}.svg")
+
+
+@login_required
+@require_GET
+def compare_components(request: HttpRequest, fmt: str) -> HttpResponse:
+    ids, problem = _compare_ids(request)
+    if ids is None:
+        return HttpResponse(problem, status=400, content_type="text/plain")
+    try:
+        table = services.compare_table(ids)
+    except services.CompareRefused as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain")
+    return _table(table, fmt)
+
+
+@login_required
+@require_GET
+def ladder(request: HttpRequest) -> HttpResponse:
+    return render(request, "explorer/ladder.html", {"page": services.ladder_page(),
+                                                    "researcher": is_researcher(request.user)})
+
+
+@login_required
+@require_GET
+def ladder_chart(request: HttpRequest) -> HttpResponse:
+    return _svg(services.ladder_svg(), "ladder.svg")
+
+
+@login_required
+@require_GET
+def ladder_download(request: HttpRequest, fmt: str) -> HttpResponse:
+    return _table(services.ladder_table(), fmt)
