@@ -1,13 +1,23 @@
 """Shift services: the only place the console touches the environment.
 
-Every tool call goes through an in-memory MCP client connected to an MCP server built
-over the shift's live episode (``episode_client(build_server(lambda: ep))``), so a
-participant sees byte for byte what an agent sees.  The stored calls are the source of
-truth: the live episode is a process-local cache, rebuilt on demand by replaying the
-calls that reached the core (``play_actions(ep, actions, stop=False)``), which is
-deterministic.  A per-shift lock serialises calls within a process, and a check of the
-number of replayable calls against the database catches a cache made stale by another
-process; on PostgreSQL the shift row is also locked while a call is stored.
+Every tool call goes through an MCP client session connected in memory to an MCP server
+built over the shift's live episode (``build_server(lambda: ep)``), so a participant sees
+byte for byte what an agent sees.  The stored calls are the source of truth: the live
+episode is a process-local cache, rebuilt on demand by replaying the calls that reached
+the core (``play_actions(ep, actions, stop=False)``), which is deterministic.
+
+The cache entry of a shift holds its episode, one MCP client session kept open for as
+long as the entry lives (:class:`mcp_client.client.SyncEpisodeClient`; closed when the
+entry is evicted or replaced), and a light record of every stored call, from which a
+call's reply (header, inbox, cached views) is built without reading the calls back.
+
+A per-shift lock serialises calls within a process.  Each call is one transaction: it
+reads the shift (locking its row on PostgreSQL; SQLite takes its write lock at BEGIN),
+counts the calls that reached the core in the same query that finds the next seq and a
+repeated call id, makes the MCP call and stores it; the reply leaves only after the
+commit.  A count that differs from the cache's (another process stored a call) replays
+the cache afresh, under that lock, before the call is made, so two processes never act
+on stale state.
 
 Only :func:`end_shift` reaches the core directly: settlement and grading are not tools.
 
@@ -23,18 +33,19 @@ told (:mod:`console.live`), which pushes the header to open pages.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, F, TextField, Value, When
 from django.utils import timezone
 
 from environment.api import arm, cell_constants, grade
@@ -43,7 +54,7 @@ from environment.engine import Episode
 from environment.tasks import get_task
 from environment.tools import REGISTRY
 from environment.trial import play_actions
-from mcp_client.client import CallOutcome, episode_client
+from mcp_client.client import SyncEpisodeClient
 from mcp_client.server import build_server
 
 from .live import announce
@@ -133,16 +144,41 @@ def parse_result(text: str) -> ParsedResult:
 # --- the live episodes (process cache) --------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Record:
+    """What the workspace needs of one stored call, kept beside the live episode so a
+    call's reply is built without reading the shift's calls back.  ``result_text`` is
+    kept for successful ``list_returns`` calls only (the inbox), and is "" otherwise."""
+
+    seq: int
+    tool: str
+    arguments: dict
+    is_error: bool
+    reached_core: bool
+    header: str
+    result_text: str
+
+
+def _keeps_text(tool: str, is_error: bool) -> bool:
+    return tool == "list_returns" and not is_error
+
+
 @dataclass
 class _Live:
     episode: Episode
-    server: Any
+    session: SyncEpisodeClient  # one MCP client session for the shift's life in this process
     applied: int  # calls replayed or made through this cache that reached the core
+    records: list[_Record]  # every stored call this cache knows, in order
+    window: int | None  # window of the last stored header: the window the next call is made in
 
 
 _cache: dict[int, _Live] = {}
 _locks: dict[int, threading.RLock] = {}
 _guard = threading.Lock()
+# SQLite has one writer at a time: this process's writers of calls queue here, and the next
+# one goes as soon as the last commits, instead of polling in SQLite's busy handler (sleeps
+# of 1, 2, 5, 10, ... ms).  Other processes still wait in the busy handler.
+_sqlite_writer = threading.Lock()
 
 
 def _lock(shift_id: int) -> threading.RLock:
@@ -153,15 +189,32 @@ def _lock(shift_id: int) -> threading.RLock:
         return lock
 
 
+def _forget_after_fork() -> None:
+    # A forked child has none of the parent's threads: the sessions' worker threads and any
+    # lock a parent thread held are gone with them.  Start the child with an empty cache.
+    global _guard, _sqlite_writer
+    _cache.clear()
+    _locks.clear()
+    _guard, _sqlite_writer = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def clear_cache() -> None:
-    """Forget every live episode (what a server restart does)."""
+    """Forget every live episode (what a server restart does), closing their sessions."""
     with _guard:
-        _cache.clear()
+        ids = list(_cache)
+    for shift_id in ids:
+        _evict(shift_id)
 
 
 def _evict(shift_id: int) -> None:
-    with _guard:
-        _cache.pop(shift_id, None)
+    with _lock(shift_id):
+        with _guard:
+            live = _cache.pop(shift_id, None)
+        if live is not None:
+            live.session.close()
 
 
 def _replayable(shift: Shift) -> list[dict]:
@@ -175,22 +228,29 @@ def replay_episode(shift: Shift) -> Episode:
     return play_actions(arm(shift.task_id, shift.seed), _replayable(shift), stop=False)
 
 
-def _live(shift: Shift) -> _Live:
-    """The shift's live episode; call under the shift's lock."""
-    expected = shift.calls.filter(reached_core=True).count()
-    live = _cache.get(shift.pk)
-    if live is None or live.applied != expected:
-        episode = replay_episode(shift)
-        live = _Live(episode, None, expected)
-        live.server = build_server(lambda: live.episode)
-        with _guard:
-            _cache[shift.pk] = live
+def _rebuild(shift: Shift) -> _Live:
+    """Replay the shift's stored calls into a new live episode with its own session, and
+    cache it (replacing, and closing, any previous one); call under the shift's lock."""
+    inbox_text = Case(When(tool="list_returns", is_error=False, then=F("result_text")),
+                      default=Value(""), output_field=TextField())
+    records = [_Record(*row) for row in shift.calls.order_by("seq").annotate(inbox_text=inbox_text)
+               .values_list("seq", "tool", "arguments", "is_error", "reached_core", "header", "inbox_text")]
+    replayed = [{"tool": r.tool, "arguments": r.arguments} for r in records if r.reached_core]
+    episode = play_actions(arm(shift.task_id, shift.seed), replayed, stop=False)
+    window = next((h.window for h in (parse_header(r.header) for r in reversed(records) if r.header) if h), None)
+    _evict(shift.pk)
+    live = _Live(episode, SyncEpisodeClient(build_server(lambda: episode)), len(replayed), records, window)
+    with _guard:
+        _cache[shift.pk] = live
     return live
 
 
-async def _mcp_call(server, tool: str, arguments: dict) -> CallOutcome:
-    async with episode_client(server) as client:
-        return await client.call(tool, arguments)
+def _live(shift: Shift) -> _Live:
+    """The shift's live episode, checked against the stored calls; call under the shift's lock."""
+    live = _cache.get(shift.pk)
+    if live is None or live.session.closed or live.applied != shift.calls.filter(reached_core=True).count():
+        live = _rebuild(shift)
+    return live
 
 
 # --- shifts ---------------------------------------------------------------------------
@@ -347,61 +407,135 @@ def resume_shift(shift: Shift) -> Shift:
     return shift
 
 
-def _window_of(shift: Shift) -> int | None:
-    last = shift.calls.exclude(header="").order_by("-seq").values_list("header", flat=True).first()
-    header = parse_header(last or "")
-    return header.window if header else None
-
-
 def call_tool(shift: Shift, tool: str, arguments: dict, call_id: str) -> ShiftCall:
     """Make one tool call through MCP and store it; idempotent per ``call_id``.
 
     A ``call_id`` already stored returns that call unchanged: nothing is sent, no
     operation is spent.  The call is saved (in a transaction) before it is returned.
     """
+    return _call(shift, tool, arguments, call_id)[0]
+
+
+def _call(shift: Shift, tool: str, arguments: dict, call_id: str) -> tuple[ShiftCall, bool, list[_Record] | None]:
+    """:func:`call_tool`, also saying whether the call is new and, when it is, the shift's
+    calls as this process knows them right after it (for the reply).
+
+    One transaction checks, calls and stores: it reads the shift (locking its row on
+    PostgreSQL; SQLite's write lock is taken at BEGIN), then in the same query the last
+    seq, the number of calls that reached the core and the seq of ``call_id`` if it is
+    already stored.  A count that differs from the cache's means another process stored a
+    call: the cache is replayed afresh there and then, under the lock, so nothing can be
+    stored meanwhile.  The MCP call is made inside the transaction, so no other process
+    can store a call on this shift between the check and the store.  If anything fails
+    after the episode took the call but before the commit, the cache is dropped: the next
+    call replays what is stored.
+    """
     if tool not in REGISTRY:
         raise ValueError(f"unknown tool {tool!r}")
     with _lock(shift.pk):
-        shift.refresh_from_db()
-        existing = ShiftCall.objects.filter(shift=shift, call_id=call_id).first()
-        if existing is not None:
-            return existing
-        enforce_deadline(shift)
-        if shift.status == Shift.Status.PAUSED:
-            raise ShiftPaused(PAUSED_MESSAGE)
-        if shift.status != Shift.Status.ACTIVE:
-            raise ShiftNotActive(f"The shift is {shift.get_status_display().lower()}: it takes no tool calls.")
-        live = _live(shift)
-        window = _window_of(shift)
-        before = len(live.episode.action_log)
-        outcome = async_to_sync(_mcp_call)(live.server, tool, arguments)
-        reached = len(live.episode.action_log) > before
-        if reached:
-            live.applied += 1
-        header = parse_header(outcome.text)
+        live = _cache.get(shift.pk)
+        if live is None or live.session.closed:
+            live = _rebuild(shift)  # before the transaction: a restart's replay holds no lock
+        writer = _sqlite_writer if connection.vendor == "sqlite" else nullcontext()
+        sent = stored = due = False
         try:
-            with transaction.atomic():
-                Shift.objects.select_for_update().filter(pk=shift.pk).first()
-                seq = (shift.calls.aggregate(m=Max("seq"))["m"] or 0) + 1
-                call = ShiftCall.objects.create(
-                    shift=shift, seq=seq, call_id=call_id, tool=tool, arguments=arguments,
-                    result_text=outcome.text, is_error=outcome.is_error, reached_core=reached,
-                    header=header.line if header else "",
-                    window=window if window is not None else (header.window if header else None),
-                )
+            with writer, transaction.atomic():
+                known = _read_locked(shift, call_id)
+                if known["mine"] is not None:
+                    return ShiftCall.objects.get(shift=shift, seq=known["mine"]), False, None
+                if shift.is_open and shift.deadline is not None and timezone.now() >= shift.deadline:
+                    due = True
+                else:
+                    if shift.status == Shift.Status.PAUSED:
+                        raise ShiftPaused(PAUSED_MESSAGE)
+                    if shift.status != Shift.Status.ACTIVE:
+                        raise ShiftNotActive(f"The shift is {shift.get_status_display().lower()}:"
+                                             " it takes no tool calls.")
+                    if known["applied"] != live.applied:
+                        live = _rebuild(shift)  # another process stored calls this cache has not seen
+                    sent = True
+                    call = _send_and_store(shift, live, tool, arguments, call_id, (known["last"] or 0) + 1)
+            stored = sent
         except IntegrityError:
-            # Stored concurrently elsewhere (another process): our episode has moved past
-            # the database, so forget it; the stored call (if it is ours) wins.
-            _evict(shift.pk)
+            # Stored concurrently by a writer that bypassed the lock: the stored call (if it
+            # is ours) wins.
             existing = ShiftCall.objects.filter(shift=shift, call_id=call_id).first()
             if existing is None:
                 raise
-            return existing
+            return existing, False, None
+        finally:
+            if sent and not stored:
+                _evict(shift.pk)
+        if due:
+            enforce_deadline(shift)
+            raise ShiftNotActive(f"The shift is {shift.get_status_display().lower()}: it takes no tool calls.")
+        records = list(live.records)
         if live.episode.over:
             end_shift(shift, f"store closed: {live.episode.end_reason}")
         else:
             announce(shift.pk)
-        return call
+        return call, True, records
+
+
+@cache
+def _locked_read_sql(vendor: str) -> tuple[str, str]:
+    """The statement that locks the shift's row ("" where there is no row lock) and the
+    one that then reads it with its calls' figures."""
+    q = connection.ops.quote_name
+    shifts, calls = q(Shift._meta.db_table), q(ShiftCall._meta.db_table)
+    lock = f"SELECT 1 FROM {shifts} WHERE id = %s FOR UPDATE" if connection.features.has_select_for_update else ""
+    read = (f"SELECT s.*,"
+            f" (SELECT MAX(c.seq) FROM {calls} c WHERE c.shift_id = s.id) AS known_last,"
+            f" (SELECT c.seq FROM {calls} c WHERE c.shift_id = s.id AND c.call_id = %s) AS known_mine,"
+            f" (SELECT COUNT(*) FROM {calls} c WHERE c.shift_id = s.id AND c.reached_core) AS known_applied"
+            f" FROM {shifts} s WHERE s.id = %s")
+    return lock, read
+
+
+def _read_locked(shift: Shift, call_id: str) -> dict:
+    """Lock the shift's row (PostgreSQL) until the transaction ends, then bring ``shift`` up
+    to date from it and read in the same query its calls' last seq, the seq of ``call_id``
+    if it is stored, and how many calls reached the core.
+
+    The lock is a statement of its own: under READ COMMITTED a statement that waited for
+    a row lock re-reads the locked row, but its subqueries still see the snapshot from
+    before the wait, which would miss the calls the lock holder just stored.  On SQLite
+    the transaction began with the database's write lock, so one statement does.
+
+    Raw SQL (through ``Shift.objects.raw``, which still converts the row's values) because
+    this runs on every call: the ORM takes about ten times longer to build the query with
+    its three correlated subqueries than SQLite takes to answer it."""
+    lock, read = _locked_read_sql(connection.vendor)
+    if lock:
+        with connection.cursor() as cursor:
+            cursor.execute(lock, [shift.pk])
+    rows = list(Shift.objects.raw(read, [call_id, shift.pk]))
+    if not rows:
+        raise Shift.DoesNotExist(f"shift {shift.pk} no longer exists")
+    row = rows[0]
+    for field in Shift._meta.concrete_fields:
+        setattr(shift, field.attname, getattr(row, field.attname))
+    return {"last": row.known_last, "mine": row.known_mine, "applied": row.known_applied}
+
+
+def _send_and_store(shift: Shift, live: _Live, tool: str, arguments: dict, call_id: str, seq: int) -> ShiftCall:
+    """Send the call over the live session and store it; inside the call's transaction."""
+    before = len(live.episode.action_log)
+    outcome = live.session.call(tool, arguments)
+    reached = len(live.episode.action_log) > before
+    header = parse_header(outcome.text)
+    call = ShiftCall.objects.create(
+        shift=shift, seq=seq, call_id=call_id, tool=tool, arguments=arguments,
+        result_text=outcome.text, is_error=outcome.is_error, reached_core=reached,
+        header=header.line if header else "",
+        window=live.window if live.window is not None else (header.window if header else None),
+    )
+    live.applied += reached
+    live.records.append(_Record(seq, tool, arguments, call.is_error, reached, call.header,
+                                call.result_text if _keeps_text(tool, call.is_error) else ""))
+    if header is not None:
+        live.window = header.window
+    return call
 
 
 @cache
@@ -555,12 +689,14 @@ class CallDone:
 
 
 def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str) -> CallDone:
-    """:func:`call_tool`, then the parts of the workspace that change with it."""
-    known = ShiftCall.objects.filter(shift=shift, call_id=call_id).exists()
-    call = call_tool(shift, tool, arguments, call_id)
-    shift.refresh_from_db()
-    calls = _stored_calls(shift)
-    return CallDone(shift=shift, call=call, fresh=not known, header=_last_header(calls),
+    """:func:`call_tool`, then the parts of the workspace that change with it.
+
+    For a new call they are computed from the calls the live cache holds (they are the
+    stored ones: the call's transaction checked the count); a repeated call id reads the
+    stored calls instead.  ``shift`` is brought up to date either way."""
+    call, fresh, records = _call(shift, tool, arguments, call_id)
+    calls = records if records is not None else _stored_calls(shift)
+    return CallDone(shift=shift, call=call, fresh=fresh, header=_last_header(calls),
                     inbox=_inbox(calls), cached=cached_views(calls))
 
 

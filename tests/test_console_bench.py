@@ -4,11 +4,16 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from console.models import Shift
 
 KEYS = {"participants", "calls_per_participant", "tool", "tool_page_median_ms", "noop_median_ms", "ratio",
         "tool_page_p90_ms", "noop_p90_ms", "errors", "wall_seconds"}
+ADDED = {"tool_page_cpu_median_ms", "noop_cpu_median_ms", "cpu_ratio", "tool_calls_per_second",
+         "single_tool_page_median_ms", "single_noop_median_ms", "single_ratio", "single_tool_page_cpu_median_ms",
+         "single_noop_cpu_median_ms", "single_cpu_ratio", "single_tool_page_process_cpu_median_ms",
+         "single_noop_process_cpu_median_ms", "single_process_cpu_ratio", "single_errors", "database_vendor"}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -17,10 +22,16 @@ def test_bench_console_prints_stable_json_and_cleans_up(capsys):
     # locks do not wait; concurrency is for real databases (the command's own runs).
     call_command("bench_console", "--participants", "1", "--calls", "3", "--json")
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == KEYS
+    assert set(list(result)[:len(KEYS)]) == KEYS and set(result) == KEYS | ADDED  # stable keys first
     assert result["participants"] == 1 and result["errors"] == 0 and result["tool"] == "list_orders"
     assert result["tool_page_median_ms"] > 0 and result["noop_median_ms"] > 0
     assert result["ratio"] == pytest.approx(result["tool_page_median_ms"] / result["noop_median_ms"], rel=0.01)
+    assert result["single_errors"] == 0 and result["database_vendor"] == connection.vendor
+    # the handler's CPU time cannot exceed the wall time measured around the same request
+    assert 0 < result["tool_page_cpu_median_ms"] <= result["tool_page_median_ms"]
+    assert result["cpu_ratio"] == pytest.approx(result["tool_page_cpu_median_ms"] / result["noop_cpu_median_ms"],
+                                                rel=0.01)
+    assert result["tool_calls_per_second"] > 0
     assert not get_user_model().objects.filter(username__startswith="bench-").exists()
     assert not Shift.objects.exists()
 

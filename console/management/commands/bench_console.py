@@ -9,9 +9,36 @@ test client calls the handler directly; there is no network). The no-op view exi
 only in this command's URLconf (``console.bench_urls``). The benchmark's users and
 shifts are deleted afterwards.
 
-The JSON keys are stable (``storebench bench`` reads them):
-``participants, calls_per_participant, tool, tool_page_median_ms, noop_median_ms,
-ratio, tool_page_p90_ms, noop_p90_ms, errors, wall_seconds``.
+Before the concurrent phase, one more participant runs alone (the same alternation,
+``--calls`` times each), so the uncontended figures come from the same run and process.
+
+What the figures mean:
+
+- ``*_median_ms``: wall time of ``Client.post``/``Client.get``, as before; under
+  concurrency this includes queueing for the GIL and for the database's locks.
+- ``*_cpu_median_ms``: CPU time of the handler's own thread (``time.thread_time_ns``
+  around the whole middleware stack, taken by a middleware this command adds first),
+  which excludes queueing.  It also excludes work the handler hands to other threads:
+  the MCP server runs the core call on its worker thread, and outside an ASGI server
+  the live notification runs on a thread ``async_to_sync`` starts.
+- ``single_*_process_cpu_median_ms``: CPU time of the whole process per request in the
+  uncontended phase (``time.process_time_ns``, every thread), which includes that
+  handed-off work: the honest per-request cost.
+- ``tool_calls_per_second``: tool calls completed in the concurrent phase over its wall
+  time (the no-op requests run in the same time).
+
+The JSON keys ``participants, calls_per_participant, tool, tool_page_median_ms,
+noop_median_ms, ratio, tool_page_p90_ms, noop_p90_ms, errors, wall_seconds`` are stable
+(``storebench bench`` reads them); the others are added after them.
+
+The database is the site's: ``DATABASE_URL`` chooses it, as for ``runserver``.  On
+PostgreSQL, with a database of your own, migrated first:
+
+    createdb -h 127.0.0.1 -U postgres storebench_bench
+    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/storebench_bench .venv/bin/python manage.py migrate
+    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/storebench_bench .venv/bin/python manage.py bench_console --json
+
+On a SQLite file: ``DATABASE_URL=sqlite:////tmp/bench.sqlite3`` (migrated the same way).
 """
 from __future__ import annotations
 
@@ -21,6 +48,7 @@ import threading
 import time
 import uuid
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
@@ -34,6 +62,27 @@ from console.services import begin_shift, assign_shift, clear_cache
 
 TOOL = "list_orders"
 MAX_CALLS = 100  # below the practice task's operation budget, so the store stays open
+
+
+TIMER = "console.management.commands.bench_console.handler_timer"
+
+
+def handler_timer(get_response):
+    """Middleware (outermost, added by this command only): CPU times of the handler,
+    put on the response as ``bench_thread_cpu_ns`` and ``bench_process_cpu_ns``."""
+
+    def timed(request):
+        thread_began, process_began = time.thread_time_ns(), time.process_time_ns()
+        response = get_response(request)
+        response.bench_thread_cpu_ns = time.thread_time_ns() - thread_began
+        response.bench_process_cpu_ns = time.process_time_ns() - process_began
+        return response
+
+    return timed
+
+
+def _ms(values_ns: list[int]) -> float:
+    return round(statistics.median(values_ns) / 1e6, 3)
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -59,27 +108,47 @@ class Command(BaseCommand):
         User = get_user_model()
         users = []
         try:
-            with override_settings(ROOT_URLCONF="console.bench_urls"):
+            with override_settings(ROOT_URLCONF="console.bench_urls", MIDDLEWARE=[TIMER, *settings.MIDDLEWARE]):
                 shifts = []
-                for index in range(participants):
+                for index in range(participants + 1):  # the last one runs alone, first
                     user = User.objects.create_user(f"bench-{run}-{index:03d}")
                     users.append(user)
                     BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION,
                                                            acknowledged_at=timezone.now())
                     task_id, seed = PRACTICE_CELL
                     shifts.append(begin_shift(assign_shift(user, task_id, seed, practice=True)))
-                result = self._measure(users, shifts, calls)
+                single = self._measure(users[-1:], shifts[-1:], calls)
+                result = self._measure(users[:-1], shifts[:-1], calls)
         finally:
             Shift.objects.filter(participant__in=users).delete()
             User.objects.filter(pk__in=[u.pk for u in users]).delete()
             clear_cache()
         result = {"participants": participants, "calls_per_participant": calls, "tool": TOOL, **result}
+        result.update({
+            "single_tool_page_median_ms": single["tool_page_median_ms"],
+            "single_noop_median_ms": single["noop_median_ms"],
+            "single_ratio": single["ratio"],
+            "single_tool_page_cpu_median_ms": single["tool_page_cpu_median_ms"],
+            "single_noop_cpu_median_ms": single["noop_cpu_median_ms"],
+            "single_cpu_ratio": single["cpu_ratio"],
+            "single_tool_page_process_cpu_median_ms": single["tool_page_process_cpu_median_ms"],
+            "single_noop_process_cpu_median_ms": single["noop_process_cpu_median_ms"],
+            "single_process_cpu_ratio": single["process_cpu_ratio"],
+            "single_errors": single["errors"],
+            "database_vendor": connection.vendor,
+        })
+        for key in ("tool_page_process_cpu_median_ms", "noop_process_cpu_median_ms", "process_cpu_ratio"):
+            del result[key]  # with other threads running, process time is theirs too
         if options["json"]:
             self.stdout.write(json.dumps(result))
         else:
             self.stdout.write(
-                f"{participants} participants x {calls} calls: tool page median {result['tool_page_median_ms']} ms,"
-                f" no-op view median {result['noop_median_ms']} ms, ratio {result['ratio']}"
+                f"{participants} participants x {calls} calls on {connection.vendor}: tool page median"
+                f" {result['tool_page_median_ms']} ms, no-op view median {result['noop_median_ms']} ms,"
+                f" ratio {result['ratio']}; handler CPU {result['tool_page_cpu_median_ms']} vs"
+                f" {result['noop_cpu_median_ms']} ms, ratio {result['cpu_ratio']};"
+                f" alone: {result['single_tool_page_median_ms']} vs {result['single_noop_median_ms']} ms,"
+                f" ratio {result['single_ratio']}; {result['tool_calls_per_second']} tool calls/s"
                 f" (errors: {result['errors']}, {result['wall_seconds']} s)")
 
     def _measure(self, users, shifts, calls) -> dict:
@@ -90,6 +159,7 @@ class Command(BaseCommand):
             clients.append(client)
         tool_ms: list[float] = []
         noop_ms: list[float] = []
+        cpu_ns: dict[str, list[int]] = {"tool": [], "noop": [], "tool_process": [], "noop_process": []}
         errors: list[str] = []
         record = threading.Lock()
         start = threading.Barrier(len(users))
@@ -98,6 +168,7 @@ class Command(BaseCommand):
             url = f"/shifts/{shift.pk}/call/"
             try:
                 mine_tool, mine_noop = [], []
+                mine_cpu: dict[str, list[int]] = {key: [] for key in cpu_ns}
                 client.get("/bench/noop")  # warm-up, untimed
                 start.wait()
                 for _ in range(calls):
@@ -107,14 +178,20 @@ class Command(BaseCommand):
                     mine_tool.append((time.perf_counter() - began) * 1000)
                     if response.status_code != 200:
                         errors.append(f"tool page answered {response.status_code}")
+                    mine_cpu["tool"].append(response.bench_thread_cpu_ns)
+                    mine_cpu["tool_process"].append(response.bench_process_cpu_ns)
                     began = time.perf_counter()
                     response = client.get("/bench/noop")
                     mine_noop.append((time.perf_counter() - began) * 1000)
                     if response.status_code != 200:
                         errors.append(f"no-op view answered {response.status_code}")
+                    mine_cpu["noop"].append(response.bench_thread_cpu_ns)
+                    mine_cpu["noop_process"].append(response.bench_process_cpu_ns)
                 with record:
                     tool_ms.extend(mine_tool)
                     noop_ms.extend(mine_noop)
+                    for key, values in mine_cpu.items():
+                        cpu_ns[key].extend(values)
             finally:
                 connection.close()
 
@@ -128,6 +205,8 @@ class Command(BaseCommand):
         if not tool_ms or not noop_ms:
             raise CommandError("no request completed: " + "; ".join(errors[:3]))
         tool_median, noop_median = statistics.median(tool_ms), statistics.median(noop_ms)
+        tool_cpu, noop_cpu = _ms(cpu_ns["tool"]), _ms(cpu_ns["noop"])
+        tool_process, noop_process = _ms(cpu_ns["tool_process"]), _ms(cpu_ns["noop_process"])
         return {
             "tool_page_median_ms": round(tool_median, 3),
             "noop_median_ms": round(noop_median, 3),
@@ -136,4 +215,11 @@ class Command(BaseCommand):
             "noop_p90_ms": round(_percentile(noop_ms, 0.9), 3),
             "errors": len(errors),
             "wall_seconds": round(wall, 2),
+            "tool_page_cpu_median_ms": tool_cpu,
+            "noop_cpu_median_ms": noop_cpu,
+            "cpu_ratio": round(tool_cpu / noop_cpu, 2) if noop_cpu else None,
+            "tool_calls_per_second": round(len(tool_ms) / wall, 1),
+            "tool_page_process_cpu_median_ms": tool_process,
+            "noop_process_cpu_median_ms": noop_process,
+            "process_cpu_ratio": round(tool_process / noop_process, 2) if noop_process else None,
         }
