@@ -110,14 +110,7 @@ def test_fifty_participants_lose_nothing(live_database, processes):
     assert total >= PARTICIPANTS  # everyone got through at least once
 
 
-TWO_PROCESS_RACE = (
-    "console.services.call_tool runs the call on the process's cached episode before it takes the "
-    "shift's row lock, so two server processes can both act on the state before the other's call; "
-    "seen here: a stored result differs from the replay.  Fix: take the row lock (select_for_update) "
-    "before checking the cache and hold it until the call is stored.")
-
-
-@pytest.mark.parametrize("servers", [1, pytest.param(2, marks=pytest.mark.xfail(reason=TWO_PROCESS_RACE))])
+@pytest.mark.parametrize("servers", [1, 2])
 def test_concurrent_calls_on_one_shift_are_serialised(live_database, processes, servers):
     from console.models import Shift, ShiftCall
     from environment.tools import REGISTRY
