@@ -60,3 +60,19 @@ def eager_celery_outside_service_tests(request):
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
     yield
     app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
+@pytest.fixture
+def fast_password_hashing(settings):
+    """Cheap password hashes: tests that sign people in do not need PBKDF2's cost."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def fresh_console_cache():
+    """No live episode or MCP session carried between tests, in either direction."""
+    from console import services
+
+    services.clear_cache()
+    yield
+    services.clear_cache()

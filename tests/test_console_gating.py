@@ -7,17 +7,7 @@ from django.contrib.auth import get_user_model
 from console import briefing, services
 from console.models import BriefingAcknowledgement, Shift
 
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    services.clear_cache()
-    yield
-    services.clear_cache()
+pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
 
 @pytest.fixture

@@ -3,36 +3,21 @@ import re
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import get_resolver, reverse
-from django.utils import timezone
 
 from console import services
-from console.briefing import BRIEFING_VERSION
-from console.models import BriefingAcknowledgement
 from environment.tasks import get_task
 from environment.tasks.model import EventKind
+from console_helpers import briefed_user
+
+pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
 HX = {"HTTP_HX_REQUEST": "true"}
 TASK, SEED = "counter-punch", 7
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    services.clear_cache()
-    yield
-    services.clear_cache()
-
-
 def make_user(name):
-    user = get_user_model().objects.create_user(name, password=f"pw-{name}-123")
-    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-    return user
+    return briefed_user(name)
 
 
 @pytest.fixture

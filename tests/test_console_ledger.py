@@ -3,24 +3,16 @@ give the same ledger, byte for byte."""
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.utils import timezone
 
 from console import services
-from console.briefing import BRIEFING_VERSION
-from console.models import BriefingAcknowledgement
 from environment.api import arm
 from environment.trial import play_actions
+from console_helpers import briefed_user
+
+pytestmark = pytest.mark.usefixtures("fresh_console_cache")
 
 HX = {"HTTP_HX_REQUEST": "true"}
 TASK, SEED = "counter-punch", 7
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    services.clear_cache()
-    yield
-    services.clear_cache()
 
 
 def result_json(response) -> dict:
@@ -33,8 +25,7 @@ def result_json(response) -> dict:
 
 
 def test_console_and_in_process_ledgers_are_identical(client, db):
-    user = get_user_model().objects.create_user("lena")
-    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+    user = briefed_user("lena", password=False)
     client.force_login(user)
     shift = services.assign_shift(user, TASK, SEED, practice=True)
     client.post(f"/shifts/{shift.pk}/start/")

@@ -5,30 +5,18 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.test import Client
-from django.utils import timezone
 
 from config.asgi import application
 from console import services
-from console.briefing import BRIEFING_VERSION
 from console.consumers import REFUSED
-from console.models import BriefingAcknowledgement
+from console_helpers import briefed_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    services.clear_cache()
-    yield
-    services.clear_cache()
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_console_cache")]
 
 
 def make_user(name):
-    user = get_user_model().objects.create_user(name)
-    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-    return user
+    return briefed_user(name, password=False)
 
 
 def session_headers(user) -> list[tuple[bytes, bytes]]:

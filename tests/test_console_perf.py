@@ -10,15 +10,16 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from console import services
-from console.briefing import BRIEFING_VERSION
-from console.models import BriefingAcknowledgement, Shift, ShiftCall
+from console.models import Shift, ShiftCall
 from mcp_client.client import SessionClosed, SyncEpisodeClient, episode_client
 from mcp_client.server import build_server
 
+from console_helpers import briefed_user
+
+pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 TASK, SEED = "counter-punch", 7
 HX = {"HTTP_HX_REQUEST": "true"}
 # session, user, the shift (ownership), BEGIN (a savepoint under the test's transaction),
@@ -38,23 +39,9 @@ SEQUENCE = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    services.clear_cache()
-    yield
-    services.clear_cache()
-
-
 @pytest.fixture
 def user(db):
-    bob = get_user_model().objects.create_user("bob", password="pw-bob-123")
-    BriefingAcknowledgement.objects.create(user=bob, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-    return bob
+    return briefed_user("bob")
 
 
 @pytest.fixture

@@ -11,31 +11,19 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from console import services
-from console.briefing import BRIEFING_VERSION
-from console.models import BriefingAcknowledgement, Shift, ShiftCall
+from console.models import Shift, ShiftCall
 from environment.tools import REGISTRY
+from console_helpers import briefed_user
+
+pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
 TASK, SEED = "counter-punch", 7
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    services.clear_cache()
-    yield
-    services.clear_cache()
-
-
 @pytest.fixture
 def user(db):
-    alice = get_user_model().objects.create_user("alice", password="pw-alice-123")
-    BriefingAcknowledgement.objects.create(user=alice, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-    return alice
+    return briefed_user("alice")
 
 
 @pytest.fixture

@@ -2,12 +2,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+pytestmark = pytest.mark.usefixtures("fast_password_hashing")
+
 DEMO_USERNAMES = {"admin", "coordinator", "participant"}
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def test_home_page_renders(client, db):

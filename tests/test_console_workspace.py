@@ -3,33 +3,18 @@ import re
 import uuid
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.utils import timezone
 
 from console import services
-from console.briefing import BRIEFING_VERSION
-from console.models import BriefingAcknowledgement, Shift
+from console_helpers import briefed_user
+
+pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    services.clear_cache()
-    yield
-    services.clear_cache()
-
-
 @pytest.fixture
 def user(db):
-    user = get_user_model().objects.create_user("iris", password="pw-iris-123")
-    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-    return user
+    return briefed_user("iris")
 
 
 @pytest.fixture

@@ -4,12 +4,11 @@ follow its progress, as ``storebench batch`` does in one process."""
 from __future__ import annotations
 
 import json
-import time
 
 from django.core.management.base import BaseCommand, CommandError
 
 from environment.errors import StoreBenchError
-from jobs.models import Job
+from jobs.management.follow import follow
 from jobs.submit import submit_batch
 
 
@@ -32,18 +31,5 @@ class Command(BaseCommand):
         except (StoreBenchError, ValueError) as exc:
             raise CommandError(getattr(exc, "message", None) or str(exc)) from exc
         self.stdout.write(f"job {job.pk}: {job.total} trials")
-        deadline = time.monotonic() + options["timeout"]
-        shown = -1
-        while True:
-            job.refresh_from_db()
-            if job.done != shown:
-                shown = job.done
-                self.stdout.write(f"[{job.done}/{job.total}] {job.get_status_display().lower()}")
-            if job.finished:
-                break
-            if time.monotonic() > deadline:
-                raise CommandError(f"job {job.pk} not finished after {options['timeout']} s ({job.done}/{job.total})")
-            time.sleep(0.5)
-        if job.status == Job.Status.FAILED:
-            raise CommandError(f"job {job.pk} failed: {job.error}")
+        job = follow(job, options["timeout"], self.stdout.write)
         self.stdout.write(json.dumps(job.summary))

@@ -4,12 +4,10 @@ is written.  With no broker configured the cells run in-process before the first
 progress line; with one, they run on whatever workers consume the queue."""
 from __future__ import annotations
 
-import time
-
 from django.core.management.base import BaseCommand, CommandError
 
 from environment.errors import StoreBenchError
-from jobs.models import Job
+from jobs.management.follow import follow
 from jobs.submit import submit_calibration
 
 
@@ -31,20 +29,7 @@ class Command(BaseCommand):
         self.stdout.write(f"job {job.pk}: {job.total} cells")
         if options["no_wait"]:
             return
-        deadline = time.monotonic() + options["timeout"]
-        shown = -1
-        while True:
-            job.refresh_from_db()
-            if job.done != shown:
-                shown = job.done
-                self.stdout.write(f"[{job.done}/{job.total}] {job.get_status_display().lower()}")
-            if job.finished:
-                break
-            if time.monotonic() > deadline:
-                raise CommandError(f"job {job.pk} not finished after {options['timeout']} s ({job.done}/{job.total})")
-            time.sleep(0.5)
-        if job.status == Job.Status.FAILED:
-            raise CommandError(f"job {job.pk} failed: {job.error}")
+        job = follow(job, options["timeout"], self.stdout.write)
         self.stdout.write(f"wrote {job.result_path} ({job.result_hash})")
         for failure in job.summary.get("gate_failures", []):
             self.stderr.write(f"GATE FAILURE: {failure}")

@@ -1,0 +1,28 @@
+"""Following a submitted job from a management command until it ends."""
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import CommandError
+
+from jobs.models import Job
+
+
+def follow(job: Job, timeout: float, write) -> Job:
+    """Print ``[done/total] status`` at each change until the job ends; a failed job or one
+    still running after ``timeout`` seconds is a :class:`CommandError` naming it."""
+    deadline = time.monotonic() + timeout
+    shown = -1
+    while True:
+        job.refresh_from_db()
+        if job.done != shown:
+            shown = job.done
+            write(f"[{job.done}/{job.total}] {job.get_status_display().lower()}")
+        if job.finished:
+            break
+        if time.monotonic() > deadline:
+            raise CommandError(f"job {job.pk} not finished after {timeout} s ({job.done}/{job.total})")
+        time.sleep(0.5)
+    if job.status == Job.Status.FAILED:
+        raise CommandError(f"job {job.pk} failed: {job.error}")
+    return job
