@@ -38,6 +38,7 @@ import re
 import threading
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -557,6 +558,19 @@ def _grading_cell(task_id: str, seed: int) -> tuple[dict, str, str]:
 
 def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, Decimal) else value
+
+
+def move_deadline(shift: Shift, minutes: int) -> Shift:
+    """Move a shift's wall-clock deadline by ``minutes`` (a coordinator's decision)."""
+    shift.deadline = shift.deadline + timedelta(minutes=minutes)
+    Shift.objects.filter(pk=shift.pk).update(deadline=shift.deadline)
+    return shift
+
+
+def close_unstarted(shift_id: int, reason: str) -> bool:
+    """End a shift that was never started, unplayed and ungraded; False if it had started."""
+    return bool(Shift.objects.filter(pk=shift_id, status=Shift.Status.ASSIGNED).update(
+        status=Shift.Status.ENDED, ended_at=timezone.now(), end_reason=reason))
 
 
 def end_shift(shift: Shift, reason: str, now=None) -> Shift:

@@ -111,11 +111,9 @@ def assign_next(actor, study: Study, participants=None, policy: str | None = Non
 
 def abandon_unstarted(attempt: Attempt, reason: str) -> None:
     """Close an attempt whose shift never started (its console shift is closed unplayed)."""
-    from console.models import Shift
-    from django.utils import timezone
+    from console.services import close_unstarted
 
-    Shift.objects.filter(pk=attempt.shift_id, status=Shift.Status.ASSIGNED).update(
-        status=Shift.Status.ENDED, ended_at=timezone.now(), end_reason=reason)
+    close_unstarted(attempt.shift_id, reason)
     attempt.status = AttemptStatus.ABANDONED
     attempt.end_reason = reason
     attempt.save(update_fields=["status", "end_reason"])

@@ -10,7 +10,6 @@ Every coordinator action needs a reason and writes one audit event.
 """
 from __future__ import annotations
 
-from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -18,7 +17,7 @@ from django.utils import timezone
 
 import environment
 from console.models import Shift
-from console.services import end_shift, enforce_deadline
+from console.services import end_shift, enforce_deadline, move_deadline
 
 from . import audit
 from .assignment import abandon_unstarted, create_attempt
@@ -144,9 +143,8 @@ def extend_deadline(actor, attempt: Attempt, minutes: int, reason: str) -> Attem
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is not running; "
                          "only a running shift has a deadline to change")
     old = shift.deadline
-    shift.deadline = old + timedelta(minutes=minutes)
     with transaction.atomic():
-        Shift.objects.filter(pk=shift.pk).update(deadline=shift.deadline)
+        move_deadline(shift, minutes)
         audit.record(attempt.study, actor, AuditAction.DEADLINE_CHANGED, reason=reason, attempt=attempt,
                      old=old.isoformat(), new=shift.deadline.isoformat(), minutes=minutes)
     return attempt

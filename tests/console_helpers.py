@@ -1,4 +1,7 @@
 """Helpers shared by the console's test modules (fixtures live in ``conftest.py``)."""
+import re
+import uuid
+
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
@@ -12,3 +15,20 @@ def briefed_user(name: str, *, password: bool = True):
     user = User.objects.create_user(name, password=f"pw-{name}-123") if password else User.objects.create_user(name)
     BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
     return user
+
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+def ops_left(html: str) -> int:
+    """Operations left, as the store header on a page shows them."""
+    match = re.search(r'id="store-header"[^>]*data-ops-left="(\d+)"', html, re.S)
+    assert match, "no store header in the page"
+    return int(match.group(1))
+
+
+def call(client, shift, tool, call_id=None, htmx=True, **args):
+    """Submit the tool's form on the shift's call view, as the workspace does."""
+    data = {"tool": tool, "call_id": call_id or uuid.uuid4().hex}
+    data.update({f"arg_{k}": v for k, v in args.items()})
+    return client.post(f"/shifts/{shift.pk}/call/", data, **(HX if htmx else {}))

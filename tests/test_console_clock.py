@@ -1,7 +1,6 @@
 """The wall clock: an absolute 12-hour deadline, pauses, and the deadline sweep."""
 import json
 import re
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -10,7 +9,7 @@ from django.utils import timezone
 
 from console import services
 from console.models import Shift, ShiftPause
-from console_helpers import briefed_user
+from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
@@ -35,15 +34,6 @@ def shift(user):
 def dave(client, user):
     client.force_login(user)
     return client
-
-
-def ops_left(html: str) -> int:
-    return int(re.search(r'id="store-header"[^>]*data-ops-left="(\d+)"', html, re.S).group(1))
-
-
-def call(client, shift, tool, **args):
-    data = {"tool": tool, "call_id": uuid.uuid4().hex, **{f"arg_{k}": v for k, v in args.items()}}
-    return client.post(f"/shifts/{shift.pk}/call/", data, **HX)
 
 
 def backdate_pause(shift, seconds):

@@ -1,6 +1,5 @@
 """What a participant may see: only their own shifts, and nothing that identifies the cell."""
 import re
-import uuid
 
 import pytest
 from django.urls import get_resolver, reverse
@@ -8,7 +7,7 @@ from django.urls import get_resolver, reverse
 from console import services
 from environment.tasks import get_task
 from environment.tasks.model import EventKind
-from console_helpers import briefed_user
+from console_helpers import briefed_user, call
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
@@ -31,11 +30,6 @@ def shift(owner):
     services.call_tool(shift, "list_returns", {}, "iso-returns-01")
     services.call_tool(shift, "list_orders", {"page_size": 3}, "iso-orders-001")
     return shift
-
-
-def call(client, shift, tool, **args):
-    data = {"tool": tool, "call_id": uuid.uuid4().hex, **{f"arg_{k}": v for k, v in args.items()}}
-    return client.post(f"/shifts/{shift.pk}/call/", data, **HX)
 
 
 def shift_url_names() -> set[str]:

@@ -2,7 +2,6 @@
 import re
 import statistics
 import time
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -13,7 +12,7 @@ from django.utils import timezone
 from console import services
 from console.models import Shift, ShiftCall
 from environment.tools import REGISTRY
-from console_helpers import briefed_user
+from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
@@ -37,22 +36,10 @@ def alice(client, user):
     return client
 
 
-def ops_left(html: str) -> int:
-    match = re.search(r'id="store-header"[^>]*data-ops-left="(\d+)"', html, re.S)
-    assert match, "no store header in the page"
-    return int(match.group(1))
-
-
 def header_line(html: str) -> str:
     match = re.search(r'class="result-header">([^<]+)<', html)
     assert match, "no result header"
     return match.group(1)
-
-
-def call(client, shift, tool, call_id=None, htmx=True, **args):
-    data = {"tool": tool, "call_id": call_id or uuid.uuid4().hex}
-    data.update({f"arg_{k}": v for k, v in args.items()})
-    return client.post(f"/shifts/{shift.pk}/call/", data, **(HX if htmx else {}))
 
 
 def page(client, shift) -> str:

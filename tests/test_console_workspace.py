@@ -1,11 +1,10 @@
 """The workspace's free views (history, cached views, returns inbox) and the end page."""
 import re
-import uuid
 
 import pytest
 
 from console import services
-from console_helpers import briefed_user
+from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
@@ -26,15 +25,6 @@ def shift(user):
 def iris(client, user):
     client.force_login(user)
     return client
-
-
-def ops_left(html: str) -> int:
-    return int(re.search(r'id="store-header"[^>]*data-ops-left="(\d+)"', html, re.S).group(1))
-
-
-def call(client, shift, tool, **args):
-    data = {"tool": tool, "call_id": uuid.uuid4().hex, **{f"arg_{k}": v for k, v in args.items()}}
-    return client.post(f"/shifts/{shift.pk}/call/", data, **HX)
 
 
 def page(client, shift, query="") -> str:
