@@ -13,7 +13,8 @@ Design:
 * Two database constraints guard the study's shape: one open attempt per person
   and cell, and at most one selected attempt per cell.
 * :class:`AuditEvent` is append-only: saving an existing row, deleting a row and
-  bulk ``update``/``delete`` are refused.
+  bulk ``update``/``delete`` are refused by the ORM, and database triggers refuse
+  UPDATE and DELETE as well (:mod:`studies.audit_triggers`).
 * Scores are ``Decimal`` (``DecimalField``), never floats.
 """
 from __future__ import annotations
@@ -251,6 +252,8 @@ class AuditAction(models.TextChoices):
     INVALIDATED = "invalidated", "Attempt invalidated"
     CALIBRATION_MISMATCH = "calibration_mismatch", "Graded with another calibration"
     EXPORTED = "exported", "Export requested"
+    QUOTA_CHANGED = "quota_changed", "Cell quota changed"
+    CONSENT_PUBLISHED = "consent_published", "Consent version published"
 
 
 class AppendOnlyError(Exception):
