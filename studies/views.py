@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import assignment, attempts, design, export_jobs, forms, participants
-from .errors import StudyError, StudyPermissionDenied
+from .errors import InvitationUsed, StudyError, StudyPermissionDenied
 from .exports import zip_bytes
 from .figures import Filters
 from .leaderboard import leaderboard
@@ -326,19 +326,23 @@ def export_download(request: HttpRequest, pk: int, job_pk: int, name: str) -> Ht
 
 @require_http_methods(["GET", "POST"])
 def join(request: HttpRequest, token: str) -> HttpResponse:
-    """An invitation link: accepting it signs the participant in and records the recruitment ids."""
-    if request.method == "GET":
-        try:
-            invitation = participants.resolve(token)
-        except StudyError as exc:
-            return render(request, "studies/join.html", {"error": str(exc)}, status=400)
-        return render(request, "studies/join.html", {"invitation": invitation, "token": token,
-                                                     "query": request.GET.urlencode()})
+    """An invitation link: the first acceptance signs the participant in and records the
+    recruitment ids; after that the link is bound to that account and signs nobody in."""
     try:
+        invitation = participants.resolve(token)
+        if request.method == "GET":
+            participants.refuse_if_used(invitation)
+            return render(request, "studies/join.html", {"invitation": invitation, "token": token,
+                                                         "query": request.GET.urlencode()})
         participant = participants.accept(token, request.GET)
+    except InvitationUsed as used:
+        if request.user.is_authenticated and request.user.pk == used.user_id:
+            return redirect("studies:me")
+        return render(request, "studies/join.html", {"error": str(used), "used": True}, status=403)
     except StudyError as exc:
         return render(request, "studies/join.html", {"error": str(exc)}, status=400)
     login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
+    participants.bind_session(invitation, request.session.session_key)
     return redirect("studies:me")
 
 
