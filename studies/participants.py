@@ -43,7 +43,11 @@ QUALIFICATION_KEYS = ("years_ecommerce", "role", "platforms", "notes")
 
 
 def new_code() -> str:
-    return secrets.token_urlsafe(18)
+    """An unguessable code that never begins with '-' (so a CSV export writes it as it is)."""
+    while True:
+        code = secrets.token_urlsafe(18)
+        if not code.startswith("-"):
+            return code
 
 
 def clean_qualifications(raw: dict) -> dict:
