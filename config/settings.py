@@ -103,6 +103,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A calibration file that cannot be used answers 503 with what happened (config.middleware).
+    "config.middleware.CalibrationUnavailable",
 ]
 
 ROOT_URLCONF = "config.urls"
