@@ -17,6 +17,7 @@ urlpatterns = [
     # The console's sign-in page, with throttling; it answers at the same path the
     # console's own URLconf names ("console:login"), which it shadows.
     path("login/", auth_views.LoginView.as_view(template_name="console/login.html",
-                                                authentication_form=ThrottledAuthenticationForm)),
+                                                authentication_form=ThrottledAuthenticationForm),
+         name="signin"),
     path("", include("console.urls")),
 ]
