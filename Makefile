@@ -9,8 +9,8 @@ SERVICES_ENV = STOREBENCH_REQUIRE_SERVICES=1 \
 
 .PHONY: run test test-services clean console mcp worker beat
 
-# Production processes (set DATABASE_URL, REDIS_URL and CELERY_BROKER_URL first; see
-# Procfile). Each target runs one process in the foreground.
+# Production processes (set DJANGO_SECRET_KEY, DATABASE_URL, REDIS_URL and
+# CELERY_BROKER_URL first; see Procfile and the README's deploy section). Each target runs one process in the foreground.
 HOST ?= 127.0.0.1
 MCP_PORT ?= 8765
 MCP_EPISODES ?= --episode steady:7
@@ -22,6 +22,8 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $@
 
+# `make run` is the development server: debug on (the demo logins need it).
+run: export DJANGO_DEBUG = 1
 run: $(VENV)/.installed
 	$(VENV)/bin/python manage.py migrate --noinput
 	$(VENV)/bin/python manage.py load_demo

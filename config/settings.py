@@ -10,10 +10,26 @@ SQLite, an in-memory channel layer and Celery tasks run in-process.
     CELERY_BROKER_URL   amqp://... or redis://...  (else tasks run eagerly)
     DJANGO_SECRET_KEY, DJANGO_DEBUG, DJANGO_ALLOWED_HOSTS
     (DATABASE_URL=sqlite:////abs/path names a SQLite file)
+
+Production is the default. ``DEBUG`` is off unless ``DJANGO_DEBUG=1`` (``make run``
+sets it); outside debug there is no built-in ``SECRET_KEY`` (the process refuses to
+start without ``DJANGO_SECRET_KEY``), cookies are secure, HSTS is sent and plain HTTP
+is redirected to HTTPS, so ``manage.py check --deploy`` is clean. For a deployment
+that really is plain HTTP (a closed lab network), ``STOREBENCH_PLAIN_HTTP=1`` turns
+those three off and nothing else.
+
+    STOREBENCH_PLAIN_HTTP   1: no secure cookies, no HSTS, no HTTPS redirect
+    DJANGO_ADMIN_PATH       where the Django admin lives (default ``admin/``)
+    DJANGO_CSRF_TRUSTED_ORIGINS  comma-separated origins (https://host) behind a proxy
+    STOREBENCH_LOGIN_ATTEMPTS    failed sign-ins per username and address before a pause (5)
+    STOREBENCH_LOGIN_LOCKOUT     the pause, in seconds (900)
 """
 import os
+import warnings
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -38,10 +54,20 @@ def _postgres_from_url(url: str) -> dict:
     return config
 
 
-SECRET_KEY = os.environ.get(
-    "DJANGO_SECRET_KEY", "dev-insecure-storebench-secret-key-change-me"
-)
-DEBUG = _env_bool("DJANGO_DEBUG", "1")
+DEBUG = _env_bool("DJANGO_DEBUG", "0")
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is not set. A deployment needs its own secret: set "
+            "DJANGO_SECRET_KEY to a long random value (for example the output of "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`), or set "
+            "DJANGO_DEBUG=1 for local development only (`make run` does)."
+        )
+    SECRET_KEY = "dev-insecure-storebench-secret-key-for-debug-only"
+# `manage.py load_demo` (known passwords, a superuser admin/admin) only where the
+# process started in debug; decided here, from the environment, once.
+DEMO_DATA_ALLOWED = DEBUG
 ALLOWED_HOSTS = [
     host.strip()
     for host in os.environ.get(
@@ -56,6 +82,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
     "channels",
@@ -67,6 +94,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app itself (no separate web server needed for /static/).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -74,6 +103,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A calibration file that cannot be used answers 503 with what happened (config.middleware).
+    "config.middleware.CalibrationUnavailable",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -131,6 +162,10 @@ if _redis_url:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# The cache holds sign-in failure counters: shared through Redis when there is one,
+# so every server process counts the same failures.
+if _redis_url:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _redis_url}}
 
 # Celery (read by config/celery.py with namespace "CELERY")
 _broker_url = os.environ.get("CELERY_BROKER_URL", "")
@@ -162,6 +197,42 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / ".staticfiles"
+# WhiteNoise serves what the finders find (the repository's static/ and the apps'),
+# so /static/ works outside debug without a collectstatic step.
+WHITENOISE_USE_FINDERS = True
+# ...and so STATIC_ROOT need not exist: no warning that it is missing.
+warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
+
+# Transport security outside debug; STOREBENCH_PLAIN_HTTP=1 is the one switch off.
+_secure_transport = not DEBUG and not _env_bool("STOREBENCH_PLAIN_HTTP", "0")
+SESSION_COOKIE_SECURE = _secure_transport
+CSRF_COOKIE_SECURE = _secure_transport
+SECURE_SSL_REDIRECT = _secure_transport
+SECURE_HSTS_SECONDS = 31_536_000 if _secure_transport else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _secure_transport
+SECURE_HSTS_PRELOAD = _secure_transport
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+# The health check answers over plain HTTP too (load balancers probe it that way).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+CSRF_TRUSTED_ORIGINS = [
+    origin.strip() for origin in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if origin.strip()
+]
+
+ADMIN_PATH = os.environ.get("DJANGO_ADMIN_PATH", "admin/").strip("/") + "/"
+
+# Sign-in throttling (config.signin): failures counted per username and client address.
+LOGIN_ATTEMPTS = int(os.environ.get("STOREBENCH_LOGIN_ATTEMPTS", "5"))
+LOGIN_LOCKOUT_SECONDS = int(os.environ.get("STOREBENCH_LOGIN_LOCKOUT", "900"))
+
+# Errors reach the process's stderr in every mode (Django's default logs them only in debug).
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "loggers": {"django": {"handlers": ["stderr"], "level": "WARNING"}},
+}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -1,15 +1,23 @@
+"""The site's URLs. The admin lives at ``settings.ADMIN_PATH`` (``DJANGO_ADMIN_PATH``);
+both sign-in pages throttle failed attempts (:mod:`config.signin`); static files are
+served by WhiteNoise's middleware, in debug and outside it."""
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.staticfiles.urls import staticfiles_urlpatterns
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from .signin import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+
+admin.site.login_form = ThrottledAdminAuthenticationForm
+
 urlpatterns = [
-    path("admin/", admin.site.urls),
+    path(settings.ADMIN_PATH, admin.site.urls),
     path("explorer/", include("explorer.urls")),
     path("studies/", include("studies.urls")),
+    # The console's sign-in page, with throttling; it answers at the same path the
+    # console's own URLconf names ("console:login"), which it shadows.
+    path("login/", auth_views.LoginView.as_view(template_name="console/login.html",
+                                                authentication_form=ThrottledAuthenticationForm),
+         name="signin"),
     path("", include("console.urls")),
 ]
-
-if settings.DEBUG:
-    # uvicorn does not serve static files; in DEBUG let Django do it.
-    urlpatterns += staticfiles_urlpatterns()

@@ -33,6 +33,7 @@ told (:mod:`console.live`), which pushes the header to open pages.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -50,7 +51,7 @@ from django.db.models import Case, F, TextField, Value, When
 from django.utils import timezone
 
 from environment.api import arm, cell_constants, grade
-from environment.calibration import cell_of, load_calibration
+from environment.calibration import CalibrationError, cell_of, load_calibration
 from environment.engine import Episode
 from environment.tasks import get_task
 from environment.tools import REGISTRY
@@ -69,6 +70,8 @@ __all__ = [
     "end_shift", "enforce_deadline", "enforce_deadlines", "pause_shift", "resume_shift",
     "shift_overview", "start_shift", "parse_result", "time_account",
 ]
+
+logger = logging.getLogger(__name__)
 
 OPENING_CALL_ID = "opening-store-status"
 DEADLINE_REASON = "deadline"
@@ -323,8 +326,11 @@ def enforce_deadlines(now=None) -> list[int]:
     for shift in due.order_by("deadline", "pk"):
         with _lock(shift.pk):
             shift.refresh_from_db()
-            if enforce_deadline(shift, now):
-                ended.append(shift.pk)
+            try:
+                if enforce_deadline(shift, now):
+                    ended.append(shift.pk)
+            except CalibrationError as exc:  # this shift stays open; the sweep goes on to the next
+                logger.error("deadline sweep: shift %s not ended: %s", shift.pk, exc)
     return ended
 
 

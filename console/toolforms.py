@@ -9,6 +9,7 @@ forwarded as typed, so the MCP layer answers it exactly as it would answer an ag
 from __future__ import annotations
 
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -132,6 +133,47 @@ def tool_families() -> list[tuple[str, list[ToolForm]]]:
             if any(f.family == family.value for f in forms.values())]
 
 
+# Deeper than any tool's arguments need; a bound keeps a hostile form from reaching
+# recursion limits in serialisers further down.
+MAX_JSON_DEPTH = 16
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, iteratively (no recursion on hostile input)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                return level
+            stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def _strict_json(raw: str) -> Any:
+    """Standard JSON only: no NaN or Infinity, no number that overflows to infinity, and
+    at most ``MAX_JSON_DEPTH`` levels of nesting; anything else raises ValueError."""
+    try:
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError("nested too deeply")
+    return value
+
+
 def _convert(field: FieldSpec, raw: str) -> Any:
     if field.kind == "int":
         try:
@@ -140,9 +182,9 @@ def _convert(field: FieldSpec, raw: str) -> Any:
             return raw
     if field.kind == "json":
         try:
-            return json.loads(raw)
+            return _strict_json(raw)
         except ValueError:
-            return raw
+            return raw  # not JSON a tool can take: sent as text, the tool's validation names the field
     return raw  # money stays a string of dollars ("49.50"): exact, never a float
 
 

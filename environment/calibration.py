@@ -137,13 +137,18 @@ def write_calibration(doc: dict, path: str | Path) -> str:
 
 
 def load_calibration(path: str | Path) -> tuple[dict, str]:
-    """A calibration file and its hash; refused if it is not the release's layout."""
+    """A calibration file and its hash; refused if it is not the release's layout, or if
+    the side file ``<name>.sha256`` written beside it records another hash."""
     path = Path(path)
     try:
         data = path.read_bytes()
         doc = json.loads(data)
     except (OSError, ValueError) as exc:
         raise CalibrationError(f"{path}: cannot read the calibration file: {exc}") from exc
+    side = path.with_name(path.name + ".sha256")
+    if side.is_file() and side.read_text().strip() != file_hash(data):
+        raise CalibrationError(f"{path}: the file does not match its recorded hash in {side.name} "
+                               f"({side.read_text().strip()[:80]} recorded, {file_hash(data)} read)")
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
         raise CalibrationError(f"{path}: not a calibration file (no 'tasks' table)")
     for tid, seeds in doc["tasks"].items():

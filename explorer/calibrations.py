@@ -6,7 +6,10 @@ A trial's manifest names its calibration by hash; the file with that hash is
 used.  A trial whose cell was calibrated on the spot, or whose hash matches no
 known file, is shown against the first known file that has its cell, and the
 label says so.  The cell is copied onto the trial at import, so a later
-recalibration does not move an imported trial's threshold.
+recalibration does not move an imported trial's threshold.  A known file that
+cannot be used (unreadable, truncated, or not matching its ``.sha256`` side file)
+is left out with its reason (:func:`problems`), and the label of a trial it would
+have judged says so.
 """
 from __future__ import annotations
 
@@ -42,6 +45,17 @@ def load(path: Path) -> tuple[dict, str] | None:
         return None
 
 
+def problems() -> list[str]:
+    """One line per known calibration file that cannot be used, naming it and why."""
+    out = []
+    for path in known_files():
+        try:
+            load_calibration(path)
+        except CalibrationError as exc:
+            out.append(f"calibration {display_name(path)} left out: {exc}")
+    return out
+
+
 def ladder_file() -> Path:
     return Path(settings.EXPLORER_CALIBRATIONS[0])
 
@@ -57,6 +71,9 @@ def choose_cell(task_id: str, seed: int, calibration_hash: str | None) -> CellCh
             return CellChoice(cell_of(doc, task_id, seed), display_name(path))
     why = ("the trial calibrated its cell on the spot" if not calibration_hash
            else "the trial's calibration hash matches no known calibration file")
+    refused = len(loaded) < len(known_files())
+    if refused:
+        why += "; a known calibration file could not be read (see import_trials' warnings)"
     for path, doc, _digest in loaded:
         if cell_of(doc, task_id, seed):
             return CellChoice(cell_of(doc, task_id, seed), f"{display_name(path)} ({why})")

@@ -3,8 +3,11 @@
 A folder is refused, with a reason that names the file, when a file it must have
 is missing or unreadable, when a file does not match the SHA-256 the manifest
 records for it (``environment/artifacts.py`` writes them under ``files``), when
-the manifest, summary and score disagree about the cell, or when the score's net
-assets are not what the ledger adds up to.  A manifest written before per-file
+the manifest, summary and score disagree about the cell, when the score's net
+assets are not what the ledger adds up to, or when a field has the wrong shape (a
+count that is not a whole number, a time that is not a date, a tool name that is not
+text): every field the importer stores is checked here against :data:`SHAPES`, and
+the reason names the file, the row and the field.  A manifest written before per-file
 checksums existed is accepted as *unchecked*; the ledger check still applies.
 
 The content hash names the folder's bytes, not its path: a copy of a folder
@@ -20,7 +23,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from environment import simtime
 from environment.artifacts import OBSERVATIONS, file_digest
+from environment.engine.episode import ORDER_FLOW
 
 REQUIRED = ("manifest.json", "score.json", "summary.json", "actions.jsonl", "ledger.jsonl", "windows.jsonl",
             "events.jsonl")
@@ -36,6 +41,60 @@ ROW_FIELDS = {
 }
 CHANNELS = ("announced", "rumoured", "silent")
 CENT = Decimal("0.01")
+
+
+# Field shapes, per file: "int" (a whole number a database column holds), "number"
+# (whole or decimal), "text", "time" (a date and time simtime can read), "object".
+# A trailing "?" allows the field to be absent or null.
+SHAPES = {
+    "manifest.json": {"task": "text", "seed": "int", "calibration_hash": "text?", "world_hash": "text?",
+                      "task_file_hash": "text?", "source_version": "text?"},
+    "summary.json": {"task": "text", "seed": "int", "termination": "text", "windows_played": "int",
+                     "windows_total": "int", "turns": "int?", "operations_spent": "int?", "wall_seconds": "number?"},
+    "score.json": {**{key: "number" for key in SCORE_FIELDS}, "on_time_rate": "number?",
+                   "return_handled_rate": "number?"},
+    "windows.jsonl": {"at": "time", **{key: "int" for key in ROW_FIELDS["windows.jsonl"][1:-1]},
+                      "rating": "number", "dense_reward_cents": "int?", **{key: "int?" for key in ORDER_FLOW}},
+    "actions.jsonl": {"tool": "text", "window": "int?", "arguments": "object?"},
+    "events.jsonl": {"at": "time", "kind": "text", "channel": "text", "index": "int?"},
+}
+MAX_INT = 2 ** 63 - 1
+
+
+def _shape_problem(value, shape: str) -> str | None:
+    """What is wrong with ``value`` for ``shape``, or None."""
+    if shape.endswith("?"):
+        if value is None:
+            return None
+        shape = shape[:-1]
+    if shape == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool) and -MAX_INT <= value <= MAX_INT
+        return None if ok else "is not a whole number in range"
+    if shape == "number":
+        ok = isinstance(value, int | Decimal) and not isinstance(value, bool) and Decimal(value).is_finite()
+        return None if ok else "is not a number"
+    if shape == "text":
+        return None if isinstance(value, str) else "is not text"
+    if shape == "object":
+        return None if isinstance(value, dict) else "is not a JSON object"
+    if shape == "time":
+        if not isinstance(value, str):
+            return "is not a date and time"
+        try:
+            simtime.parse(value)
+        except ValueError:
+            return "is not a date and time"
+        return None
+    raise AssertionError(f"unknown shape {shape!r}")
+
+
+def _check_shapes(name: str, record: dict, where: str = "") -> None:
+    for key, shape in SHAPES[name].items():
+        if key not in record and shape.endswith("?"):
+            continue
+        problem = _shape_problem(record.get(key), shape)
+        if problem:
+            raise FolderRefused(f"{name}{where}: {key!r} {problem} ({str(record.get(key))[:40]!r})")
 
 
 class FolderRefused(Exception):
@@ -119,6 +178,9 @@ def _check_cell(manifest: dict, summary: dict, score: dict) -> None:
     for key in SCORE_FIELDS:
         if not isinstance(score.get(key), int | Decimal):
             raise FolderRefused(f"score.json: {key!r} is missing or not a number")
+    _check_shapes("manifest.json", manifest)
+    _check_shapes("summary.json", summary)
+    _check_shapes("score.json", score)
     if (summary["task"], summary["seed"]) != (manifest["task"], manifest["seed"]):
         raise FolderRefused(f"summary.json is for {summary['task']} seed {summary['seed']}, manifest.json for "
                             f"{manifest['task']} seed {manifest['seed']}")
@@ -147,6 +209,7 @@ def _rows(name: str, data: bytes) -> list[dict]:
         missing = [key for key in ROW_FIELDS[name] if not isinstance(row, dict) or key not in row]
         if missing:
             raise FolderRefused(f"{name} row {number} has no {', '.join(missing)}")
+        _check_shapes(name, row, f" row {number}")
         if name == "events.jsonl" and row["channel"] not in CHANNELS:
             raise FolderRefused(f"{name} row {number}: channel {row['channel']!r} is not one of {', '.join(CHANNELS)}")
     return rows

@@ -18,7 +18,9 @@ class CompareForm(forms.Form):
     def __init__(self, data, *args, **kwargs):
         super().__init__(data, *args, **kwargs)
         # Any whole number is a valid choice here; whether the trial exists is the service's business.
-        self.fields["trial"].choices = [(v, v) for v in data.getlist("trial") if v.isdigit()]
+        # (at most 18 digits: larger numbers name no row and overflow the database's integers).
+        self.fields["trial"].choices = [(v, v) for v in data.getlist("trial")
+                                        if v.isascii() and v.isdigit() and len(v) <= 18]
         self.fields["trial"].error_messages["invalid_choice"] = "Trials are named by their numbers."
 
     def clean_trial(self) -> list[int]:

@@ -11,6 +11,14 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 
+from studies.csvcells import safe_cell
+
+
+def _cell(value) -> str:
+    """A CSV cell: text a spreadsheet would run as a formula is neutralised (studies.csvcells)."""
+    plain = _plain(value)
+    return safe_cell(plain if isinstance(plain, str) else str(plain))
+
 
 def _plain(value):
     if isinstance(value, Decimal):
@@ -29,9 +37,9 @@ class Table:
     def as_csv(self) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(self.columns)
+        writer.writerow([safe_cell(str(c)) for c in self.columns])
         for row in self.rows:
-            writer.writerow(["" if v is None else _plain(v) for v in row])
+            writer.writerow(["" if v is None else _cell(v) for v in row])
         return out.getvalue()
 
     def as_json(self) -> str:

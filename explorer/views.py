@@ -1,17 +1,17 @@
 """Views: validate the request, call one service function, render or send the download.
 
-Every page needs a signed-in user; the task's events reach a page or a chart only
-when :func:`explorer.access.is_researcher` says so.
+Every page is for researchers only (:func:`explorer.access.researcher_required`):
+thresholds, anchor scores, other trials and the task's events are never shown to a
+participant.
 """
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from . import services
-from .access import is_researcher
+from .access import is_researcher, researcher_required
 from .forms import ActionLogForm, CompareForm
 from .measures import BY_SLUG
 from .tables import Table
@@ -40,14 +40,14 @@ def _measure(slug: str) -> str:
     return slug
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_list(request: HttpRequest) -> HttpResponse:
     return render(request, "explorer/trial_list.html", {"groups": services.cell_groups(),
                                                         "researcher": is_researcher(request.user)})
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     form = ActionLogForm(request.GET)
@@ -59,26 +59,26 @@ def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "explorer/trial.html", {"page": page, "trial": page.trial, "researcher": researcher})
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_chart(request: HttpRequest, pk: int, measure: str) -> HttpResponse:
     svg = services.trial_chart(pk, _measure(measure), researcher=is_researcher(request.user))
     return _svg(svg, f"trial-{pk}-{measure}.svg")
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_components(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return _table(services.components_table(pk), fmt)
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_windows(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return _table(services.windows_table(pk), fmt)
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_actions(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     form = ActionLogForm(request.GET)
@@ -87,7 +87,7 @@ def trial_actions(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return _table(services.actions_table(pk, form.cleaned_data["family"]), fmt)
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_events(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if not is_researcher(request.user):
@@ -95,7 +95,7 @@ def trial_events(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     return _table(services.events_table(pk), fmt)
 
 
-@login_required
+@researcher_required
 @require_GET
 def trial_call(request: HttpRequest, pk: int, seq: int) -> JsonResponse:
     return JsonResponse(services.call_detail(pk, seq), json_dumps_params={"indent": 1})
@@ -108,7 +108,7 @@ def _compare_ids(request: HttpRequest) -> tuple[list[int] | None, str]:
     return form.cleaned_data["trial"], ""
 
 
-@login_required
+@researcher_required
 @require_GET
 def compare(request: HttpRequest) -> HttpResponse:
     ids, problem = _compare_ids(request)
@@ -123,7 +123,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     return render(request, "explorer/compare.html", {"page": page, "query": query, "researcher": researcher})
 
 
-@login_required
+@researcher_required
 @require_GET
 def compare_chart(request: HttpRequest, measure: str) -> HttpResponse:
     ids, problem = _compare_ids(request)
@@ -136,7 +136,7 @@ def compare_chart(request: HttpRequest, measure: str) -> HttpResponse:
     return _svg(svg, f"compare-{'-'.join(map(str, ids))}-{measure}.svg")
 
 
-@login_required
+@researcher_required
 @require_GET
 def compare_components(request: HttpRequest, fmt: str) -> HttpResponse:
     ids, problem = _compare_ids(request)
@@ -149,20 +149,20 @@ def compare_components(request: HttpRequest, fmt: str) -> HttpResponse:
     return _table(table, fmt)
 
 
-@login_required
+@researcher_required
 @require_GET
 def ladder(request: HttpRequest) -> HttpResponse:
     return render(request, "explorer/ladder.html", {"page": services.ladder_page(),
                                                     "researcher": is_researcher(request.user)})
 
 
-@login_required
+@researcher_required
 @require_GET
 def ladder_chart(request: HttpRequest) -> HttpResponse:
     return _svg(services.ladder_svg(), "ladder.svg")
 
 
-@login_required
+@researcher_required
 @require_GET
 def ladder_download(request: HttpRequest, fmt: str) -> HttpResponse:
     return _table(services.ladder_table(), fmt)

@@ -6,14 +6,25 @@ with a clear message, and a partial unique constraint in the database for a race
 that slips past it.  A cell's quota counts its first attempts that are still open or
 completed (not invalid, abandoned or practice); coached retries and reassignments
 replace an attempt and do not count against it.
+
+Concurrency: :func:`create_attempt` locks the cell's row, then the participant's,
+before it checks the quota and the open attempts (``SELECT ... FOR UPDATE`` on
+PostgreSQL; SQLite's immediate transactions serialise writers), so two requests at
+once cannot both take a cell's last place, and the one that loses is told the truth
+(the cell is full, or the person already holds an open attempt there).
+
+Policies (:func:`assign_next`) choose only among people who can start a scored shift
+now: not bots, invitation accepted, current consent given, briefing acknowledged and
+practice shift finished, and no open attempt.
 """
 from __future__ import annotations
 
 import secrets
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Avg, Count, Max, Q
 
+from console.briefing import acknowledgement, practice_completed
 from console.services import assign_shift
 
 from . import audit
@@ -45,23 +56,35 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
         raise StudyError(f"participant {participant.label} has not accepted an invitation yet (no account)")
     if needs_consent(participant):
         raise StudyError(f"participant {participant.label} has not accepted the current consent text")
-    existing = _open_attempt(participant, cell)
-    if existing is not None:
-        raise StudyError(f"participant {participant.label} already has an open attempt on cell {cell.key} "
-                         f"(attempt #{existing.number}, {existing.get_status_display().lower()})")
-    if kind == AttemptKind.FIRST and not practice and quota_used(cell) >= cell.quota:
-        raise StudyError(f"cell {cell.key} is full: {cell.quota} of {cell.quota} attempts assigned")
-    try:
-        with transaction.atomic():
-            number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
-            shift = assign_shift(participant.user, cell.task_id, cell.seed, practice=practice)
-            return Attempt.objects.create(
-                study=study, cell=cell, participant=participant, shift=shift, number=number, kind=kind,
-                replaces=replaces, coach=coach, coach_note=note, is_practice=practice,
-                is_bot=participant.is_bot, completion_code=secrets.token_hex(5).upper(), assigned_by=actor,
-            )
-    except IntegrityError as exc:
-        raise StudyError(f"participant {participant.label} already has an open attempt on cell {cell.key}") from exc
+    with transaction.atomic():
+        # Lock order: the cell, then the participant (every caller takes them this way).
+        cell = Cell.objects.select_for_update().select_related("study").get(pk=cell.pk)
+        Participant.objects.select_for_update().filter(pk=participant.pk).first()
+        existing = _open_attempt(participant, cell)
+        if existing is not None:
+            raise StudyError(f"participant {participant.label} already has an open attempt on cell {cell.key} "
+                             f"(attempt #{existing.number}, {existing.get_status_display().lower()})")
+        if kind == AttemptKind.FIRST and not practice and quota_used(cell) >= cell.quota:
+            raise StudyError(f"cell {cell.key} is full: {cell.quota} of {cell.quota} attempts assigned")
+        number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
+        shift = assign_shift(participant.user, cell.task_id, cell.seed, practice=practice)
+        return Attempt.objects.create(
+            study=study, cell=cell, participant=participant, shift=shift, number=number, kind=kind,
+            replaces=replaces, coach=coach, coach_note=note, is_practice=practice,
+            is_bot=participant.is_bot, completion_code=secrets.token_hex(5).upper(), assigned_by=actor,
+        )
+
+
+def can_start(participant: Participant, *, include_bots: bool = False) -> bool:
+    """Whether a policy may give this person a scored cell now (see the module docstring).
+
+    Bots only in a rehearsal that asks for them (``include_bots``); they acknowledge the
+    briefing and play their practice shift themselves when they play."""
+    if participant.user_id is None or needs_consent(participant):
+        return False
+    if participant.is_bot:
+        return include_bots
+    return acknowledgement(participant.user) is not None and practice_completed(participant.user)
 
 
 def assign(actor, participant: Participant, cell: Cell, *, practice: bool = False, reason: str = "") -> Attempt:
@@ -82,14 +105,18 @@ def _people(study: Study, participants) -> list[Person]:
     return [Person(str(p.pk), p.n, float(p.mean) if p.mean is not None else None) for p in stats]
 
 
-def assign_next(actor, study: Study, participants=None, policy: str | None = None) -> Attempt | None:
-    """Assign one cell by the study's policy (or ``policy``); None when nothing can be assigned."""
+def assign_next(actor, study: Study, participants=None, policy: str | None = None, *,
+                include_bots: bool = False) -> Attempt | None:
+    """Assign one cell by the study's policy (or ``policy``); None when nothing can be assigned.
+
+    Only people who can start a scored shift now are considered; bots only with
+    ``include_bots`` (a rehearsal with scripted participants)."""
     require(actor, study, Action.MANAGE)
     policy = policy or study.policy
     if participants is None:
         participants = study.participants.exclude(user=None)
     busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
-    available = [p for p in participants if p.pk not in busy and p.user_id is not None and not needs_consent(p)]
+    available = [p for p in participants if p.pk not in busy and can_start(p, include_bots=include_bots)]
     cells = list(study.cells.all())
     loads = [CellLoad(str(c.pk), quota_used(c), c.quota) for c in cells]
     tried = {(str(p), str(c)) for p, c in Attempt.objects.filter(study=study, is_practice=False)

@@ -184,7 +184,8 @@ def invalidate(actor, attempt: Attempt, reason: str) -> Attempt:
     return attempt
 
 
-def select(actor, attempt: Attempt, reason: str = "", rule: str = SelectionRule.MANUAL) -> Attempt:
+def select(actor, attempt: Attempt, reason: str = "", rule: str = SelectionRule.MANUAL, *,
+           include_bots: bool = False) -> Attempt:
     """Make ``attempt`` its cell's selected attempt (the previous selection, if any, is dropped)."""
     require(actor, attempt.study, Action.SELECT)
     attempt = sync(attempt)
@@ -193,8 +194,9 @@ def select(actor, attempt: Attempt, reason: str = "", rule: str = SelectionRule.
     if not attempt.is_completed:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is "
                          f"{attempt.get_status_display().lower()}; only a completed attempt can be selected")
-    if attempt.is_practice:
-        raise StudyError("a practice attempt cannot be selected")
+    if attempt.is_practice or (attempt.is_bot and not include_bots):
+        raise StudyError(f"a {'practice' if attempt.is_practice else 'bot'} attempt cannot be selected: "
+                         "selected attempts are the human reference")
     with transaction.atomic():
         previous = Attempt.objects.filter(cell=attempt.cell, is_selected=True).exclude(pk=attempt.pk).first()
         if previous is not None:
@@ -210,13 +212,14 @@ def select(actor, attempt: Attempt, reason: str = "", rule: str = SelectionRule.
     return attempt
 
 
-def candidates(cell) -> list[Attempt]:
-    """A cell's attempts that may be selected, earliest completion first."""
-    return list(cell.attempts.filter(status__in=COMPLETED_STATUSES, is_practice=False)
+def candidates(cell, include_bots: bool = False) -> list[Attempt]:
+    """A cell's attempts that may be selected, earliest completion first (bots only in a rehearsal)."""
+    bots = {} if include_bots else {"is_bot": False}
+    return list(cell.attempts.filter(status__in=COMPLETED_STATUSES, is_practice=False, **bots)
                 .order_by("completed_at", "number"))
 
 
-def select_by_rule(actor, study: Study, rule: str, reason: str = "") -> list[Attempt]:
+def select_by_rule(actor, study: Study, rule: str, reason: str = "", *, include_bots: bool = False) -> list[Attempt]:
     """Select one attempt in every cell that has none yet, by ``rule`` (latest or earliest completed).
 
     The latest rule skips attempts flagged as a platform fault when the cell has another.
@@ -229,11 +232,11 @@ def select_by_rule(actor, study: Study, rule: str, reason: str = "") -> list[Att
     for cell in study.cells.all():
         if cell.attempts.filter(is_selected=True).exists():
             continue
-        pool = candidates(cell)
+        pool = candidates(cell, include_bots)
         clean = [a for a in pool if not a.platform_fault] or pool
         if clean:
             pick = clean[-1] if rule == SelectionRule.LATEST else clean[0]
-            chosen.append(select(actor, pick, reason or f"rule: {rule}", rule=rule))
+            chosen.append(select(actor, pick, reason or f"rule: {rule}", rule=rule, include_bots=include_bots))
     return chosen
 
 

@@ -102,9 +102,12 @@ def add_consent_version(actor, study: Study, text: str) -> ConsentVersion:
     require(actor, study, Action.MANAGE)
     if not text.strip():
         raise StudyError("consent text is empty")
-    latest = study.consent_versions.order_by("-version").first()
-    return ConsentVersion.objects.create(study=study, version=(latest.version + 1) if latest else 1,
-                                         text=text.strip())
+    with transaction.atomic():
+        latest = study.consent_versions.select_for_update().order_by("-version").first()
+        consent = ConsentVersion.objects.create(study=study, version=(latest.version + 1) if latest else 1,
+                                                text=text.strip())
+        audit.record(study, actor, AuditAction.CONSENT_PUBLISHED, version=consent.version)
+    return consent
 
 
 def set_quota(actor, study: Study, cell: Cell, quota: int) -> Cell:
@@ -113,8 +116,11 @@ def set_quota(actor, study: Study, cell: Cell, quota: int) -> Cell:
         raise StudyError(f"cell {cell.key} is not in study {study.name!r}")
     if quota < 1:
         raise StudyError(f"the per-cell quota must be at least 1, not {quota}")
-    cell.quota = quota
-    cell.save(update_fields=["quota"])
+    with transaction.atomic():
+        before = cell.quota
+        cell.quota = quota
+        cell.save(update_fields=["quota"])
+        audit.record(study, actor, AuditAction.QUOTA_CHANGED, cell=cell, before=before, after=quota)
     return cell
 
 

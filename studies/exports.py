@@ -9,7 +9,9 @@ Four tables, each written as CSV and JSON (a JSON file is a list of row objects)
 
 Every table is produced by a generator of dicts whose keys are the codebook's
 columns, in order.  ``codebook.json`` names every column with its type and meaning,
-and ``manifest.json`` holds each file's row count and sha256.  A job writes into a
+and ``manifest.json`` holds each file's row count and sha256. CSV text cells that a
+spreadsheet would run as a formula are neutralised (:mod:`studies.csvcells`; the
+codebook says how).  A job writes into a
 temporary directory and renames it into place, so a rerun replaces a half-written
 export rather than adding to it (the task is idempotent).
 """
@@ -28,6 +30,7 @@ from pathlib import Path
 from django.conf import settings
 
 from . import reference
+from .csvcells import CODEBOOK_NOTE, safe_cell
 from .figures import Filters, attempts, reference_rows
 from .models import AuditEvent, Study
 
@@ -205,7 +208,8 @@ def codebook(study: Study) -> list[dict]:
     tables = {"attempts": ATTEMPT_COLUMNS, "events": EVENT_COLUMNS, "aggregates": AGGREGATE_COLUMNS,
               "wide": wide_columns(study)}
     return [{"table": table, "column": name, "type": kind, "meaning": meaning}
-            for table, columns in tables.items() for name, kind, meaning in columns]
+            for table, columns in tables.items() for name, kind, meaning in columns] + [
+        {"table": "(every CSV file)", "column": "(text cells)", "type": "note", "meaning": CODEBOOK_NOTE}]
 
 
 def columns_of(study: Study, table: str) -> list[str]:
@@ -231,8 +235,8 @@ def _csv_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
+        return safe_cell(json.dumps(value, sort_keys=True))
+    return safe_cell(str(value))
 
 
 def write_table(directory: Path, table: str, columns: list[str], rows: Iterable[dict]) -> dict[str, int]:
@@ -241,7 +245,7 @@ def write_table(directory: Path, table: str, columns: list[str], rows: Iterable[
     with (directory / f"{table}.csv").open("w", newline="", encoding="utf-8") as csv_file, \
             (directory / f"{table}.json").open("w", encoding="utf-8") as json_file:
         writer = csv.writer(csv_file)
-        writer.writerow(columns)
+        writer.writerow([safe_cell(c) for c in columns])
         json_file.write("[")
         for row in rows:
             writer.writerow([_csv_value(row.get(c)) for c in columns])

@@ -13,7 +13,8 @@ Design:
 * Two database constraints guard the study's shape: one open attempt per person
   and cell, and at most one selected attempt per cell.
 * :class:`AuditEvent` is append-only: saving an existing row, deleting a row and
-  bulk ``update``/``delete`` are refused.
+  bulk ``update``/``delete`` are refused by the ORM, and database triggers refuse
+  UPDATE and DELETE as well (:mod:`studies.audit_triggers`).
 * Scores are ``Decimal`` (``DecimalField``), never floats.
 """
 from __future__ import annotations
@@ -124,6 +125,8 @@ class Invitation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     accepted_at = models.DateTimeField(null=True, blank=True)
+    # Sessions signed in through this link (ended when it is revoked).
+    session_keys = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -251,6 +254,8 @@ class AuditAction(models.TextChoices):
     INVALIDATED = "invalidated", "Attempt invalidated"
     CALIBRATION_MISMATCH = "calibration_mismatch", "Graded with another calibration"
     EXPORTED = "exported", "Export requested"
+    QUOTA_CHANGED = "quota_changed", "Cell quota changed"
+    CONSENT_PUBLISHED = "consent_published", "Consent version published"
 
 
 class AppendOnlyError(Exception):

@@ -58,13 +58,13 @@ class MyStudy:
 
 def my_study(user) -> MyStudy | None:
     """A participant's own page: their consent state and the codes of committed shifts."""
-    from .attempts import completion_code_for
+    from .completion import completion_code
     from .models import Participant
     from .participants import current_consent, needs_consent
 
     participant = Participant.objects.filter(user=user).select_related("study").first()
     if participant is None:
         return None
-    own = [(a, completion_code_for(user, a))
+    own = [(a, completion_code(user, a))
            for a in participant.attempts.select_related("shift", "cell", "study", "participant")]
     return MyStudy(participant, current_consent(participant.study), needs_consent(participant), own)

@@ -7,7 +7,13 @@
   by its random nonce, so a link can also be revoked before it expires.
 * Accepting a link creates (or reuses) the participant's account and records the
   recruitment ids found in the link's query string (e.g. Prolific's
-  ``PROLIFIC_PID``, ``STUDY_ID``, ``SESSION_ID``), each checked for shape.
+  ``PROLIFIC_PID``, ``STUDY_ID``, ``SESSION_ID``), each checked for shape. A link is
+  accepted once: that binds it to the participant's account, and a later use signs
+  nobody in (:class:`~studies.errors.InvitationUsed`; the account's own session
+  goes on). Recruitment ids already recorded are never overwritten (a differing
+  value is noted in the audit event).
+* The sessions a link signed in are remembered on the invitation; revoking the link
+  ends them.
 * Consent is versioned: the participant records the version they accepted and when.
 """
 from __future__ import annotations
@@ -16,13 +22,16 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from importlib import import_module
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import audit
-from .errors import StudyError
+from .errors import InvitationUsed, StudyError
 from .models import AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
 from .permissions import Action, require
 
@@ -34,7 +43,11 @@ QUALIFICATION_KEYS = ("years_ecommerce", "role", "platforms", "notes")
 
 
 def new_code() -> str:
-    return secrets.token_urlsafe(18)
+    """An unguessable code that never begins with '-' (so a CSV export writes it as it is)."""
+    while True:
+        code = secrets.token_urlsafe(18)
+        if not code.startswith("-"):
+            return code
 
 
 def clean_qualifications(raw: dict) -> dict:
@@ -104,12 +117,48 @@ def revoke(actor, invitation: Invitation, reason: str) -> Invitation:
     require(actor, study, Action.MANAGE)
     if not reason.strip():
         raise StudyError("a reason is required to revoke an invitation")
-    if invitation.revoked_at is None:
-        invitation.revoked_at = timezone.now()
-        invitation.save(update_fields=["revoked_at"])
-        audit.record(study, actor, AuditAction.INVITATION_REVOKED, reason=reason.strip(),
-                     participant=invitation.participant, invitation=invitation.pk)
+    with transaction.atomic():
+        invitation = Invitation.objects.select_for_update().select_related("participant").get(pk=invitation.pk)
+        if invitation.revoked_at is None:
+            ended = _end_sessions(invitation.session_keys)
+            invitation.revoked_at = timezone.now()
+            invitation.session_keys = []
+            invitation.save(update_fields=["revoked_at", "session_keys"])
+            audit.record(study, actor, AuditAction.INVITATION_REVOKED, reason=reason.strip(),
+                         participant=invitation.participant, invitation=invitation.pk,
+                         sessions_ended=ended or None)
     return invitation
+
+
+def _end_sessions(keys: list[str]) -> int:
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    ended = 0
+    for key in keys:
+        session = store(session_key=key)
+        if session.exists(key):
+            session.delete(key)
+            ended += 1
+    return ended
+
+
+def refuse_if_used(invitation: Invitation) -> None:
+    """Raise :class:`InvitationUsed` when the link was already accepted."""
+    if invitation.accepted_at is not None:
+        raise InvitationUsed(
+            f"this invitation link was already accepted on {invitation.accepted_at:%Y-%m-%d %H:%M} UTC and "
+            "belongs to the participant account it signed in; it signs nobody in again. If that was you "
+            "and you have been signed out, ask the coordinator for a new link.", invitation.participant.user_id)
+
+
+def bind_session(invitation: Invitation, session_key: str | None) -> None:
+    """Remember a session the link signed in, so that revoking the link ends it."""
+    if not session_key:
+        return
+    with transaction.atomic():
+        invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
+        if session_key not in invitation.session_keys:
+            invitation.session_keys = [*invitation.session_keys, session_key]
+            invitation.save(update_fields=["session_keys"])
 
 
 def resolve(token: str) -> Invitation:
@@ -146,7 +195,9 @@ def external_ids_from(query: dict) -> dict:
 def accept(token: str, query: dict):
     """Accept an invitation: returns the participant, with an account to sign in with."""
     invitation = resolve(token)
+    invitation = Invitation.objects.select_for_update().select_related("participant__study").get(pk=invitation.pk)
     participant = invitation.participant
+    refuse_if_used(invitation)
     ids = external_ids_from(query)
     if participant.user is None:
         User = get_user_model()
@@ -159,13 +210,14 @@ def accept(token: str, query: dict):
         user.save()
         participant.user = user
         StudyMembership.objects.get_or_create(study=participant.study, user=user, role=Role.PARTICIPANT)
-    participant.external_ids = {**participant.external_ids, **ids}
+    conflicts = sorted(k for k, v in ids.items() if participant.external_ids.get(k, v) != v)
+    participant.external_ids = {**ids, **participant.external_ids}
     participant.save(update_fields=["user", "external_ids"])
-    if invitation.accepted_at is None:
-        invitation.accepted_at = timezone.now()
-        invitation.save(update_fields=["accepted_at"])
+    invitation.accepted_at = timezone.now()
+    invitation.save(update_fields=["accepted_at"])
     audit.record(participant.study, participant.user, AuditAction.INVITATION_ACCEPTED, participant=participant,
-                 invitation=invitation.pk, external_ids=sorted(ids) or None)
+                 invitation=invitation.pk, external_ids=sorted(ids) or None,
+                 external_ids_kept=conflicts or None)
     return participant
 
 

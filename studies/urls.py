@@ -1,6 +1,19 @@
-from django.urls import path
+from django.urls import path, register_converter
 
 from . import views
+
+class RowId:
+    """A row id: at most 18 digits, so a larger number is a 404 rather than an overflow."""
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(RowId, "rowid")
 
 app_name = "studies"
 
@@ -11,21 +24,21 @@ urlpatterns = [
     path("new/", _(views.study_new), name="new"),
     path("me/", _(views.me), name="me"),
     path("join/<str:token>/", views.join, name="join"),
-    path("<int:pk>/", _(views.study_detail), name="detail"),
-    path("<int:pk>/members/", _(views.member_add), name="member_add"),
-    path("<int:pk>/quota/", _(views.quota_set), name="quota_set"),
-    path("<int:pk>/participants/", _(views.participant_add), name="participant_add"),
-    path("<int:pk>/invite/", _(views.invite), name="invite"),
-    path("<int:pk>/invitations/<int:invitation_pk>/revoke/", _(views.invitation_revoke), name="revoke"),
-    path("<int:pk>/assign/", _(views.assign), name="assign"),
-    path("<int:pk>/assign-next/", _(views.assign_next), name="assign_next"),
-    path("<int:pk>/attempts/<int:attempt_pk>/", _(views.attempt_act), name="attempt_act"),
-    path("<int:pk>/select-by-rule/", _(views.select_by_rule), name="select_by_rule"),
-    path("<int:pk>/monitor/", _(views.monitor), name="monitor"),
-    path("<int:pk>/monitor/act/", _(views.monitor_act), name="monitor_act"),
-    path("<int:pk>/monitor/rows/", _(views.monitor_partial), name="monitor_rows"),
-    path("<int:pk>/leaderboard/", _(views.leaderboard_page), name="leaderboard"),
-    path("<int:pk>/audit/", _(views.audit_page), name="audit"),
-    path("<int:pk>/exports/", _(views.exports_page), name="exports"),
-    path("<int:pk>/exports/<int:job_pk>/<str:name>", _(views.export_download), name="export_file"),
+    path("<rowid:pk>/", _(views.study_detail), name="detail"),
+    path("<rowid:pk>/members/", _(views.member_add), name="member_add"),
+    path("<rowid:pk>/quota/", _(views.quota_set), name="quota_set"),
+    path("<rowid:pk>/participants/", _(views.participant_add), name="participant_add"),
+    path("<rowid:pk>/invite/", _(views.invite), name="invite"),
+    path("<rowid:pk>/invitations/<rowid:invitation_pk>/revoke/", _(views.invitation_revoke), name="revoke"),
+    path("<rowid:pk>/assign/", _(views.assign), name="assign"),
+    path("<rowid:pk>/assign-next/", _(views.assign_next), name="assign_next"),
+    path("<rowid:pk>/attempts/<rowid:attempt_pk>/", _(views.attempt_act), name="attempt_act"),
+    path("<rowid:pk>/select-by-rule/", _(views.select_by_rule), name="select_by_rule"),
+    path("<rowid:pk>/monitor/", _(views.monitor), name="monitor"),
+    path("<rowid:pk>/monitor/act/", _(views.monitor_act), name="monitor_act"),
+    path("<rowid:pk>/monitor/rows/", _(views.monitor_partial), name="monitor_rows"),
+    path("<rowid:pk>/leaderboard/", _(views.leaderboard_page), name="leaderboard"),
+    path("<rowid:pk>/audit/", _(views.audit_page), name="audit"),
+    path("<rowid:pk>/exports/", _(views.exports_page), name="exports"),
+    path("<rowid:pk>/exports/<rowid:job_pk>/<str:name>", _(views.export_download), name="export_file"),
 ]

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import assignment, attempts, design, export_jobs, forms, participants
-from .errors import StudyError, StudyPermissionDenied
+from .errors import InvitationUsed, StudyError, StudyPermissionDenied
 from .exports import zip_bytes
 from .figures import Filters
 from .leaderboard import leaderboard
@@ -27,6 +27,14 @@ from .permissions import Action, require, visible_studies
 
 def _study(pk: int) -> Study:
     return get_object_or_404(Study, pk=pk)
+
+
+def _staff_study(request: HttpRequest, pk: int) -> Study:
+    """The study, for a user who holds a staff role in it; anyone else gets a 403 before
+    their form is even read (each service then checks the specific permission)."""
+    study = _study(pk)
+    require(request.user, study, Action.VIEW)
+    return study
 
 
 def _back(study: Study, anchor: str = "") -> HttpResponse:
@@ -49,6 +57,8 @@ def study_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest) -> HttpResponse:
+    if not (request.user.is_staff or request.user.is_superuser):
+        raise StudyPermissionDenied(f"{request.user} may not create studies (staff only)")
     form = forms.StudyForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -66,7 +76,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def member_add(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.MemberForm(request.POST)
     if not form.is_valid():
         return _fail(request, study, forms.errors_text(form), "members")
@@ -81,7 +91,7 @@ def member_add(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def quota_set(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.QuotaForm(request.POST)
     if not form.is_valid():
         return _fail(request, study, forms.errors_text(form), "assign")
@@ -104,7 +114,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def participant_add(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.ParticipantForm(request.POST)
     if not form.is_valid():
         return _fail(request, study, forms.errors_text(form), "participants")
@@ -121,7 +131,7 @@ def participant_add(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def invite(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.InviteForm(request.POST)
     if not form.is_valid():
         return _fail(request, study, forms.errors_text(form), "participants")
@@ -138,7 +148,7 @@ def invite(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def invitation_revoke(request: HttpRequest, pk: int, invitation_pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     invitation = get_object_or_404(Invitation, pk=invitation_pk, participant__study=study)
     form = forms.RevokeForm(request.POST)
     if not form.is_valid():
@@ -154,7 +164,7 @@ def invitation_revoke(request: HttpRequest, pk: int, invitation_pk: int) -> Http
 @login_required
 @require_POST
 def assign(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.AssignForm(request.POST)
     if not form.is_valid():
         return _fail(request, study, forms.errors_text(form), "assign")
@@ -171,7 +181,7 @@ def assign(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def assign_next(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.AssignNextForm(request.POST)
     if not form.is_valid():
         return _fail(request, study, forms.errors_text(form), "assign")
@@ -206,7 +216,7 @@ def _attempt_action(request: HttpRequest, study: Study, attempt: Attempt, data: 
 @login_required
 @require_POST
 def attempt_act(request: HttpRequest, pk: int, attempt_pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     attempt = get_object_or_404(Attempt, pk=attempt_pk, study=study)
     form = forms.AttemptActionForm(request.POST)
     if not form.is_valid():
@@ -224,7 +234,7 @@ def attempt_act(request: HttpRequest, pk: int, attempt_pk: int) -> HttpResponse:
 @require_POST
 def monitor_act(request: HttpRequest, pk: int) -> HttpResponse:
     """A coordinator action from the monitor (the form sits outside the live-updated rows)."""
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.MonitorActionForm(request.POST)
     if not form.is_valid():
         messages.error(request, forms.errors_text(form))
@@ -243,7 +253,7 @@ def monitor_act(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def select_by_rule(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)
     form = forms.SelectRuleForm(request.POST)
     if not form.is_valid():
         return _fail(request, study, forms.errors_text(form), "attempts")
@@ -326,19 +336,23 @@ def export_download(request: HttpRequest, pk: int, job_pk: int, name: str) -> Ht
 
 @require_http_methods(["GET", "POST"])
 def join(request: HttpRequest, token: str) -> HttpResponse:
-    """An invitation link: accepting it signs the participant in and records the recruitment ids."""
-    if request.method == "GET":
-        try:
-            invitation = participants.resolve(token)
-        except StudyError as exc:
-            return render(request, "studies/join.html", {"error": str(exc)}, status=400)
-        return render(request, "studies/join.html", {"invitation": invitation, "token": token,
-                                                     "query": request.GET.urlencode()})
+    """An invitation link: the first acceptance signs the participant in and records the
+    recruitment ids; after that the link is bound to that account and signs nobody in."""
     try:
+        invitation = participants.resolve(token)
+        if request.method == "GET":
+            participants.refuse_if_used(invitation)
+            return render(request, "studies/join.html", {"invitation": invitation, "token": token,
+                                                         "query": request.GET.urlencode()})
         participant = participants.accept(token, request.GET)
+    except InvitationUsed as used:
+        if request.user.is_authenticated and request.user.pk == used.user_id:
+            return redirect("studies:me")
+        return render(request, "studies/join.html", {"error": str(used), "used": True}, status=403)
     except StudyError as exc:
         return render(request, "studies/join.html", {"error": str(exc)}, status=400)
     login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
+    participants.bind_session(invitation, request.session.session_key)
     return redirect("studies:me")
 
 

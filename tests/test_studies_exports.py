@@ -40,7 +40,7 @@ def built(django_db_setup, django_db_blocker):
             skills = ["novice", "clerk", "expert", "clerk"]
             first = [bots.play(assign(admin, people[i % 3], c), skills[i]) for i, c in enumerate(cells)]
             bots.play(attempts.grant_coached_retry(admin, first[0], "refund returns too"), "expert")
-            attempts.select_by_rule(admin, study, "latest")
+            attempts.select_by_rule(admin, study, "latest", include_bots=True)
             yield admin, study
         finally:
             transaction.set_rollback(True)

@@ -208,9 +208,9 @@ def test_assignment_creates_a_console_shift_and_an_audit_event(study, admin, bot
 
 def test_balanced_policy_fills_cells_evenly(study, admin):
     people = [bots.add_bot(admin, study, f"b{i}") for i in range(4)]
-    made = [assignment.assign_next(admin, study, policy="balanced") for _ in people]
+    made = [assignment.assign_next(admin, study, policy="balanced", include_bots=True) for _ in people]
     assert sorted(a.cell.key for a in made) == ["steady/11", "steady/7", "trade-war/11", "trade-war/7"]
-    assert assignment.assign_next(admin, study, policy="balanced") is None  # every cell full, everyone busy
+    assert assignment.assign_next(admin, study, policy="balanced", include_bots=True) is None  # every cell full, everyone busy
 
 
 def test_random_policy_is_seeded(admin):
@@ -219,7 +219,7 @@ def test_random_policy_is_seeded(admin):
         for i in range(3):
             bots.add_bot(admin, s, f"b{i}")
         return [(a.participant.label, a.cell.key) for a in
-                [assignment.assign_next(admin, s, policy="random") for _ in range(3)]]
+                [assignment.assign_next(admin, s, policy="random", include_bots=True) for _ in range(3)]]
     assert run("R1") == run("R2")
 
 
@@ -228,7 +228,7 @@ def test_adaptive_policy_favours_the_better_performer(study, admin):
     cells = list(study.cells.all())
     bots.play(assignment.assign(admin, weak, cells[0]), "idle")
     bots.play(assignment.assign(admin, strong, cells[1]), "expert")
-    nxt = assignment.assign_next(admin, study, policy="adaptive")
+    nxt = assignment.assign_next(admin, study, policy="adaptive", include_bots=True)
     assert nxt.participant == strong
 
 
@@ -314,16 +314,16 @@ def test_force_end_grades_the_shift(study, admin, bot, cell):
 
 def test_invalidate_drops_the_selection(study, admin, bot, cell):
     done = bots.play(assignment.assign(admin, bot, cell), "novice")
-    attempts.select(admin, done, "only one")
+    attempts.select(admin, done, "only one", include_bots=True)
     out = attempts.invalidate(admin, done, "shared screen with another participant")
     assert out.status == AttemptStatus.INVALID and not out.is_selected
 
 
 def test_select_replaces_the_previous_selection(study, admin, bot, cell):
     first = bots.play(assignment.assign(admin, bot, cell), "novice")
-    attempts.select(admin, first, "first")
+    attempts.select(admin, first, "first", include_bots=True)
     retry = bots.play(attempts.grant_coached_retry(admin, first, "coached"), "clerk")
-    attempts.select(admin, retry, "retry is better")
+    attempts.select(admin, retry, "retry is better", include_bots=True)
     first.refresh_from_db()
     assert not first.is_selected and Attempt.objects.get(cell=cell, is_selected=True) == retry
     assert AuditEvent.objects.filter(action=AuditAction.SELECTED).last().detail["previous"] == first.pk

@@ -59,7 +59,7 @@ def built(django_db_setup, django_db_blocker):
             bots.play(attempts.grant_coached_retry(admin, faulty, "ship first, then refund"), "expert")
         fault = Attempt.objects.filter(participant=people["P09"]).first()
         bots.play(attempts.reassign(admin, fault, people["P08"], "store crashed mid-shift"), "clerk")
-        attempts.select_by_rule(admin, study, SelectionRule.LATEST)
+        attempts.select_by_rule(admin, study, SelectionRule.LATEST, include_bots=True)
         figures = study_figures(admin, study, Filters(include_bots=True))
         elapsed = time.perf_counter() - started
         try:

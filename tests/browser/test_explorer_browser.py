@@ -82,8 +82,8 @@ def test_a_researcher_opens_both_trials_compares_them_and_finds_the_events(resea
                           + page.locator("#chart-stock").bounding_box()["height"] + 24})
 
 
-def test_a_participant_sees_the_trial_without_its_events(participant_page, imported):
-    open_trial(participant_page, "smart-triage")
-    assert participant_page.locator("#chart-net-assets svg").count() == 1
+def test_a_participant_is_refused_the_explorer(participant_page, imported):
+    response = participant_page.goto("/explorer/")
+    assert response.status == 403
+    assert participant_page.locator("h1").inner_text() == "Not allowed"
     assert participant_page.locator("g.event-marker").count() == 0
-    assert participant_page.locator("#events").count() == 0

@@ -2,9 +2,12 @@
 
 A DIR is a trial folder or a folder of trial folders (``storebench batch`` output).
 Exits 1 when any folder was refused; the refused ones are named with the reason.
+A known calibration file that cannot be used is named first, with why, and the run
+goes on with the others.
 """
 from django.core.management.base import BaseCommand, CommandError
 
+from explorer.calibrations import problems
 from explorer.importing import ImportStatus, import_trials
 
 
@@ -19,6 +22,8 @@ class Command(BaseCommand):
             style = self.style.ERROR if outcome.status == ImportStatus.REFUSED else (lambda text: text)
             self.stdout.write(style(f"[{i}/{total}] {outcome.line()}"))
 
+        for problem in problems():
+            self.stderr.write(self.style.WARNING(f"warning: {problem}"))
         outcomes = import_trials(options["dirs"], progress)
         counts = {status: sum(o.status == status for o in outcomes) for status in ImportStatus}
         self.stdout.write(", ".join(f"{n} {status.label.lower()}" for status, n in counts.items()))

@@ -1,6 +1,7 @@
 """Create the demo users, the demo participant's practice shift and the demo study. Safe to run any number of times."""
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from console.models import Shift
@@ -21,8 +22,17 @@ DEMO_USERS = (
 class Command(BaseCommand):
     help = "Create or reset the demo users (admin, coordinator, participant) and a practice shift."
 
-    @transaction.atomic
     def handle(self, *args, **options) -> None:
+        if not settings.DEMO_DATA_ALLOWED:
+            raise CommandError(
+                "load_demo creates a superuser admin/admin and other known passwords, so it runs "
+                "only in debug (DJANGO_DEBUG=1, as `make run` sets). This process is not in debug: "
+                "on a real deployment create accounts with `manage.py createsuperuser` instead."
+            )
+        self._load()
+
+    @transaction.atomic
+    def _load(self) -> None:
         User = get_user_model()
         for username, password, is_superuser in DEMO_USERS:
             user, created = User.objects.get_or_create(username=username)

@@ -1,0 +1,82 @@
+"""Malformed trial folders are refused with a reason naming the file, row and field, and
+an import run goes on to the next folder (each of these raised a traceback before)."""
+import json
+import shutil
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from explorer.importing import ImportStatus, import_trial, import_trials
+from explorer.models import Trial
+from test_explorer_import import folder, resign  # noqa: F401
+
+
+def _rows(path, change):
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    change(rows)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _doc(path, change):
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+MALFORMED = {
+    "a tool name that is a number": ("actions.jsonl", _rows, lambda r: r[0].update(tool=5),
+                                     "actions.jsonl row 1: 'tool' is not text"),
+    "a tool name that is a list": ("actions.jsonl", _rows, lambda r: r[0].update(tool=["a"]),
+                                   "actions.jsonl row 1: 'tool' is not text"),
+    "a window that is text": ("actions.jsonl", _rows, lambda r: r[0].update(window="w"),
+                              "actions.jsonl row 1: 'window' is not a whole number"),
+    "a rate that is text": ("score.json", _doc, lambda d: d.update(on_time_rate="high"),
+                            "score.json: 'on_time_rate' is not a number"),
+    "a count that is text": ("summary.json", _doc, lambda d: d.update(windows_played="many"),
+                             "summary.json: 'windows_played' is not a whole number"),
+    "a duration that is text": ("summary.json", _doc, lambda d: d.update(wall_seconds="fast"),
+                                "summary.json: 'wall_seconds' is not a number"),
+    "a time that is not a date": ("windows.jsonl", _rows, lambda r: r[0].update(at="yesterday"),
+                                  "windows.jsonl row 1: 'at' is not a date and time"),
+    "a time that is a number": ("windows.jsonl", _rows, lambda r: r[0].update(at=5),
+                                "windows.jsonl row 1: 'at' is not a date and time"),
+    "cents beyond any column": ("windows.jsonl", _rows, lambda r: r[1].update(cash_cents=10 ** 30),
+                                "windows.jsonl row 2: 'cash_cents' is not a whole number in range"),
+    "a rating that is text": ("windows.jsonl", _rows, lambda r: r[1].update(rating="good"),
+                              "windows.jsonl row 2: 'rating' is not a number"),
+}
+
+
+def malformed_copy(folder, target, case):
+    shutil.copytree(folder, target)
+    name, edit, change, _ = MALFORMED[case]
+    edit(target / name, change)
+    resign(target)
+    return target
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_field_is_refused_with_its_name(folder, tmp_path, case):
+    outcome = import_trial(malformed_copy(folder, tmp_path / "bad", case))
+    assert outcome.status == ImportStatus.REFUSED
+    assert MALFORMED[case][3] in outcome.reason
+    assert not Trial.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_run_goes_on_after_a_malformed_folder(folder, tmp_path):
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    malformed_copy(folder, batch / "a-bad", "a tool name that is a number")
+    malformed_copy(folder, batch / "b-bad", "a time that is not a date")
+    shutil.copytree(folder, batch / "c-good")
+    outcomes = import_trials([batch])
+    assert [o.status for o in outcomes] == [ImportStatus.REFUSED, ImportStatus.REFUSED, ImportStatus.IMPORTED]
+    out = StringIO()
+    Trial.objects.all().delete()
+    with pytest.raises(CommandError, match="2 of 3 folders refused"):
+        call_command("import_trials", str(batch), stdout=out)
+    text = out.getvalue()
+    assert "'tool' is not text" in text and "'at' is not a date and time" in text and "imported" in text

@@ -1,0 +1,148 @@
+"""Production is the default: settings read in fresh interpreters with the environment a
+deployment would have, the deploy check, the demo loader's refusal, static files outside
+debug, sign-in throttling on both sign-in pages, error pages, and inputs that used to
+raise a 500."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from console import services
+from console_helpers import briefed_user, call
+
+REPO = Path(__file__).resolve().parent.parent
+SECRET = "a-test-secret-that-is-long-and-random-enough-0123456789-abcdefghijkl"
+PROBE = """
+import json, django
+django.setup()
+from django.conf import settings
+from django.urls import reverse
+print(json.dumps({"debug": settings.DEBUG, "secure_cookie": settings.SESSION_COOKIE_SECURE,
+                  "csrf_secure": settings.CSRF_COOKIE_SECURE, "redirect": settings.SECURE_SSL_REDIRECT,
+                  "hsts": settings.SECURE_HSTS_SECONDS, "admin": reverse("admin:index")}))
+"""
+CONTROLLED = ("DJANGO_DEBUG", "DJANGO_SECRET_KEY", "STOREBENCH_PLAIN_HTTP", "DJANGO_ADMIN_PATH",
+              "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+
+
+def fresh(argv, tmp_path, **env):
+    """Run ``argv`` in a new interpreter under config.settings with only ``env`` of ours set."""
+    clean = {k: v for k, v in os.environ.items() if k not in CONTROLLED}
+    clean.update(DJANGO_SETTINGS_MODULE="config.settings", STOREBENCH_SQLITE_PATH=str(tmp_path / "prod.sqlite3"))
+    return subprocess.run([sys.executable, *argv], cwd=REPO, env={**clean, **env}, capture_output=True,
+                          text=True, timeout=120)
+
+
+def probe(tmp_path, **env) -> dict:
+    done = fresh(["-c", PROBE], tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_without_a_secret_key_and_debug_the_process_refuses_to_start(tmp_path):
+    done = fresh(["-c", PROBE], tmp_path)
+    assert done.returncode != 0
+    assert "DJANGO_SECRET_KEY is not set" in done.stderr and "DJANGO_DEBUG=1" in done.stderr
+
+
+def test_production_is_the_default_with_secure_transport(tmp_path):
+    s = probe(tmp_path, DJANGO_SECRET_KEY=SECRET)
+    assert s["debug"] is False
+    assert s["secure_cookie"] and s["csrf_secure"] and s["redirect"] and s["hsts"] >= 31_536_000
+    assert s["admin"] == "/admin/"
+
+
+def test_one_variable_turns_secure_transport_off_for_plain_http(tmp_path):
+    s = probe(tmp_path, DJANGO_SECRET_KEY=SECRET, STOREBENCH_PLAIN_HTTP="1")
+    assert s["debug"] is False
+    assert not s["secure_cookie"] and not s["csrf_secure"] and not s["redirect"] and s["hsts"] == 0
+
+
+def test_debug_only_when_asked_for(tmp_path):
+    s = probe(tmp_path, DJANGO_DEBUG="1")
+    assert s["debug"] is True and not s["redirect"]
+
+
+def test_the_admin_lives_where_configured(tmp_path):
+    assert probe(tmp_path, DJANGO_SECRET_KEY=SECRET, DJANGO_ADMIN_PATH="/back-office/")["admin"] == "/back-office/"
+
+
+def test_the_deploy_check_is_clean_in_production(tmp_path):
+    done = fresh(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path,
+                 DJANGO_SECRET_KEY=SECRET)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues" in done.stdout
+
+
+def test_load_demo_refuses_outside_debug(tmp_path):
+    env = {"DJANGO_SECRET_KEY": SECRET}
+    assert fresh(["manage.py", "migrate", "--noinput"], tmp_path, **env).returncode == 0
+    done = fresh(["manage.py", "load_demo"], tmp_path, **env)
+    assert done.returncode != 0 and "only in debug" in done.stderr
+    users = fresh(["manage.py", "shell", "-c",
+                   "from django.contrib.auth.models import User; print(User.objects.count())"], tmp_path, **env)
+    assert users.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_static_files_are_served_outside_debug(client, settings):
+    settings.DEBUG = False
+    response = client.get("/static/console/console.css")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content if response.streaming else [response.content])
+
+
+def test_an_unknown_page_lists_nothing(client, settings):
+    settings.DEBUG = False
+    response = client.get("/no/such/page/")
+    html = response.content.decode()
+    assert response.status_code == 404 and "Page not found" in html
+    assert "explorer/" not in html and "studies/" not in html and "shifts" not in html
+
+
+@pytest.mark.parametrize("page", ["/login/", "/admin/login/"])
+def test_sign_in_is_throttled_per_username_and_address(db, settings, page, fast_password_hashing):
+    settings.LOGIN_ATTEMPTS = 3
+    from django.core.cache import cache
+    cache.clear()
+    get_user_model().objects.create_user("mallory-target", password="right-password-123", is_staff=True)
+    client = Client()
+    for _ in range(3):
+        wrong = client.post(page, {"username": "mallory-target", "password": "wrong"})
+        assert wrong.status_code == 200 and "Too many failed" not in wrong.content.decode()
+    refused = client.post(page, {"username": "mallory-target", "password": "right-password-123"})
+    assert refused.status_code == 200 and "Too many failed sign-ins" in refused.content.decode()
+    assert "_auth_user_id" not in client.session
+    # Another address is not locked out by these failures.
+    other = Client(REMOTE_ADDR="10.9.8.7")
+    assert other.post(page, {"username": "mallory-target", "password": "right-password-123"}).status_code == 302
+    cache.clear()
+
+
+@pytest.mark.parametrize("lines", ['{"SKU-1": NaN}', '{"SKU-1": Infinity}', '{"SKU-1": -Infinity}',
+                                   '{"SKU-1": 1e999}', "[" * 500 + "]" * 500,
+                                   '{"SKU-1": ' + "[" * 500 + "]" * 500 + "}"])
+def test_hostile_json_in_a_purchase_order_is_a_clear_refusal(client, db, lines, fast_password_hashing,
+                                                              fresh_console_cache):
+    user = briefed_user("iris")
+    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    client.force_login(user)
+    response = call(client, shift, "place_purchase_order", supply_product_id="SUP-001", lines=lines)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "refused before the store" in html and 'class="tag err">error' in html
+    shift.refresh_from_db()
+    # The live session survived: a plain call afterwards goes through.
+    assert call(client, shift, "list_products").status_code == 200
+
+
+def test_a_huge_trial_number_is_a_clear_error(db, client):
+    client.force_login(get_user_model().objects.create(username="res", is_staff=True))
+    response = client.get("/explorer/compare/", {"trial": ["9" * 40, "1"]})
+    assert response.status_code == 400 and "Trials are named by their numbers" in response.content.decode()
+    assert client.get("/explorer/trials/" + "9" * 40 + "/").status_code == 404
+    assert client.get("/studies/" + "9" * 40 + "/").status_code == 404

@@ -1,0 +1,77 @@
+"""Invitations bind to one account, revocation ends their sessions, and completion codes
+reach everyone whose attempt ended for a reason they did not cause."""
+import pytest
+from django.test import Client
+
+from studies import assignment, attempts, bots, participants
+from studies.completion import completion_code
+from studies.errors import InvitationUsed
+from studies.models import AttemptStatus, AuditAction, AuditEvent
+from test_studies_support import TASKS, SEEDS, admin, bot, bot2, cell, study  # noqa: F401
+
+
+@pytest.fixture
+def issued(study, admin):
+    return participants.invite(admin, participants.add_participant(admin, study, "A"))
+
+
+def test_a_link_is_accepted_once_and_keeps_the_first_recruitment_ids(issued):
+    first = participants.accept(issued.token, {"PROLIFIC_PID": "first-pid"})
+    with pytest.raises(InvitationUsed, match="already accepted") as used:
+        participants.accept(issued.token, {"PROLIFIC_PID": "second-pid"})
+    assert used.value.user_id == first.user_id
+    first.refresh_from_db()
+    assert first.external_ids == {"PROLIFIC_PID": "first-pid"}
+
+
+def test_a_second_browser_is_not_signed_in_by_a_used_link(issued):
+    url = f"/studies/join/{issued.token}/?PROLIFIC_PID=p1"
+    first, second = Client(), Client()
+    assert first.post(url).status_code == 302
+    assert first.get("/studies/me/").status_code == 200
+    for response in (second.get(url), second.post(url)):
+        assert response.status_code == 403 and "already accepted" in response.content.decode()
+    assert second.get("/studies/me/").status_code == 302  # still signed out: sent to sign in
+    assert first.get(url).status_code == 302  # the bound account itself goes on to its page
+
+
+def test_revoking_a_link_ends_the_sessions_it_signed_in(issued, admin):
+    browser = Client()
+    browser.post(f"/studies/join/{issued.token}/")
+    assert browser.get("/studies/me/").status_code == 200
+    participants.revoke(admin, issued.invitation, "sent to the wrong address")
+    response = browser.get("/studies/me/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+    event = AuditEvent.objects.get(action=AuditAction.INVITATION_REVOKED)
+    assert event.detail["sessions_ended"] == 1
+
+
+def test_a_reassigned_attempt_gets_its_code(study, admin, bot, bot2, cell):
+    faulted = assignment.assign(admin, bot, cell)
+    assert completion_code(bot.user, faulted) is None  # not played, not ended: nothing yet
+    attempts.reassign(admin, faulted, bot2, "store crashed")
+    faulted.refresh_from_db()
+    assert completion_code(bot.user, faulted) == faulted.completion_code
+
+
+def test_an_invalidated_attempt_gets_its_code(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    attempts.invalidate(admin, attempt, "wrong build deployed")
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.INVALID
+    assert completion_code(bot.user, attempt) == attempt.completion_code
+
+
+def test_an_attempt_ended_by_the_team_before_it_started_gets_its_code(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    attempts.force_end(admin, attempt, "cell withdrawn")
+    attempt.refresh_from_db()
+    assert completion_code(bot.user, attempt) == attempt.completion_code
+
+
+def test_the_code_is_shown_on_the_participants_page(client, study, admin, bot, bot2, cell):
+    faulted = assignment.assign(admin, bot, cell)
+    attempts.reassign(admin, faulted, bot2, "store crashed")
+    client.force_login(bot.user)
+    html = client.get("/studies/me/").content.decode()
+    assert faulted.completion_code in html and "not by you" in html
