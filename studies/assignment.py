@@ -1,6 +1,6 @@
 """Assigning cells to participants, by hand or by the study's policy.
 
-Each attempt gets a fresh console shift (``console.services.assign_shift``).  Two
+Each attempt gets a fresh console shift (``shifts.lifecycle.assign_shift``).  Two
 guards keep one person from holding two open attempts on one cell: a service check
 with a clear message, and a partial unique constraint in the database for a race
 that slips past it.  A cell's quota counts its first attempts that are still open or
@@ -14,7 +14,7 @@ import secrets
 from django.db import IntegrityError, transaction
 from django.db.models import Avg, Count, Max, Q
 
-from console.services import assign_shift
+from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .errors import StudyError
@@ -111,8 +111,6 @@ def assign_next(actor, study: Study, participants=None, policy: str | None = Non
 
 def abandon_unstarted(attempt: Attempt, reason: str) -> None:
     """Close an attempt whose shift never started (its console shift is closed unplayed)."""
-    from console.services import close_unstarted
-
     close_unstarted(attempt.shift_id, reason)
     attempt.status = AttemptStatus.ABANDONED
     attempt.end_reason = reason

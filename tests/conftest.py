@@ -71,8 +71,8 @@ def fast_password_hashing(settings):
 @pytest.fixture
 def fresh_console_cache():
     """No live episode or MCP session carried between tests, in either direction."""
-    from console import services
+    from shifts import cache
 
-    services.clear_cache()
+    cache.clear_cache()
     yield
-    services.clear_cache()
+    cache.clear_cache()

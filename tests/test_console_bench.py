@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from console.models import Shift
+from shifts.models import Shift
 
 KEYS = {"participants", "calls_per_participant", "tool", "tool_page_median_ms", "noop_median_ms", "ratio",
         "tool_page_p90_ms", "noop_p90_ms", "errors", "wall_seconds"}

@@ -7,8 +7,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from console import services
-from console.models import Shift, ShiftPause
+from shifts import ending, errors, lifecycle
+from shifts.models import Shift, ShiftPause
 from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
@@ -27,7 +27,7 @@ def user(db):
 
 @pytest.fixture
 def shift(user):
-    return services.start_shift(user, "counter-punch", 7, practice=True)
+    return lifecycle.start_shift(user, "counter-punch", 7, practice=True)
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_pause_needs_a_reason(dave, shift):
 
 def test_a_too_long_reason_is_refused(shift):
     with pytest.raises(ValueError, match="^The reason is 201 characters long; at most 200 are allowed.$"):
-        services.pause_shift(shift, "x" * 201)
+        lifecycle.pause_shift(shift, "x" * 201)
 
 
 def test_tool_calls_are_refused_while_paused(dave, shift):
@@ -69,7 +69,7 @@ def test_tool_calls_are_refused_while_paused(dave, shift):
 def test_resume_records_the_pause_and_splits_the_time(dave, shift):
     deadline = shift.deadline
     Shift.objects.filter(pk=shift.pk).update(started_at=shift.started_at - timedelta(hours=1))
-    services.pause_shift(shift, "phone call")
+    lifecycle.pause_shift(shift, "phone call")
     backdate_pause(shift, 600)
     dave.post(f"/shifts/{shift.pk}/resume/")
     shift.refresh_from_db()
@@ -84,27 +84,27 @@ def test_resume_records_the_pause_and_splits_the_time(dave, shift):
 
 
 def test_resume_when_not_paused_is_refused(shift):
-    with pytest.raises(services.ShiftNotActive, match="^The shift is not paused; it is active.$"):
-        services.resume_shift(shift)
+    with pytest.raises(errors.ShiftNotActive, match="^The shift is not paused; it is active.$"):
+        lifecycle.resume_shift(shift)
 
 
 def test_store_clock_does_not_move_with_wall_time(dave, shift):
     before = shift.calls.get().header
-    services.pause_shift(shift, "coffee")
+    lifecycle.pause_shift(shift, "coffee")
     backdate_pause(shift, 3 * 3600)
-    services.resume_shift(shift)
+    lifecycle.resume_shift(shift)
     Shift.objects.filter(pk=shift.pk).update(started_at=shift.started_at - timedelta(hours=4))
     call(dave, shift, "store_status")
     assert shift.calls.order_by("-seq").first().header == before
 
 
 def test_sweep_ends_only_shifts_past_their_deadline(db):
-    due = services.start_shift(make_user("erin"), "counter-punch", 7, practice=True)
-    running = services.start_shift(make_user("fred"), "counter-punch", 7, practice=True)
-    services.pause_shift(due, "closed the laptop")
+    due = lifecycle.start_shift(make_user("erin"), "counter-punch", 7, practice=True)
+    running = lifecycle.start_shift(make_user("fred"), "counter-punch", 7, practice=True)
+    lifecycle.pause_shift(due, "closed the laptop")
     Shift.objects.filter(pk=due.pk).update(deadline=timezone.now() - timedelta(seconds=5))
-    assert services.enforce_deadlines() == [due.pk]
-    assert services.enforce_deadlines() == []  # idempotent
+    assert ending.enforce_deadlines() == [due.pk]
+    assert ending.enforce_deadlines() == []  # idempotent
     due.refresh_from_db()
     running.refresh_from_db()
     assert due.status == Shift.Status.ENDED and due.end_reason == "deadline"
@@ -114,16 +114,16 @@ def test_sweep_ends_only_shifts_past_their_deadline(db):
 
 
 def test_wall_time_stops_at_the_deadline(db):
-    shift = services.start_shift(make_user("gina"), "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(make_user("gina"), "counter-punch", 7, practice=True)
     start = timezone.now() - timedelta(hours=13)
     Shift.objects.filter(pk=shift.pk).update(started_at=start, deadline=start + timedelta(hours=12))
-    services.enforce_deadlines()
+    ending.enforce_deadlines()
     shift.refresh_from_db()
     assert shift.wall_seconds == 12 * 3600 and shift.active_seconds == 12 * 3600 and shift.paused_seconds == 0
 
 
 def test_enforce_deadlines_command(db, capsys):
-    shift = services.start_shift(make_user("hugo"), "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(make_user("hugo"), "counter-punch", 7, practice=True)
     Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
     call_command("enforce_deadlines", "--json")
     assert json.loads(capsys.readouterr().out) == {"ended": [shift.pk]}

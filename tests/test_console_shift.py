@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from console import services
-from console.models import Shift, ShiftCall
+from shifts import cache, lifecycle
+from shifts.models import Shift, ShiftCall
 from environment.tools import REGISTRY
 from console_helpers import briefed_user, call, ops_left
 
@@ -27,7 +27,7 @@ def user(db):
 
 @pytest.fixture
 def shift(user):
-    return services.start_shift(user, TASK, SEED, practice=True)
+    return lifecycle.start_shift(user, TASK, SEED, practice=True)
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def page(client, shift) -> str:
 
 
 def test_start_an_assigned_shift_from_home(alice, user):
-    assigned = services.assign_shift(user, TASK, SEED, practice=True)
+    assigned = lifecycle.assign_shift(user, TASK, SEED, practice=True)
     home = alice.get("/").content.decode()
     assert f"/shifts/{assigned.pk}/start/" in home and "Start" in home
     response = alice.post(f"/shifts/{assigned.pk}/start/")
@@ -115,26 +115,26 @@ def test_resume_after_restart_continues_from_the_same_state(alice, shift):
     call(alice, shift, "end_window")
     call(alice, shift, "list_returns")
     before = header_line(call(alice, shift, "store_status").content.decode())
-    ledger_before = services._cache[shift.pk].episode.ledger.to_jsonl()
+    ledger_before = cache._cache[shift.pk].episode.ledger.to_jsonl()
     assert not ShiftCall.objects.get(shift=shift, arguments__page_size="abc").reached_core
 
-    services.clear_cache()  # the server restarts
+    cache.clear_cache()  # the server restarts
     after = header_line(call(alice, shift, "store_status").content.decode())
     assert after == before
     assert "window 2 of 14" in after and "operations left 11 of 12" in after
-    assert services._cache[shift.pk].episode.ledger.to_jsonl() == ledger_before
-    assert services.replay_episode(shift).ledger.to_jsonl() == ledger_before
+    assert cache._cache[shift.pk].episode.ledger.to_jsonl() == ledger_before
+    assert cache.replay_episode(shift).ledger.to_jsonl() == ledger_before
     # and the next operation continues the count
     assert ops_left(call(alice, shift, "list_orders").content.decode()) == 10
 
 
 def test_stale_cache_from_another_process_is_rebuilt(alice, shift):
     call(alice, shift, "list_orders")
-    live = services._cache[shift.pk]
+    live = cache._cache[shift.pk]
     live.applied -= 1  # as if another process had stored a call this cache never made
     html = call(alice, shift, "store_status").content.decode()
     assert ops_left(html) == 11
-    assert services._cache[shift.pk] is not live
+    assert cache._cache[shift.pk] is not live
 
 
 def test_shift_past_deadline_ends_on_next_access(alice, shift):

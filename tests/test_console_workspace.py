@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from console import services
+from shifts import lifecycle
 from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
@@ -18,7 +18,7 @@ def user(db):
 
 @pytest.fixture
 def shift(user):
-    return services.start_shift(user, "counter-punch", 7, practice=True)
+    return lifecycle.start_shift(user, "counter-punch", 7, practice=True)
 
 
 @pytest.fixture

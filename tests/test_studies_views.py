@@ -114,7 +114,7 @@ def test_researcher_may_not_use_the_monitor(client, study, admin):
 
 
 def test_monitor_shows_a_running_shift(coord_client, study, bot, cell, coordinator):
-    from console.services import begin_shift
+    from shifts.lifecycle import begin_shift
 
     attempt = assignment.assign(coordinator, bot, cell)
     bots.Bot(attempt, bots.SKILLS["idle"]).onboard()

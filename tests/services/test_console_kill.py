@@ -120,7 +120,7 @@ class KillLoop:
 def test_kill_nine_mid_shift_loses_no_acknowledged_action(live_database, processes):
     """Two console servers side by side (each with its own participants), each killed
     KILLS / 2 times: the kills are counted together."""
-    from console.models import Shift, ShiftCall
+    from shifts.models import Shift, ShiftCall
 
     started = time.monotonic()
     rng = random.Random(20261129)

@@ -51,7 +51,7 @@ def signed_in(base: str, username: str) -> Participant:
 def test_fifty_participants_lose_nothing(live_database, processes):
     import random
 
-    from console.models import Shift, ShiftCall
+    from shifts.models import Shift, ShiftCall
 
     env = server_env(live_database)
     port = free_port()
@@ -112,7 +112,7 @@ def test_fifty_participants_lose_nothing(live_database, processes):
 
 @pytest.mark.parametrize("servers", [1, 2])
 def test_concurrent_calls_on_one_shift_are_serialised(live_database, processes, servers):
-    from console.models import Shift, ShiftCall
+    from shifts.models import Shift, ShiftCall
     from environment.tools import REGISTRY
 
     threads, per_thread = 16, 8

@@ -56,9 +56,10 @@ from django.test import Client
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from console.briefing import BRIEFING_VERSION, PRACTICE_CELL
-from console.models import BriefingAcknowledgement, Shift
-from console.services import begin_shift, assign_shift, clear_cache
+from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL
+from shifts.cache import clear_cache
+from shifts.models import BriefingAcknowledgement, Shift
+from shifts.lifecycle import assign_shift, begin_shift
 
 TOOL = "list_orders"
 MAX_CALLS = 100  # below the practice task's operation budget, so the store stays open

@@ -2,7 +2,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from console.services import assign_shift
+from shifts.lifecycle import assign_shift
 from environment.errors import StoreBenchError
 
 
