@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "studies",
     "jobs",
     "explorer",
+    "benchmarks",
 ]
 
 MIDDLEWARE = [

@@ -6,7 +6,7 @@ alternates a real tool call through the console's call view (``list_orders``, wh
 spends an operation, as an htmx request) with a GET of a no-op view, so both are
 timed under the same load in the same run. Times are in-process server times (the
 test client calls the handler directly; there is no network). The no-op view exists
-only in this command's URLconf (``console.bench_urls``). The benchmark's users and
+only in this command's URLconf (``benchmarks.urls``). The benchmark's users and
 shifts are deleted afterwards.
 
 Before the concurrent phase, one more participant runs alone (the same alternation,
@@ -65,7 +65,7 @@ TOOL = "list_orders"
 MAX_CALLS = 100  # below the practice task's operation budget, so the store stays open
 
 
-TIMER = "console.management.commands.bench_console.handler_timer"
+TIMER = "benchmarks.management.commands.bench_console.handler_timer"
 
 
 def handler_timer(get_response):
@@ -109,7 +109,7 @@ class Command(BaseCommand):
         User = get_user_model()
         users = []
         try:
-            with override_settings(ROOT_URLCONF="console.bench_urls", MIDDLEWARE=[TIMER, *settings.MIDDLEWARE]):
+            with override_settings(ROOT_URLCONF="benchmarks.urls", MIDDLEWARE=[TIMER, *settings.MIDDLEWARE]):
                 shifts = []
                 for index in range(participants + 1):  # the last one runs alone, first
                     user = User.objects.create_user(f"bench-{run}-{index:03d}")
