@@ -14,13 +14,13 @@ from typing import Any
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
 from shifts.briefing import acknowledgement, practice_completed, start_refusal
+from shifts.cache import replay_episode
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift
 from shifts.lifecycle import begin_shift
 from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import result_of
-from shifts.cache import replay_episode
 from shifts.timeline import series_of
 
 from .cached import CachedView, cached_views

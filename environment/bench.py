@@ -73,7 +73,7 @@ def bench_engine(repeats: int = 5) -> dict:
         samples = []
         for _ in range(repeats * 8):
             ep.ops_left = 10_000  # measure calls, not window advances
-            samples.append(_timed(lambda: ep.call(name, args)))
+            samples.append(_timed(lambda name=name, args=args: ep.call(name, args)))
         per_tool[name] = _median_ms(samples)
         all_samples += samples
     ship = []
@@ -128,7 +128,7 @@ def bench_anchors(repeats: int = 3, full_year_repeats: int = 1) -> dict:
     """Median wall time (s) of one whole episode per anchor, on steady and on full-year."""
     out = {}
     for task, n in (("steady", repeats), ("full-year", full_year_repeats)):
-        out[task] = {name: round(statistics.median(_timed(lambda name=name: run_policy(arm(task, 7), name))
+        out[task] = {name: round(statistics.median(_timed(lambda name=name, task=task: run_policy(arm(task, 7), name))
                                                    for _ in range(max(1, n))), 3) for name in ANCHORS}
     return out
 

@@ -18,8 +18,17 @@ from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .errors import StudyError
-from .models import (COMPLETED_STATUSES, OPEN_STATUSES, Attempt, AttemptKind, AttemptStatus, AuditAction,
-                     Cell, Participant, Study)
+from .models import (
+    COMPLETED_STATUSES,
+    OPEN_STATUSES,
+    Attempt,
+    AttemptKind,
+    AttemptStatus,
+    AuditAction,
+    Cell,
+    Participant,
+    Study,
+)
 from .participants import needs_consent
 from .permissions import Action, require
 from .policies import CellLoad, Person, choose

@@ -23,8 +23,19 @@ from shifts.models import Shift
 from . import audit
 from .assignment import abandon_unstarted, create_attempt
 from .errors import StudyError
-from .models import (COMPLETED_STATUSES, OPEN_STATUSES, SCORE_FIELDS, Attempt, AttemptKind, AttemptStatus,
-                     AuditAction, Participant, SelectionRule, Study, outcome_of)
+from .models import (
+    COMPLETED_STATUSES,
+    OPEN_STATUSES,
+    SCORE_FIELDS,
+    Attempt,
+    AttemptKind,
+    AttemptStatus,
+    AuditAction,
+    Participant,
+    SelectionRule,
+    Study,
+    outcome_of,
+)
 from .permissions import Action, require
 
 RUNNING = (Shift.Status.ACTIVE, Shift.Status.PAUSED)  # started and not ended: the deadline runs

@@ -4,12 +4,12 @@ import re
 from datetime import timedelta
 
 import pytest
+from console_helpers import briefed_user, call, ops_left
 from django.core.management import call_command
 from django.utils import timezone
 
 from shifts import ending, errors, lifecycle
 from shifts.models import Shift, ShiftPause
-from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 

@@ -4,8 +4,7 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
-from shifts import errors, lifecycle
-from shifts import briefing
+from shifts import briefing, errors, lifecycle
 from shifts.models import BriefingAcknowledgement, Shift
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")

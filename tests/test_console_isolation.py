@@ -2,12 +2,12 @@
 import re
 
 import pytest
+from console_helpers import briefed_user, call
 from django.urls import get_resolver, reverse
 
-from shifts import calls, lifecycle
 from environment.tasks import get_task
 from environment.tasks.model import EventKind
-from console_helpers import briefed_user, call
+from shifts import calls, lifecycle
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 

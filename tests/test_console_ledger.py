@@ -3,12 +3,12 @@ give the same ledger, byte for byte."""
 import uuid
 
 import pytest
+from console_helpers import briefed_user
 
-from shifts import cache, lifecycle
-from shifts.results import result_of
 from environment.api import arm
 from environment.trial import play_actions
-from console_helpers import briefed_user
+from shifts import cache, lifecycle
+from shifts.results import result_of
 
 pytestmark = pytest.mark.usefixtures("fresh_console_cache")
 

@@ -4,13 +4,13 @@ import uuid
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
+from console_helpers import briefed_user
 from django.conf import settings
 from django.test import Client
 
 from config.asgi import application
-from shifts import calls, lifecycle
 from console.consumers import REFUSED
-from console_helpers import briefed_user
+from shifts import calls, lifecycle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_console_cache")]
 

@@ -10,15 +10,14 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from console_helpers import briefed_user
 from django.utils import timezone
 
-from shifts import cache, calls, ending, errors, lifecycle
 from console import workspace
-from shifts.models import Shift, ShiftCall
 from mcp_client.client import SessionClosed, SyncEpisodeClient, episode_client
 from mcp_client.server import build_server
-
-from console_helpers import briefed_user
+from shifts import cache, calls, ending, errors, lifecycle
+from shifts.models import Shift, ShiftCall
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 TASK, SEED = "counter-punch", 7

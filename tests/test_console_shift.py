@@ -5,14 +5,14 @@ import time
 from datetime import timedelta
 
 import pytest
+from console_helpers import briefed_user, call, ops_left
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
+from environment.tools import REGISTRY
 from shifts import cache, lifecycle
 from shifts.models import Shift, ShiftCall
-from environment.tools import REGISTRY
-from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 

@@ -2,9 +2,9 @@
 import re
 
 import pytest
+from console_helpers import briefed_user, call, ops_left
 
 from shifts import lifecycle
-from console_helpers import briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 

@@ -3,13 +3,13 @@ decision on the attempt is never overwritten, and the header shown is the typed 
 import uuid
 
 import pytest
-
 from console_helpers import ops_left
+from test_studies_support import admin, bot, cell, coordinator, make_user, study  # noqa: F401
+
 from shifts import calls, ending
 from shifts.lifecycle import begin_shift
 from studies import assignment, attempts, bots
 from studies.models import Attempt, AttemptStatus
-from test_studies_support import admin, bot, cell, coordinator, make_user, study  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

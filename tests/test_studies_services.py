@@ -5,16 +5,13 @@ from decimal import Decimal
 import pytest
 from django.core import signing
 from django.db import IntegrityError, transaction
+from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, coordinator, make_user, other_study, study  # noqa: F401
 
 from shifts.models import Shift
 from studies import assignment, attempts, bots, participants
 from studies.design import add_consent_version, add_member, check_calibration, create_study
 from studies.errors import StudyError, StudyPermissionDenied
-from studies.models import (AppendOnlyError, Attempt, AttemptKind, AttemptStatus, AuditAction, AuditEvent,
-                            Role)
-from test_studies_support import (TASKS, SEEDS, admin, bot, bot2, cell, coordinator, make_user,  # noqa: F401
-                                  other_study, study)
-
+from studies.models import AppendOnlyError, Attempt, AttemptKind, AttemptStatus, AuditAction, AuditEvent, Role
 
 # --- roles and scoping ------------------------------------------------------------------
 

@@ -10,11 +10,9 @@ import re
 import uuid
 import zipfile
 
-
 SHELL_PRELUDE = (
     "from studies.models import Participant, Attempt\n"
-    "from shifts import calls, ending, lifecycle
-from shifts import briefing\n"
+    "from shifts import briefing, calls, ending, lifecycle\n"
     "p = Participant.objects.get(label={label!r})\n"
 )
 ONBOARD_AND_START = SHELL_PRELUDE + (

@@ -23,9 +23,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-
-from serverprocs import (ACK_STATUSES, MOVES, WEIGHTS, Participant, free_port, make_participants, replay_check,
-                         server_env, start_console, wait_for)
+from serverprocs import (
+    ACK_STATUSES,
+    MOVES,
+    WEIGHTS,
+    Participant,
+    free_port,
+    make_participants,
+    replay_check,
+    server_env,
+    start_console,
+    wait_for,
+)
 
 pytestmark = pytest.mark.services
 

@@ -58,8 +58,8 @@ from django.utils import timezone
 
 from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL
 from shifts.cache import clear_cache
-from shifts.models import BriefingAcknowledgement, Shift
 from shifts.lifecycle import assign_shift, begin_shift
+from shifts.models import BriefingAcknowledgement, Shift
 
 TOOL = "list_orders"
 MAX_CALLS = 100  # below the practice task's operation budget, so the store stays open
@@ -196,7 +196,7 @@ class Command(BaseCommand):
             finally:
                 connection.close()
 
-        threads = [threading.Thread(target=participant, args=(c, s)) for c, s in zip(clients, shifts)]
+        threads = [threading.Thread(target=participant, args=(c, s)) for c, s in zip(clients, shifts, strict=True)]
         began = time.perf_counter()
         for thread in threads:
             thread.start()

@@ -3,8 +3,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from shifts.models import Shift
 from shifts.lifecycle import assign_shift
+from shifts.models import Shift
 from studies.demo import ensure_demo_study
 
 # The practice shift every demo participant gets: (task id, seed).
