@@ -10,12 +10,14 @@ import re
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import HttpRequest as DjangoRequest
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from shifts import briefing
 from shifts.errors import ShiftNotActive, ShiftPaused, StartRefused
@@ -26,6 +28,13 @@ from shifts.results import result_of
 from . import workspace
 from .chart import timeline_svg
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
+
+
+class HttpRequest(DjangoRequest):
+    """A request as the views see it: django-htmx's middleware adds ``htmx``."""
+
+    htmx: HtmxDetails
+
 
 CALL_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,64}")
 

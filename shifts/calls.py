@@ -142,7 +142,7 @@ def _read_locked(shift: Shift, call_id: str) -> dict:
     row = rows[0]
     for field in Shift._meta.concrete_fields:
         setattr(shift, field.attname, getattr(row, field.attname))
-    return {"last": row.known_last, "mine": row.known_mine, "applied": row.known_applied}
+    return {key: getattr(row, f"known_{key}") for key in ("last", "mine", "applied")}  # the raw query's extras
 
 
 def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, call_id: str,

@@ -135,14 +135,15 @@ def extend_deadline(actor, attempt: Attempt, minutes: int, reason: str) -> Attem
         raise StudyError(f"a deadline change is between 1 and {MAX_DEADLINE_CHANGE_MINUTES} minutes "
                          f"either way, not {minutes}")
     shift = attempt.shift
-    if shift.status not in RUNNING or shift.deadline is None:
+    old = shift.deadline
+    if shift.status not in RUNNING or old is None:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is not running; "
                          "only a running shift has a deadline to change")
-    old = shift.deadline
     with transaction.atomic():
         shift = move_deadline(shift, minutes)
         audit.record(attempt.study, actor, AuditAction.DEADLINE_CHANGED, reason=reason, attempt=attempt,
-                     old=old.isoformat(), new=shift.deadline.isoformat(), minutes=minutes)
+                     old=old.isoformat(), new=shift.deadline.isoformat() if shift.deadline else "",
+                     minutes=minutes)
     return attempt
 
 

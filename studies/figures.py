@@ -59,8 +59,10 @@ def attempts(study: Study, filters: Filters = Filters()):
 
 
 def row_of(attempt: Attempt) -> reference.AttemptRow:
-    """The attempt's reference row, its scores read through its shift."""
+    """The attempt's reference row (a graded attempt), its scores read through its shift."""
     outcome = attempt.outcome
+    if outcome.composite is None:
+        raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} has no score yet")
     scores = outcome.components
     return reference.AttemptRow(
         cell=attempt.cell.key, task=attempt.cell.task_id, person=attempt.participant.code,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from functools import cached_property
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -31,7 +32,7 @@ import environment
 from shifts.ending import DEADLINE_REASON
 from shifts.models import Shift
 
-SCORE = {"max_digits": 12, "decimal_places": 6, "null": True, "blank": True}
+SCORE: dict[str, Any] = {"max_digits": 12, "decimal_places": 6, "null": True, "blank": True}
 
 
 class Role(models.TextChoices):
@@ -315,7 +316,7 @@ def outcome_of(attempt: Attempt) -> Outcome:
                        calibration_hash=shift.calibration_hash, composite=composite,
                        passed=shift.passed if threshold is None else composite >= threshold,
                        components={name: _dec(components.get(name)) for name in SCORE_FIELDS})
-    running = {Shift.Status.ACTIVE: AttemptStatus.ACTIVE, Shift.Status.PAUSED: AttemptStatus.PAUSED}
+    running: dict[str, str] = {Shift.Status.ACTIVE: AttemptStatus.ACTIVE, Shift.Status.PAUSED: AttemptStatus.PAUSED}
     if shift.status in running:
         return Outcome(status=running[shift.status], end_reason="", completed_at=None, release=release,
                        calibration_hash="", composite=None, passed=None,

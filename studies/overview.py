@@ -35,7 +35,7 @@ def study_overview(actor, study: Study) -> Overview:
                     .order_by("cell__task_id", "cell__seed", "number"))
     completed = Counter(a.cell_id for a in attempts if not a.is_practice and a.outcome.is_completed)
     for cell in cells:
-        cell.n_completed = completed[cell.pk]  # read through each attempt's shift
+        cell.n_completed = completed[cell.pk]  # type: ignore[attr-defined]  # read through each attempt's shift
     invitations = list(Invitation.objects.filter(participant__study=study).select_related("participant"))
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
