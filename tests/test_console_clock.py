@@ -20,29 +20,13 @@ def make_user(name):
     return briefed_user(name)
 
 
-@pytest.fixture
-def user(db):
-    return make_user("dave")
-
-
-@pytest.fixture
-def shift(user):
-    return lifecycle.start_shift(user, "counter-punch", 7, practice=True)
-
-
-@pytest.fixture
-def dave(client, user):
-    client.force_login(user)
-    return client
-
-
 def backdate_pause(shift, seconds):
     pause = shift.pauses.get(ended_at__isnull=True)
     ShiftPause.objects.filter(pk=pause.pk).update(started_at=pause.started_at - timedelta(seconds=seconds))
 
 
-def test_pause_needs_a_reason(dave, shift):
-    response = dave.post(f"/shifts/{shift.pk}/pause/", {"reason": "   "}, follow=True)
+def test_pause_needs_a_reason(signed_in, shift):
+    response = signed_in.post(f"/shifts/{shift.pk}/pause/", {"reason": "   "}, follow=True)
     assert [str(m) for m in response.context["messages"]] == ["A reason for the pause is required."]
     shift.refresh_from_db()
     assert shift.status == Shift.Status.ACTIVE and not shift.pauses.exists()
@@ -53,25 +37,25 @@ def test_a_too_long_reason_is_refused(shift):
         lifecycle.pause_shift(shift, "x" * 201)
 
 
-def test_tool_calls_are_refused_while_paused(dave, shift):
-    dave.post(f"/shifts/{shift.pk}/pause/", {"reason": "lunch"})
+def test_tool_calls_are_refused_while_paused(signed_in, shift):
+    signed_in.post(f"/shifts/{shift.pk}/pause/", {"reason": "lunch"})
     shift.refresh_from_db()
     assert shift.status == Shift.Status.PAUSED
-    response = call(dave, shift, "list_orders")
+    response = call(signed_in, shift, "list_orders")
     assert response.status_code == 200
     assert "The shift is paused: resume it before calling a tool." in response.content.decode()
     assert shift.calls.count() == 1  # only the opening store_status
-    page = dave.get(f"/shifts/{shift.pk}/").content.decode()
+    page = signed_in.get(f"/shifts/{shift.pk}/").content.decode()
     assert "Shift paused" in page and 'id="tool-' not in page and "Paused: lunch" in page
     assert "the 12-hour wall-clock deadline keeps running during the break" in page
 
 
-def test_resume_records_the_pause_and_splits_the_time(dave, shift):
+def test_resume_records_the_pause_and_splits_the_time(signed_in, shift):
     deadline = shift.deadline
     Shift.objects.filter(pk=shift.pk).update(started_at=shift.started_at - timedelta(hours=1))
     lifecycle.pause_shift(shift, "phone call")
     backdate_pause(shift, 600)
-    dave.post(f"/shifts/{shift.pk}/resume/")
+    signed_in.post(f"/shifts/{shift.pk}/resume/")
     shift.refresh_from_db()
     pause = shift.pauses.get()
     assert pause.reason == "phone call" and pause.ended_at is not None
@@ -80,7 +64,7 @@ def test_resume_records_the_pause_and_splits_the_time(dave, shift):
     assert 600 <= shift.paused_seconds <= 605
     assert 3600 <= shift.wall_seconds <= 3605
     assert shift.active_seconds == shift.wall_seconds - shift.paused_seconds
-    assert ops_left(call(dave, shift, "list_orders").content.decode()) == 11
+    assert ops_left(call(signed_in, shift, "list_orders").content.decode()) == 11
 
 
 def test_resume_when_not_paused_is_refused(shift):
@@ -88,13 +72,13 @@ def test_resume_when_not_paused_is_refused(shift):
         lifecycle.resume_shift(shift)
 
 
-def test_store_clock_does_not_move_with_wall_time(dave, shift):
+def test_store_clock_does_not_move_with_wall_time(signed_in, shift):
     before = shift.calls.get().header
     lifecycle.pause_shift(shift, "coffee")
     backdate_pause(shift, 3 * 3600)
     lifecycle.resume_shift(shift)
     Shift.objects.filter(pk=shift.pk).update(started_at=shift.started_at - timedelta(hours=4))
-    call(dave, shift, "store_status")
+    call(signed_in, shift, "store_status")
     assert shift.calls.order_by("-seq").first().header == before
 
 
@@ -131,15 +115,15 @@ def test_enforce_deadlines_command(db, capsys):
     assert capsys.readouterr().out.strip() == "ended 0 shift(s) past their deadline"
 
 
-def test_countdown_and_deadline_note_on_the_page(dave, shift):
-    html = dave.get(f"/shifts/{shift.pk}/").content.decode()
+def test_countdown_and_deadline_note_on_the_page(signed_in, shift):
+    html = signed_in.get(f"/shifts/{shift.pk}/").content.decode()
     left = int(re.search(r'id="countdown" data-seconds-left="(\d+)"', html).group(1))
     assert 12 * 3600 - 60 <= left <= 12 * 3600
     assert "(wall clock, breaks included)" in html
     assert f'hx-get="/shifts/{shift.pk}/bar/" hx-trigger="every 60s"' in html
 
 
-def test_the_polled_bar_redirects_once_the_shift_ended(dave, shift):
+def test_the_polled_bar_redirects_once_the_shift_ended(signed_in, shift):
     Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
-    response = dave.get(f"/shifts/{shift.pk}/bar/", **HX)
+    response = signed_in.get(f"/shifts/{shift.pk}/bar/", **HX)
     assert response.status_code == 204 and response["HX-Redirect"] == f"/shifts/{shift.pk}/"
