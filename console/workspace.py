@@ -103,11 +103,11 @@ class CallDone:
     cached: list[CachedView]
 
 
-def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str) -> CallDone:
+def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> CallDone:
     """The call (:func:`shifts.calls.make_call`), then the parts of the workspace that
     change with it, from the calls the live cache holds when the call is new (they are
     the stored ones: the call's transaction checked the count)."""
-    called = make_call(shift, tool, arguments, call_id)
+    called = make_call(shift, tool, arguments, call_id, owner)
     calls = called.records if called.records is not None else _stored_calls(shift)
     return CallDone(shift=shift, call=called.call, fresh=called.fresh, header=_last_header(calls),
                     inbox=_inbox(calls), cached=cached_views(calls))

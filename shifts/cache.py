@@ -9,6 +9,9 @@ as the entry lives (:class:`mcp_client.client.SyncEpisodeClient`; closed when th
 is evicted or replaced), and a light record of every stored call, from which a call's
 reply (header, inbox, cached views) is built without reading the calls back.
 
+When another process stored calls on the shift, :func:`catch_up` applies just those
+to the cached episode (replay is deterministic, so this equals a full replay).
+
 A per-shift re-entrant lock serialises the actions on one shift within a process; the
 database row lock (see :mod:`shifts.calls`) serialises them across processes.  A forked
 child starts with an empty cache and fresh locks (the parent's threads are gone).
@@ -118,15 +121,41 @@ def replay_episode(shift: Shift) -> Episode:
     return play_actions(arm(shift.task_id, shift.seed), replayable(shift), stop=False)
 
 
+def _records(rows) -> list[Record]:
+    return [Record(seq, tool, arguments, is_error, reached, StoreHeader.from_dict(head) if head else None, text)
+            for seq, tool, arguments, is_error, reached, head, text in rows]
+
+
+def _rows(shift: Shift, after: int = 0):
+    inbox_text = Case(When(tool="list_returns", is_error=False, then=F("result_text")),
+                      default=Value(""), output_field=TextField())
+    return (shift.calls.filter(seq__gt=after).order_by("seq").annotate(inbox_text=inbox_text)
+            .values_list("seq", "tool", "arguments", "is_error", "reached_core", "store_header", "inbox_text"))
+
+
+def catch_up(shift: Shift, live: Live, applied: int) -> Live:
+    """Bring ``live`` up to the ``applied`` calls stored (another process stored the rest):
+    the calls after the last one this cache knows are applied to its episode, in order,
+    exactly as a replay would apply them; anything else (fewer calls than the cache has)
+    rebuilds.  Call under the shift's lock, inside the call's transaction."""
+    last = live.records[-1].seq if live.records else 0
+    new = _records(_rows(shift, last))
+    reached = [{"tool": r.tool, "arguments": r.arguments} for r in new if r.reached_core]
+    if live.applied + len(reached) != applied:
+        return rebuild(shift)
+    play_actions(live.episode, reached, stop=False)
+    live.applied += len(reached)
+    live.records.extend(new)
+    window = next((r.typed_header.window for r in reversed(new) if r.typed_header is not None), None)
+    if window is not None:
+        live.window = window
+    return live
+
+
 def rebuild(shift: Shift) -> Live:
     """Replay the shift's stored calls into a new live episode with its own session, and
     cache it (replacing, and closing, any previous one); call under the shift's lock."""
-    inbox_text = Case(When(tool="list_returns", is_error=False, then=F("result_text")),
-                      default=Value(""), output_field=TextField())
-    rows = (shift.calls.order_by("seq").annotate(inbox_text=inbox_text)
-            .values_list("seq", "tool", "arguments", "is_error", "reached_core", "store_header", "inbox_text"))
-    records = [Record(seq, tool, arguments, is_error, reached, StoreHeader.from_dict(head) if head else None, text)
-               for seq, tool, arguments, is_error, reached, head, text in rows]
+    records = _records(_rows(shift))
     replayed = [{"tool": r.tool, "arguments": r.arguments} for r in records if r.reached_core]
     episode = play_actions(arm(shift.task_id, shift.seed), replayed, stop=False)
     window = next((r.typed_header.window for r in reversed(records) if r.typed_header is not None), None)

@@ -9,8 +9,8 @@ parsed out of the result text, which may echo what the caller typed.
 Each call is one transaction: it locks the shift's row (PostgreSQL; SQLite takes its
 write lock at BEGIN), then reads the shift with, in the same query, the last seq, the
 seq of a repeated call id and the number of calls that reached the core.  A count that
-differs from the cache's (another process stored a call) replays the cache afresh,
-under the lock, before the call is made, so two processes never act on stale state.
+differs from the cache's (another process stored a call) brings the cache up to date
+(:func:`shifts.cache.catch_up`), under the lock, before the call is made, so two processes never act on stale state.
 The reply leaves only after the commit; a failure after the episode took the call but
 before the commit drops the cache, so the next call replays what is stored.
 """
@@ -57,21 +57,28 @@ def call_tool(shift: Shift, tool: str, arguments: dict, call_id: str) -> ShiftCa
     return make_call(shift, tool, arguments, call_id).call
 
 
-def make_call(shift: Shift, tool: str, arguments: dict, call_id: str) -> Called:
+def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> Called:
     """:func:`call_tool`, also saying whether the call is new and, when it is, the shift's
     calls as this process knows them right after it (for the reply).  ``shift`` is
-    brought up to date from the database."""
+    brought up to date from the database (only its ``pk`` needs to be set).
+
+    With ``owner``, the shift must be that user's (checked in the call's own read, so a
+    page needs no query of its own first): anyone else's raises ``Shift.DoesNotExist``."""
     if tool not in REGISTRY:
         raise ValueError(f"unknown tool {tool!r}")
     with cache.lock(shift.pk):
         live = cache.cached(shift.pk)
         if live is None:
+            found = Shift.objects.filter(pk=shift.pk, **({} if owner is None else {"participant_id": owner}))
+            if not found.exists():
+                raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
+            shift.refresh_from_db()
             live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
         writer = cache.sqlite_writer if connection.vendor == "sqlite" else nullcontext()
         sent = stored = due = False
         try:
             with writer, transaction.atomic():
-                known = _read_locked(shift, call_id)
+                known = _read_locked(shift, call_id, owner)
                 if known["mine"] is not None:
                     return Called(ShiftCall.objects.get(shift=shift, seq=known["mine"]), False, None)
                 if is_due(shift, timezone.now()):
@@ -82,7 +89,7 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str) -> Called:
                     if shift.status != Shift.Status.ACTIVE:
                         raise _not_active(shift)
                     if known["applied"] != live.applied:
-                        live = cache.rebuild(shift)  # another process stored calls this cache has not seen
+                        live = cache.catch_up(shift, live, known["applied"])  # another process stored calls
                     sent = True
                     call = _send_and_store(shift, live, tool, arguments, call_id, (known["last"] or 0) + 1)
                     if not live.episode.over:
@@ -122,7 +129,7 @@ def _locked_read_sql(vendor: str) -> tuple[str, str]:
     return lock, read
 
 
-def _read_locked(shift: Shift, call_id: str) -> dict:
+def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
     """Lock the shift's row (PostgreSQL) until the transaction ends, then bring ``shift`` up
     to date from it and read in the same query its calls' last seq, the seq of ``call_id``
     if it is stored, and how many calls reached the core.
@@ -137,8 +144,8 @@ def _read_locked(shift: Shift, call_id: str) -> dict:
         with connection.cursor() as cursor:
             cursor.execute(lock, [shift.pk])
     rows = list(Shift.objects.raw(read, [call_id, shift.pk]))
-    if not rows:
-        raise Shift.DoesNotExist(f"shift {shift.pk} no longer exists")
+    if not rows or (owner is not None and rows[0].participant_id != owner):
+        raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
     row = rows[0]
     for field in Shift._meta.concrete_fields:
         setattr(shift, field.attname, getattr(row, field.attname))

@@ -113,3 +113,23 @@ def test_the_deadline_is_one_action_for_a_touched_shift_and_the_sweep(fresh_cons
         shift.refresh_from_db()
         assert (shift.status, shift.end_reason) == (Shift.Status.ENDED, ending.DEADLINE_REASON)
     assert ShiftCall.objects.filter(shift=touched).count() == 1  # the opening read only
+
+
+def test_a_cache_behind_another_process_catches_up_without_a_full_replay(monkeypatch, fresh_console_cache):
+    from environment.tools.format import store_header
+
+    shift = _started("behind")
+    calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+    stale = cache._cache.pop(shift.pk)  # this process's entry, set aside while "another process" works
+    for _ in range(3):
+        calls.call_tool(shift, "fulfill_order", {"order_id": "ORD-1"}, uuid.uuid4().hex)
+    calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+    cache.evict(shift.pk)
+    cache._cache[shift.pk] = stale  # back to the entry that missed four calls
+    replays = _count_replays(monkeypatch)
+    last = calls.call_tool(shift, "finance_summary", {}, uuid.uuid4().hex)
+    assert replays == [4]  # only the four calls it missed, not the whole shift
+    assert cache._cache[shift.pk] is stale and stale.applied == shift.calls.filter(reached_core=True).count()
+    fresh = cache.replay_episode(shift)
+    assert last.typed_header == store_header(fresh)
+    assert stale.episode.ledger.to_jsonl() == fresh.ledger.to_jsonl()

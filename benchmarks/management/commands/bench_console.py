@@ -56,6 +56,7 @@ from django.test import Client
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from benchmarks import realistic
 from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL
 from shifts.cache import clear_cache
 from shifts.lifecycle import assign_shift, begin_shift
@@ -98,8 +99,17 @@ class Command(BaseCommand):
         parser.add_argument("--participants", type=int, default=20)
         parser.add_argument("--calls", type=int, default=10, help="tool calls (and no-op views) per participant")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--realistic", action="store_true",
+                            help="instead: N participants with think time over HTTP against `uvicorn --workers W`"
+                                 " on this database (PostgreSQL: set DATABASE_URL; see benchmarks.realistic)")
+        parser.add_argument("--workers", type=int, default=2, help="server processes in --realistic (default 2)")
+        parser.add_argument("--duration", type=float, default=60.0, help="seconds of load in --realistic (default 60)")
+        parser.add_argument("--think", type=float, default=5.0,
+                            help="mean think time between a participant's calls in --realistic (default 5 s)")
 
     def handle(self, *args, **options) -> None:
+        if options["realistic"]:
+            return self._realistic(options)
         participants, calls = options["participants"], options["calls"]
         if not 1 <= participants <= 200:
             raise CommandError(f"--participants must be between 1 and 200, not {participants}")
@@ -151,6 +161,29 @@ class Command(BaseCommand):
                 f" alone: {result['single_tool_page_median_ms']} vs {result['single_noop_median_ms']} ms,"
                 f" ratio {result['single_ratio']}; {result['tool_calls_per_second']} tool calls/s"
                 f" (errors: {result['errors']}, {result['wall_seconds']} s)")
+
+    def _realistic(self, options) -> None:
+        participants, workers = options["participants"], options["workers"]
+        if not 1 <= participants <= 1000:
+            raise CommandError(f"--participants must be between 1 and 1000, not {participants}")
+        if not 1 <= workers <= 16:
+            raise CommandError(f"--workers must be between 1 and 16, not {workers}")
+        if options["duration"] <= 0 or options["think"] <= 0:
+            raise CommandError("--duration and --think must be positive (seconds)")
+        if connection.vendor != "postgresql":
+            raise CommandError("--realistic serves several processes from one database: set DATABASE_URL to a "
+                               "PostgreSQL database of your own (migrated), e.g. "
+                               "postgresql://postgres@127.0.0.1:5432/storebench_bench")
+        result = realistic.run(participants, workers, options["duration"], options["think"])
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+        else:
+            self.stdout.write(
+                f"{participants} participants (think {options['think']} s) against {workers} server processes on "
+                f"{result['database_vendor']} for {options['duration']} s: {result['calls']} calls "
+                f"({result['calls_per_second']}/s), p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, max "
+                f"{result['max_ms']} ms, server CPU {result['server_cpu_ms_per_call']} ms per call, "
+                f"{result['errors']} errors, {result['lost_calls']} lost")
 
     def _measure(self, users, shifts, calls) -> dict:
         clients = []
