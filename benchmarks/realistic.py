@@ -27,6 +27,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
@@ -52,6 +53,9 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+WARM_UP_AT_ONCE = 4
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -93,8 +97,15 @@ def _setup(participants: int, run: str) -> list[tuple[object, Shift, str]]:
     return people
 
 
+def _database_url() -> str:
+    """The database this process is connected to (a test run's test database included)."""
+    db = connection.settings_dict
+    auth = quote(db["USER"] or "") + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
+    return f"postgresql://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{quote(db['NAME'])}"
+
+
 def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "DATABASE_URL": _database_url()}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.setdefault("DJANGO_DEBUG", "0")
     env["DJANGO_SECRET_KEY"] = settings.SECRET_KEY  # the sessions made here are signed with it
@@ -149,10 +160,13 @@ async def _drive(base: str, people, duration: float, think: float, seed: int) ->
         reply = await clients[index].post(f"/shifts/{shift.pk}/call/", data=data, headers=headers[index])
         return call_id, reply
 
+    arriving = asyncio.Semaphore(WARM_UP_AT_ONCE)
+
     async def warm(index: int, shift: Shift) -> None:
-        call_id, reply = await post(index, shift, "store_status", {})
+        async with arriving:  # participants arrive a few at a time, as at the start of a session
+            call_id, reply = await post(index, shift, "store_status", {})
         if reply.status_code != 200:
-            raise RuntimeError(f"warm-up call answered HTTP {reply.status_code}")
+            raise RuntimeError(f"warm-up call answered HTTP {reply.status_code}: {reply.text[:300]!r}")
         acked[shift.pk].append(call_id)
 
     try:
@@ -192,8 +206,18 @@ SERVER_PID = [0]
 def run(participants: int, workers: int, duration: float, think: float, seed: int = 7) -> dict:
     """Set up, serve, drive, check, clean up; the figures as a dict."""
     run_id = uuid.uuid4().hex[:8]
-    people = _setup(participants, run_id)
-    users = [u for u, _s, _k in people]
+    people: list = []
+    try:
+        people.extend(_setup(participants, run_id))
+        return _serve_and_drive(people, workers, duration, think, seed, run_id)
+    finally:
+        users = [u for u, _s, _k in people]
+        Shift.objects.filter(participant__in=users).delete()
+        get_user_model().objects.filter(pk__in=[u.pk for u in users]).delete()
+
+
+def _serve_and_drive(people, workers: int, duration: float, think: float, seed: int, run_id: str) -> dict:
+    participants = len(people)
     port = _free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-console-{run_id}.log"
     server = _start_server(workers, port, log)
@@ -210,24 +234,20 @@ def run(participants: int, workers: int, duration: float, think: float, seed: in
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
-    try:
-        lost = 0
-        for shift_id, ids in outcome["acked"].items():
-            stored = set(ShiftCall.objects.filter(shift_id=shift_id).values_list("call_id", flat=True))
-            lost += len(set(ids) - stored)
-        latencies = [s * 1000 for s in outcome["latencies"]]
-        calls = len(latencies)
-        quantiles = statistics.quantiles(latencies, n=100, method="inclusive") if calls >= 2 else [0.0] * 99
-        return {
-            "mode": "realistic", "participants": participants, "workers": workers, "think_s_mean": think,
-            "duration_s": duration, "database_vendor": connection.vendor, "calls": calls,
-            "calls_per_second": round(calls / wall, 1) if wall else None,
-            "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
-            "p95_ms": round(quantiles[94], 1), "max_ms": round(max(latencies), 1) if latencies else None,
-            "errors": len(outcome["errors"]), "error_samples": outcome["errors"][:5], "lost_calls": lost,
-            "server_cpu_ms_per_call": round(cpu * 1000 / calls, 2) if calls else None,
-            "server_log": str(log),
-        }
-    finally:
-        Shift.objects.filter(participant__in=users).delete()
-        get_user_model().objects.filter(pk__in=[u.pk for u in users]).delete()
+    lost = 0
+    for shift_id, ids in outcome["acked"].items():
+        stored = set(ShiftCall.objects.filter(shift_id=shift_id).values_list("call_id", flat=True))
+        lost += len(set(ids) - stored)
+    latencies = [s * 1000 for s in outcome["latencies"]]
+    calls = len(latencies)
+    quantiles = statistics.quantiles(latencies, n=100, method="inclusive") if calls >= 2 else [0.0] * 99
+    return {
+        "mode": "realistic", "participants": participants, "workers": workers, "think_s_mean": think,
+        "duration_s": duration, "database_vendor": connection.vendor, "calls": calls,
+        "calls_per_second": round(calls / wall, 1) if wall else None,
+        "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
+        "p95_ms": round(quantiles[94], 1), "max_ms": round(max(latencies), 1) if latencies else None,
+        "errors": len(outcome["errors"]), "error_samples": outcome["errors"][:5], "lost_calls": lost,
+        "server_cpu_ms_per_call": round(cpu * 1000 / calls, 2) if calls else None,
+        "server_log": str(log),
+    }
