@@ -110,9 +110,13 @@ def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
     env.setdefault("DJANGO_DEBUG", "0")
     env["DJANGO_SECRET_KEY"] = settings.SECRET_KEY  # the sessions made here are signed with it
     env.setdefault("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
+    env.setdefault("DATABASE_CONN_MAX_AGE", "60")  # as in production: no new connection per request
     uvicorn = Path(sys.executable).parent / "uvicorn"
     return subprocess.Popen([str(uvicorn), "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
+                             "--workers", str(workers), "--log-level", "warning", "--no-access-log",
+                             # a participant's connection outlives its think time, as behind a proxy
+                             # with sticky sessions: its calls stay on the process holding its shift
+                             "--timeout-keep-alive", "120"],
                             cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
                             start_new_session=True)
 

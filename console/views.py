@@ -19,6 +19,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
+from environment.tools import REGISTRY
+from environment.tools.registry import ToolKind
 from shifts import briefing
 from shifts.errors import ShiftNotActive, ShiftPaused, StartRefused
 from shifts.lifecycle import pause_shift, resume_shift
@@ -36,6 +38,8 @@ class HttpRequest(DjangoRequest):
     htmx: HtmxDetails
 
 
+INBOX_TOOLS = frozenset({"list_returns", "refund_return"})
+READ_TOOLS = frozenset(name for name, spec in REGISTRY.items() if spec.kind == ToolKind.READ)
 CALL_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,64}")
 
 # Score components a participant may see on the end page (never task, seed or calibration),
@@ -265,5 +269,9 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
         "shift": done.shift, "shown": done.call, "shown_result": result_of(done.call),
         "header": done.header, "inbox": done.inbox, "cached": done.cached, "fresh": done.fresh,
         "form": form, "values": form_values(form, done.call.arguments),
+        # Panels a call cannot have changed are not rendered again (the page keeps them).
+        "inbox_changed": not done.fresh or (done.call.tool in INBOX_TOOLS and not done.call.is_error),
+        "cached_changed": not done.fresh or (done.call.tool in READ_TOOLS and done.call.reached_core
+                                             and not done.call.is_error),
     }
     return render(request, "console/_call_response.html", context)
