@@ -110,7 +110,6 @@ def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
     env.setdefault("DJANGO_DEBUG", "0")
     env["DJANGO_SECRET_KEY"] = settings.SECRET_KEY  # the sessions made here are signed with it
     env.setdefault("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
-    env.setdefault("DATABASE_CONN_MAX_AGE", "60")  # as in production: no new connection per request
     uvicorn = Path(sys.executable).parent / "uvicorn"
     return subprocess.Popen([str(uvicorn), "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", str(workers), "--log-level", "warning", "--no-access-log",

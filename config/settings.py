@@ -31,10 +31,6 @@ def _postgres_from_url(url: str) -> dict:
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": parsed.hostname or "",
         "PORT": str(parsed.port or ""),
-        # Seconds a connection is kept for the next request (0: one per request). Under
-        # uvicorn the sync views run on one thread per process, which reuses it.
-        "CONN_MAX_AGE": int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
-        "CONN_HEALTH_CHECKS": True,
     }
     options = dict(parse_qsl(parsed.query))
     if options:
