@@ -7,7 +7,7 @@ SERVICES_ENV = STOREBENCH_REQUIRE_SERVICES=1 \
 	REDIS_URL=redis://127.0.0.1:6379/0 \
 	CELERY_BROKER_URL=amqp://guest:guest@127.0.0.1:5672//
 
-.PHONY: run test test-services clean console mcp worker beat
+.PHONY: run test test-services lint clean console mcp worker beat
 
 # Production processes (set DJANGO_SECRET_KEY, DATABASE_URL, REDIS_URL and
 # CELERY_BROKER_URL first; see Procfile and the README's deploy section). Each target runs one process in the foreground.
@@ -35,6 +35,12 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest
+
+# Ruff (rules in pyproject.toml) on everything, mypy (django-stubs) on the code outside tests.
+lint: $(VENV)/.installed
+	$(VENV)/bin/pip install -q 'ruff>=0.6' 'mypy>=1.11' 'django-stubs>=5'
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy environment mcp_client shifts console studies jobs explorer config benchmarks
 
 # The whole suite again on PostgreSQL, Redis and RabbitMQ (the services-marked tests
 # included): what passes on SQLite must pass on the production database too.

@@ -86,10 +86,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "channels",
+    "shifts",
     "console",
     "studies",
     "jobs",
     "explorer",
+    "benchmarks",
 ]
 
 MIDDLEWARE = [

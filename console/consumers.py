@@ -2,8 +2,8 @@
 
 A page showing a shift opens ``/ws/shifts/<pk>/``. Only the shift's participant is
 accepted (anyone else is refused before the handshake completes). The consumer
-sends the shift's state on connect, whenever the services announce a change
-(:mod:`console.live`), and every :attr:`ShiftConsumer.tick_seconds` so the
+sends the shift's state on connect, whenever the shift actions announce a change
+(:mod:`shifts.events`), and every :attr:`ShiftConsumer.tick_seconds` so the
 countdown stays true; each push checks the deadline first, so an open page is
 told at once when its shift ended. Pages work without it: htmx swaps the header
 after each call and polls the shift bar (see ``templates/console/shift.html``).
@@ -18,9 +18,11 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from . import services
-from .live import group_name
-from .models import Shift
+from shifts.ending import end_if_due
+from shifts.events import group_name
+from shifts.models import Shift
+
+from .workspace import live_state
 
 REFUSED = 4403
 
@@ -28,9 +30,8 @@ REFUSED = 4403
 def shift_state(shift_id: int) -> dict:
     """What a page shows live: status, seconds to the deadline, and the header markup."""
     shift = Shift.objects.get(pk=shift_id)
-    services.enforce_deadline(shift)
-    shift.refresh_from_db()
-    state = services.live_state(shift)
+    end_if_due(shift)
+    state = live_state(shift)
     return {
         "type": "state",
         "status": shift.status,

@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from annotated_types import Ge, Le, MaxLen, MinLen
 
@@ -77,8 +77,8 @@ def _unwrap(annotation: Any) -> tuple[Any, bool, list]:
 def _field_spec(name: str, info) -> FieldSpec:
     base, _optional, extra = _unwrap(info.annotation)
     metadata = [*info.metadata, *extra]
-    minimum = next((m.ge for m in metadata if isinstance(m, Ge)), None)
-    maximum = next((m.le for m in metadata if isinstance(m, Le)), None)
+    minimum = next((cast(int, m.ge) for m in metadata if isinstance(m, Ge)), None)
+    maximum = next((cast(int, m.le) for m in metadata if isinstance(m, Le)), None)
     max_length = next((m.max_length for m in metadata if isinstance(m, MaxLen)), None)
     min_length = next((m.min_length for m in metadata if isinstance(m, MinLen)), None)
     choices: tuple[str, ...] = ()

@@ -1,4 +1,4 @@
-"""Views: validate input, call one service function, render.
+"""Views: validate input, call one shift action (:mod:`shifts`) or workspace read, render.
 
 Every shift view looks the shift up among the signed-in user's own shifts, so anyone
 else's shift is a 404. Refusals (a locked shift, a paused shift, bad input) come back
@@ -10,18 +10,36 @@ import re
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import HttpRequest as DjangoRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
 
-from . import briefing, services
+from environment.tools import REGISTRY
+from environment.tools.registry import ToolKind
+from shifts import briefing
+from shifts.errors import ShiftNotActive, ShiftPaused, StartRefused
+from shifts.lifecycle import pause_shift, resume_shift
+from shifts.models import Shift
+from shifts.results import result_of
+
+from . import workspace
 from .chart import timeline_svg
-from .models import Shift
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
+
+class HttpRequest(DjangoRequest):
+    """A request as the views see it: django-htmx's middleware adds ``htmx``."""
+
+    htmx: HtmxDetails
+
+
+INBOX_TOOLS = frozenset({"list_returns", "refund_return"})
+READ_TOOLS = frozenset(name for name, spec in REGISTRY.items() if spec.kind == ToolKind.READ)
 CALL_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,64}")
 
 # Score components a participant may see on the end page (never task, seed or calibration),
@@ -44,7 +62,7 @@ SCORE_ROWS = (
 def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return render(request, "console/home.html", {})
-    home_state = services.participant_home(request.user)
+    home_state = workspace.participant_home(request.user)
     return render(request, "console/home.html", {
         "shifts": home_state.shifts, "acknowledgement": home_state.acknowledgement,
         "practice_done": home_state.practice_done, "locks": home_state.locks,
@@ -54,12 +72,6 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
-
-
-@require_GET
-def bench_noop(request: HttpRequest) -> HttpResponse:
-    """The minimal view ``bench_console`` compares tool pages with (bench URLconf only)."""
-    return HttpResponse("ok", content_type="text/plain")
 
 
 @login_required
@@ -93,7 +105,7 @@ def _score_rows(shift: Shift) -> list[tuple[str, str, object]]:
     return [(label, kind, components.get(key)) for key, label, kind in SCORE_ROWS if key in components]
 
 
-def _context(overview: services.Overview, **extra) -> dict:
+def _context(overview: workspace.Overview, **extra) -> dict:
     shown = overview.shown
     shift = overview.shift
     context = {
@@ -101,7 +113,7 @@ def _context(overview: services.Overview, **extra) -> dict:
         "calls": overview.calls,
         "header": overview.header,
         "shown": shown,
-        "shown_result": services.parse_result(shown.result_text) if shown else None,
+        "shown_result": result_of(shown) if shown else None,
         "inbox": overview.inbox,
         "cached": overview.cached,
         "clock": overview.clock,
@@ -115,7 +127,7 @@ def _context(overview: services.Overview, **extra) -> dict:
         context.update({
             "score_rows": _score_rows(shift),
             "threshold": components.get("threshold"),
-            "chart": mark_safe(timeline_svg(services.shift_timeline(shift))),  # numbers and fixed labels only
+            "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
         })
     return context
 
@@ -130,7 +142,7 @@ def _seq_param(request: HttpRequest) -> int | None:
 @never_cache
 def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
-    overview = services.shift_overview(shift, _seq_param(request))
+    overview = workspace.shift_overview(shift, _seq_param(request))
     return render(request, "console/shift.html", _context(overview))
 
 
@@ -140,7 +152,7 @@ def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
 def shift_bar(request: HttpRequest, pk: int) -> HttpResponse:
     """The shift bar (countdown, pause state), polled by htmx when no websocket is up."""
     shift = _own_shift(request, pk)
-    overview = services.shift_overview(shift)
+    overview = workspace.shift_overview(shift)
     if overview.shift.status == Shift.Status.ENDED and request.htmx:
         return _to_workspace(request, overview.shift)
     return render(request, "console/_shift_bar.html", _context(overview))
@@ -154,7 +166,7 @@ def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     if not request.htmx:
         return redirect(_workspace_url(shift, seq))
-    overview = services.shift_overview(shift, seq)
+    overview = workspace.shift_overview(shift, seq)
     if overview.shown is None:
         return HttpResponse(f"This shift has no call #{seq}.", status=404)
     return render(request, "console/_result.html", _context(overview, rereading=True))
@@ -167,7 +179,7 @@ def shift_history(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     text, tool = request.GET.get("q", ""), request.GET.get("tool", "")
     try:
-        history = services.search_history(shift, text, tool)
+        history = workspace.search_history(shift, text, tool)
     except ValueError as problem:
         return render(request, "console/history.html",
                       {"shift": shift, "error": str(problem), "q": text, "tool": tool,
@@ -182,8 +194,8 @@ def shift_history(request: HttpRequest, pk: int) -> HttpResponse:
 def shift_start(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     try:
-        overview = services.start_assigned(shift)
-    except services.StartRefused as refusal:
+        overview = workspace.start_assigned(shift)
+    except StartRefused as refusal:
         messages.error(request, str(refusal))
         return redirect("console:home")
     return redirect(_workspace_url(overview.shift))
@@ -193,7 +205,7 @@ def shift_start(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def shift_end(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
-    overview = services.end_by_participant(shift)
+    overview = workspace.end_by_participant(shift)
     return _to_workspace(request, overview.shift)
 
 
@@ -202,8 +214,8 @@ def shift_end(request: HttpRequest, pk: int) -> HttpResponse:
 def shift_pause(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     try:
-        services.pause_shift(shift, request.POST.get("reason", ""))
-    except (ValueError, services.ShiftNotActive) as refusal:
+        pause_shift(shift, request.POST.get("reason", ""))
+    except (ValueError, ShiftNotActive) as refusal:
         messages.error(request, str(refusal))
     return _to_workspace(request, shift)
 
@@ -213,8 +225,8 @@ def shift_pause(request: HttpRequest, pk: int) -> HttpResponse:
 def shift_resume(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     try:
-        services.resume_shift(shift)
-    except services.ShiftNotActive as refusal:
+        resume_shift(shift)
+    except ShiftNotActive as refusal:
         messages.error(request, str(refusal))
     return _to_workspace(request, shift)
 
@@ -231,7 +243,8 @@ def _to_workspace(request: HttpRequest, shift: Shift, seq: int | None = None) ->
 @login_required
 @require_POST
 def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
-    shift = _own_shift(request, pk)
+    # The ownership check is made by the call's own locked read (one query fewer per call).
+    shift = Shift(pk=pk)
     form = tool_forms().get(request.POST.get("tool", ""))
     if form is None:
         return HttpResponseBadRequest(f"Unknown tool {request.POST.get('tool', '')!r}.")
@@ -240,19 +253,25 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseBadRequest("A call id of 8 to 64 letters, digits, '-' or '_' is required.")
     arguments = arguments_from_form(form, request.POST)
     try:
-        done = services.perform_call(shift, form.name, arguments, call_id)
-    except services.ShiftPaused as refusal:
+        done = workspace.perform_call(shift, form.name, arguments, call_id, owner=request.user.pk)
+    except Shift.DoesNotExist as missing:
+        raise Http404("No shift of yours has this number.") from missing
+    except ShiftPaused as refusal:
         if request.htmx:
             return render(request, "console/_refusal.html", {"message": str(refusal)})
         messages.error(request, str(refusal))
         return _to_workspace(request, shift)
-    except services.ShiftNotActive:
+    except ShiftNotActive:
         return _to_workspace(request, shift)
     if done.shift.status != Shift.Status.ACTIVE or not request.htmx:
         return _to_workspace(request, done.shift, done.call.seq)
     context = {
-        "shift": done.shift, "shown": done.call, "shown_result": services.parse_result(done.call.result_text),
+        "shift": done.shift, "shown": done.call, "shown_result": result_of(done.call),
         "header": done.header, "inbox": done.inbox, "cached": done.cached, "fresh": done.fresh,
         "form": form, "values": form_values(form, done.call.arguments),
+        # Panels a call cannot have changed are not rendered again (the page keeps them).
+        "inbox_changed": not done.fresh or (done.call.tool in INBOX_TOOLS and not done.call.is_error),
+        "cached_changed": not done.fresh or (done.call.tool in READ_TOOLS and done.call.reached_core
+                                             and not done.call.is_error),
     }
     return render(request, "console/_call_response.html", context)

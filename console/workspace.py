@@ -1,55 +1,202 @@
-"""Cached views: the last result of each read tool, re-readable for free.
+"""What the console shows of a shift: the workspace, the call reply, history, home.
 
-A participant's stand-in for an agent's memory of what it has already read: for
-every read tool called successfully this shift, the newest such call, marked with
-the simulated time and window it was read at. Re-reading one shows the stored
-result; nothing is sent to the store and no operation is spent.
+Presentation only: every change to a shift is an action of :mod:`shifts` (this module
+calls them and shapes what they return for the templates).  The store header is the
+typed one stored with each call (``ShiftCall.typed_header``); a result's text is split
+at that known header line, never searched for something header-shaped.
 """
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from environment.tools import REGISTRY
-from environment.tools.registry import ToolKind
+from environment.tools.format import StoreHeader
+from shifts.briefing import acknowledgement, practice_completed, start_refusal
+from shifts.cache import replay_episode
+from shifts.calls import make_call
+from shifts.clock import TimeAccount, time_account
+from shifts.ending import end_if_due, end_shift
+from shifts.lifecycle import begin_shift
+from shifts.models import Shift, ShiftCall, ShiftPause
+from shifts.results import result_of
+from shifts.timeline import series_of
 
-from .toolforms import WORKSPACE_ORDER
-
-_HEADER_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d) UTC \| window (\d+) of")
-
-_FAMILY_ORDER = {family.value: index for index, family in enumerate(WORKSPACE_ORDER)}
+from .cached import CachedView, cached_views
 
 
 @dataclass(frozen=True)
-class CachedView:
-    tool: str
-    title: str
-    family: str
-    seq: int  # the stored call to re-read
-    read_at: str  # simulated time, "YYYY-MM-DD HH:MM"
+class Inbox:
+    read_at: str  # simulated time the list was read
     window: int
-    arguments: dict
+    status_filter: str
+    rows: list  # sorted by escalation deadline, soonest first
+    total: int
+    refunded: dict  # return id -> seq of a successful refund_return made after the read
 
 
-def _read_tools() -> set[str]:
-    return {name for name, spec in REGISTRY.items() if spec.kind == ToolKind.READ}
-
-
-def cached_views(calls) -> list[CachedView]:
-    """The newest successful call of each read tool among ``calls`` (ordered by seq),
-    grouped by tool family in the workspace's order."""
-    reads = _read_tools()
-    newest = {}
-    for call in calls:
-        if call.tool in reads and not call.is_error and call.reached_core:
-            newest[call.tool] = call
-    views = []
-    for tool, call in newest.items():
-        match = _HEADER_TIME.match(call.header)  # the store header stored with the call
-        if match is None:
+def _inbox(calls: list) -> Inbox | None:
+    """The returns inbox: the last successful ``list_returns``, with the refunds made since."""
+    for index in range(len(calls) - 1, -1, -1):
+        call = calls[index]
+        if call.tool != "list_returns" or call.is_error:
             continue
-        spec = REGISTRY[tool]
-        views.append(CachedView(tool=tool, title=spec.title, family=spec.family.value, seq=call.seq,
-                                read_at=match.group(1), window=int(match.group(2)),
-                                arguments=dict(call.arguments)))
-    return sorted(views, key=lambda v: (_FAMILY_ORDER[v.family], v.tool))
+        parsed = result_of(call)
+        if parsed.header is None or not isinstance(parsed.data, dict):
+            continue
+        rows = sorted(parsed.data.get("rows", []),
+                      key=lambda r: (r.get("escalates_at") or "9999", str(r.get("return_id"))))
+        refunded = {str(c.arguments.get("return_id")): c.seq for c in calls[index + 1:]
+                    if c.tool == "refund_return" and not c.is_error}
+        return Inbox(read_at=parsed.header.time, window=parsed.header.window,
+                     status_filter=str(call.arguments.get("status", "open")), rows=rows,
+                     total=int(parsed.data.get("total", 0)), refunded=refunded)
+    return None
+
+
+def _last_header(calls: list) -> StoreHeader | None:
+    return next((c.typed_header for c in reversed(calls) if c.typed_header is not None), None)
+
+
+def _stored_calls(shift: Shift) -> list[ShiftCall]:
+    """The shift's calls in order, without their result text (read on access, for the
+    one or two calls a page shows), so a long shift's page stays cheap."""
+    return list(shift.calls.order_by("seq").defer("result_text"))
+
+
+@dataclass(frozen=True)
+class Overview:
+    shift: Shift
+    calls: list[ShiftCall]
+    header: StoreHeader | None
+    shown: ShiftCall | None
+    inbox: Inbox | None
+    cached: list[CachedView]
+    clock: TimeAccount
+    pause: ShiftPause | None  # the pause in progress
+
+
+def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
+    """The workspace's content: the deadline is enforced first; reads only stored calls."""
+    end_if_due(shift)
+    calls = _stored_calls(shift)
+    shown = None
+    if show_seq is not None:
+        shown = next((c for c in calls if c.seq == show_seq), None)
+    elif calls:
+        shown = calls[-1]
+    pause = shift.pauses.filter(ended_at__isnull=True).first() if shift.status == Shift.Status.PAUSED else None
+    return Overview(shift=shift, calls=calls, header=_last_header(calls), shown=shown, inbox=_inbox(calls),
+                    cached=cached_views(calls), clock=time_account(shift), pause=pause)
+
+
+@dataclass(frozen=True)
+class CallDone:
+    """What the workspace updates after one call: not the whole history (it only grows)."""
+
+    shift: Shift
+    call: ShiftCall
+    fresh: bool  # False when the call_id was already stored (a double submit)
+    header: StoreHeader | None
+    inbox: Inbox | None
+    cached: list[CachedView]
+
+
+def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> CallDone:
+    """The call (:func:`shifts.calls.make_call`), then the parts of the workspace that
+    change with it, from the calls the live cache holds when the call is new (they are
+    the stored ones: the call's transaction checked the count)."""
+    called = make_call(shift, tool, arguments, call_id, owner)
+    calls = called.records if called.records is not None else _stored_calls(shift)
+    return CallDone(shift=shift, call=called.call, fresh=called.fresh, header=_last_header(calls),
+                    inbox=_inbox(calls), cached=cached_views(calls))
+
+
+def start_assigned(shift: Shift) -> Overview:
+    """Start an assigned shift (no-op if already started) and return its workspace;
+    raises :class:`shifts.errors.StartRefused` with the reason when it may not start yet."""
+    return shift_overview(begin_shift(shift))
+
+
+def end_by_participant(shift: Shift) -> Overview:
+    end_if_due(shift)
+    if shift.is_open:
+        end_shift(shift, "ended by the participant")
+    return shift_overview(shift)
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What open pages refresh live: the last store header and the wall clock."""
+
+    header: StoreHeader | None
+    clock: TimeAccount
+
+
+def live_state(shift: Shift) -> LiveState:
+    last = shift.calls.exclude(store_header=None).order_by("-seq").values_list("store_header", flat=True).first()
+    return LiveState(header=StoreHeader.from_dict(last) if last else None, clock=time_account(shift))
+
+
+@dataclass(frozen=True)
+class Home:
+    """A participant's home page: their shifts and how far through the gates they are."""
+
+    shifts: list[Shift]
+    acknowledgement: Any  # BriefingAcknowledgement of the current briefing, or None
+    practice_done: bool
+    locks: dict[int, str]  # assigned shift id -> why it may not start yet
+
+
+def participant_home(user) -> Home:
+    for shift in Shift.objects.filter(participant=user, status__in=[Shift.Status.ACTIVE, Shift.Status.PAUSED]):
+        end_if_due(shift)
+    shifts = list(Shift.objects.filter(participant=user))
+    locks = {}
+    for shift in shifts:
+        if shift.status == Shift.Status.ASSIGNED:
+            refusal = start_refusal(user, shift)
+            if refusal is not None:
+                locks[shift.pk] = refusal
+    return Home(shifts=shifts, acknowledgement=acknowledgement(user), practice_done=practice_completed(user),
+                locks=locks)
+
+
+def shift_timeline(shift: Shift) -> list[dict]:
+    """The ended shift's per-window series, stored when it ended (a shift ended before
+    timelines were stored gets one computed by replay, not saved: a page view writes nothing)."""
+    if shift.status != Shift.Status.ENDED:
+        return []
+    return shift.timeline or series_of(replay_episode(shift))
+
+
+@dataclass(frozen=True)
+class History:
+    calls: list[ShiftCall]
+    text: str
+    tool: str
+    total: int  # calls in the shift
+
+
+HISTORY_QUERY_MAX = 200
+
+
+def search_history(shift: Shift, text: str = "", tool: str = "") -> History:
+    """The shift's calls, newest first, whose tool, arguments or result contain
+    ``text`` (case-insensitive), optionally of one ``tool``; free (nothing is sent)."""
+    text, tool = (text or "").strip(), (tool or "").strip()
+    if len(text) > HISTORY_QUERY_MAX:
+        raise ValueError(f"The search text is {len(text)} characters long; at most {HISTORY_QUERY_MAX} are allowed.")
+    if tool and tool not in REGISTRY:
+        raise ValueError(f"There is no tool {tool!r}: pick one of the 29 tools or leave the tool blank.")
+    calls = list(shift.calls.order_by("-seq"))
+    total = len(calls)
+    if tool:
+        calls = [c for c in calls if c.tool == tool]
+    if text:
+        needle = text.lower()
+        calls = [c for c in calls if needle in c.tool.lower()
+                 or needle in json.dumps(c.arguments, ensure_ascii=False).lower()
+                 or needle in c.result_text.lower()]
+    return History(calls=calls, text=text, tool=tool, total=total)

@@ -3,18 +3,16 @@
 One command measures, in one run so that figures sit side by side: the engine in
 process (a tool call per tool, a window advance, arming, a busy episode), each
 anchor's episode on ``steady`` and on ``full-year``, the full calibration with one
-and with two worker processes (``--calibration``, on unless ``--quick``), the MCP
-round trip against a no-op MCP tool over stdio and streamable HTTP, a console tool
-page against a minimal Django view under concurrent participants, and the memory a
-live episode holds (with how many fit on one 24 GiB machine).  ``targets`` then
+and with two worker processes (``--calibration``, on unless ``--quick``), and the
+memory a live episode holds (with how many fit on one 24 GiB machine).  ``targets`` then
 sets each figure against its target in the operations spec, met or not.
 
 Figures are medians over repeated runs; absolute times drift on shared machines,
 ratios less so.  This module reads the wall clock only to measure; nothing here
-feeds the simulation.  It stays pure Python: the parts that need the MCP SDK or
-Django (``mcp_client.http.bench``, ``manage.py bench_console``) run as
-subprocesses whose JSON is read back, and a part that cannot run is reported as
-unavailable with the reason instead of failing the whole bench.
+feeds the simulation.  It stays pure Python and starts no adapter: the MCP and
+console round trips are measured by the ``benchmarks`` package (``python -m
+benchmarks``), which runs these figures too and adds those; a part that cannot run
+is reported as unavailable with the reason instead of failing the whole bench.
 """
 
 from __future__ import annotations
@@ -73,7 +71,7 @@ def bench_engine(repeats: int = 5) -> dict:
         samples = []
         for _ in range(repeats * 8):
             ep.ops_left = 10_000  # measure calls, not window advances
-            samples.append(_timed(lambda: ep.call(name, args)))
+            samples.append(_timed(lambda name=name, args=args: ep.call(name, args)))
         per_tool[name] = _median_ms(samples)
         all_samples += samples
     ship = []
@@ -128,7 +126,7 @@ def bench_anchors(repeats: int = 3, full_year_repeats: int = 1) -> dict:
     """Median wall time (s) of one whole episode per anchor, on steady and on full-year."""
     out = {}
     for task, n in (("steady", repeats), ("full-year", full_year_repeats)):
-        out[task] = {name: round(statistics.median(_timed(lambda name=name: run_policy(arm(task, 7), name))
+        out[task] = {name: round(statistics.median(_timed(lambda name=name, task=task: run_policy(arm(task, 7), name))
                                                    for _ in range(max(1, n))), 3) for name in ANCHORS}
     return out
 
@@ -194,49 +192,6 @@ def bench_calibration(workers: tuple[int, ...] = (1, 2), timeout: float = 1800) 
         out["speedup"] = round(out[f"wall_s_{workers[0]}_workers"] / out[f"wall_s_{workers[-1]}_workers"], 2)
     out["same_file_every_run"] = len(set(files)) == 1 if files else None
     return out
-
-
-_MCP_BENCH = (
-    "import json, sys\n"
-    "from mcp_client.http import bench\n"
-    "print(json.dumps(bench(n=int(sys.argv[1]), out=sys.stderr)))\n"
-)
-
-
-def bench_mcp(calls: int = 300, timeout: float = 600) -> dict:
-    """``mcp_client.http.bench`` in a subprocess: ``store_status`` against a no-op MCP
-    tool, over streamable HTTP and over stdio, medians and ratios from one run."""
-    result = _run_json([sys.executable, "-c", _MCP_BENCH, str(calls)], timeout)
-    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items()}
-
-
-def bench_console(participants: int = 20, calls: int = 10, timeout: float = 900) -> dict:
-    """``manage.py bench_console``: a console tool page against a minimal Django view under
-    ``participants`` concurrent participants.  On the database ``DATABASE_URL`` names;
-    without one, on a fresh SQLite file in a temporary folder (migrated first), so the
-    user's own database is never touched."""
-    manage = REPO / "manage.py"
-    if not manage.exists():
-        return {"unavailable": "manage.py not found: the console is not installed beside the environment"}
-    with tempfile.TemporaryDirectory(prefix="storebench-bench-") as tmp:
-        extra = {}
-        if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
-            extra = {"DATABASE_URL": "", "STOREBENCH_SQLITE_PATH": str(Path(tmp, "bench.sqlite3"))}
-        env = _env(**extra)
-        env.pop("DJANGO_SETTINGS_MODULE", None)
-        try:
-            migrated = subprocess.run([sys.executable, str(manage), "migrate", "--noinput"], cwd=REPO, env=env,
-                                      capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"unavailable": "migrating the bench database timed out"}
-        if migrated.returncode != 0:
-            tail = (migrated.stderr.strip().splitlines() or ["no output"])[-1]
-            return {"unavailable": f"cannot migrate the bench database: {tail[:300]}"}
-        result = _run_json([sys.executable, str(manage), "bench_console", "--participants", str(participants),
-                            "--calls", str(calls), "--json"], timeout, env)
-    if "unavailable" not in result:
-        result["database"] = "postgresql" if not extra else "sqlite (temporary file)"
-    return result
 
 
 _MEMORY = (
@@ -340,9 +295,15 @@ def targets(figures: dict) -> list[dict]:
     return rows
 
 
+ADAPTERS_ELSEWHERE = "measured by `python -m benchmarks` (the MCP and console figures need the adapters)"
+
+
 def bench_all(repeats: int = 5, *, quick: bool = False, calibration: bool = True, participants: int = 20,
               mcp_calls: int = 300, progress: Callable[[str], None] | None = None) -> dict:
-    """Everything above in one run; ``quick`` trims repetitions and skips the calibration."""
+    """The core's figures in one run; ``quick`` trims repetitions and skips the calibration.
+
+    The MCP and console round trips are measured by ``python -m benchmarks`` (which runs
+    this too and adds them); ``participants`` and ``mcp_calls`` are passed on by it."""
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
     figures: dict = {"mode": "quick" if quick else "full", "cpu_count": os.cpu_count()}
@@ -354,10 +315,8 @@ def bench_all(repeats: int = 5, *, quick: bool = False, calibration: bool = True
     figures["memory"] = bench_memory((("steady", 6, "armed"), ("steady", 6, "played"), ("full-year", 2, "played"))
                                      if quick else (("steady", 20, "armed"), ("steady", 20, "played"),
                                                     ("full-year", 6, "played")))
-    say("MCP: store_status against a no-op tool, stdio and streamable HTTP")
-    figures["mcp"] = bench_mcp(calls=100 if quick else mcp_calls)
-    say(f"console: a tool page against a minimal view, {participants} participants")
-    figures["console"] = bench_console(participants=participants, calls=5 if quick else 10)
+    figures["mcp"] = {"unavailable": ADAPTERS_ELSEWHERE}
+    figures["console"] = {"unavailable": ADAPTERS_ELSEWHERE}
     if calibration and not quick:
         say("calibration: the 36 evaluation cells with 1, then 2 workers")
         figures["calibration"] = bench_calibration()

@@ -8,11 +8,56 @@ else that escapes the core is a bug and is left to surface as one.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 
+class ErrorCode(StrEnum):
+    """Every code the core refuses with, in one place (a ``StrEnum``: it is its string)."""
+
+    # the error tree itself and the files the core loads
+    STOREBENCH_ERROR = "storebench_error"
+    ARTIFACT_ERROR = "artifact_error"
+    CALIBRATION_INVALID = "calibration_invalid"
+    TASK_FILE_INVALID = "task_file_invalid"
+    UNKNOWN_POLICY = "unknown_policy"
+    WORLD_HASH_MISMATCH = "world_hash_mismatch"
+    # tool calls: the call itself
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENT = "invalid_argument"
+    STORE_CLOSED = "store_closed"
+    PAGE_OUT_OF_RANGE = "page_out_of_range"
+    # tool calls: unknown ids
+    UNKNOWN_BATCH = "unknown_batch"
+    UNKNOWN_ORDER = "unknown_order"
+    UNKNOWN_PRODUCT = "unknown_product"
+    UNKNOWN_PURCHASE_ORDER = "unknown_purchase_order"
+    UNKNOWN_RETURN = "unknown_return"
+    UNKNOWN_SKU = "unknown_sku"
+    UNKNOWN_SUPPLY_PRODUCT = "unknown_supply_product"
+    UNKNOWN_VARIANT = "unknown_variant"
+    UNKNOWN_VENDOR = "unknown_vendor"
+    # tool calls: the store's rules
+    ALREADY_LISTED = "already_listed"
+    ALREADY_SHIPPED = "already_shipped"
+    BELOW_MOQ = "below_moq"
+    EXCEEDS_REFUNDABLE = "exceeds_refundable"
+    INSUFFICIENT_CASH = "insufficient_cash"
+    INVALID_AMOUNT = "invalid_amount"
+    LISTING_CAP_REACHED = "listing_cap_reached"
+    NOT_AWAITING_SHIPMENT = "not_awaiting_shipment"
+    NOT_CANCELLABLE = "not_cancellable"
+    NOT_ENOUGH_STOCK = "not_enough_stock"
+    NOT_IN_SHOP = "not_in_shop"
+    OUT_OF_STOCK = "out_of_stock"
+    PRICE_OUT_OF_RANGE = "price_out_of_range"
+    RETURN_CLOSED = "return_closed"
+    SUPPLY_UNAVAILABLE = "supply_unavailable"
+    TOO_MANY_UNITS = "too_many_units"
+
+
 class StoreBenchError(Exception):
-    code = "storebench_error"
+    code: str = ErrorCode.STOREBENCH_ERROR
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)

@@ -1,6 +1,6 @@
 """Assigning cells to participants, by hand or by the study's policy.
 
-Each attempt gets a fresh console shift (``console.services.assign_shift``).  Two
+Each attempt gets a fresh console shift (``shifts.lifecycle.assign_shift``).  Two
 guards keep one person from holding two open attempts on one cell: a service check
 with a clear message, and a partial unique constraint in the database for a race
 that slips past it.  A cell's quota counts its first attempts that are still open or
@@ -24,13 +24,22 @@ import secrets
 from django.db import transaction
 from django.db.models import Avg, Count, Max, Q
 
-from console.briefing import acknowledgement, practice_completed
-from console.services import assign_shift
+from shifts.briefing import acknowledgement, practice_completed
+from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .errors import StudyError
-from .models import (COMPLETED_STATUSES, OPEN_STATUSES, Attempt, AttemptKind, AttemptStatus, AuditAction,
-                     Cell, Participant, Study)
+from .models import (
+    COMPLETED_STATUSES,
+    OPEN_STATUSES,
+    Attempt,
+    AttemptKind,
+    AttemptStatus,
+    AuditAction,
+    Cell,
+    Participant,
+    Study,
+)
 from .participants import needs_consent
 from .permissions import Action, require
 from .policies import CellLoad, Person, choose
@@ -138,8 +147,6 @@ def assign_next(actor, study: Study, participants=None, policy: str | None = Non
 
 def abandon_unstarted(attempt: Attempt, reason: str) -> None:
     """Close an attempt whose shift never started (its console shift is closed unplayed)."""
-    from console.services import close_unstarted
-
     close_unstarted(attempt.shift_id, reason)
     attempt.status = AttemptStatus.ABANDONED
     attempt.end_reason = reason

@@ -1,40 +1,45 @@
-"""An attempt's life after assignment: synchronising with its shift, retries,
-reassignments, deadline changes, forced ends, invalidation and selection.
+"""An attempt's life after assignment: settling with its shift, retries, reassignments,
+deadline changes, forced ends, invalidation and selection.
 
-The console owns a shift's play and grading; an attempt mirrors the outcome when it
-is synchronised (:func:`sync`), which every study page and export does first (the
-console has no hook into the studies app, and signals are not used).  An attempt
-graded with a calibration whose hash differs from the study's is marked invalid.
+The shift domain (:mod:`shifts`) owns a shift's play and grading.  Pages read an
+attempt's outcome through its shift (:attr:`studies.models.Attempt.outcome`, a join:
+nothing is copied on a page view).  The outcome is recorded on the attempt by
+:func:`settle`, a write that the coordinator's actions and the export job run: it
+locks the attempt's row and records only while the attempt is still open, so a
+decision made meanwhile (an invalidation, an abandonment) is never overwritten.  An
+attempt graded with a calibration whose hash differs from the study's is invalid.
 
 Every coordinator action needs a reason and writes one audit event.
 """
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django.db import transaction
 from django.utils import timezone
 
-import environment
-from console.models import Shift
-from console.services import end_shift, enforce_deadline, move_deadline
+from shifts.ending import end_if_due, end_shift
+from shifts.lifecycle import move_deadline
+from shifts.models import Shift
 
 from . import audit
 from .assignment import abandon_unstarted, create_attempt
 from .errors import StudyError
-from .models import (COMPLETED_STATUSES, OPEN_STATUSES, Attempt, AttemptKind, AttemptStatus, AuditAction,
-                     Participant, SelectionRule, Study)
+from .models import (
+    COMPLETED_STATUSES,
+    OPEN_STATUSES,
+    SCORE_FIELDS,
+    Attempt,
+    AttemptKind,
+    AttemptStatus,
+    AuditAction,
+    Participant,
+    SelectionRule,
+    Study,
+    outcome_of,
+)
 from .permissions import Action, require
 
-DEADLINE_REASON = "deadline"  # console.services.DEADLINE_REASON
-RUNNING = (Shift.Status.ACTIVE, "paused")  # started and not ended: the deadline runs
+RUNNING = (Shift.Status.ACTIVE, Shift.Status.PAUSED)  # started and not ended: the deadline runs
 MAX_DEADLINE_CHANGE_MINUTES = 12 * 60
-SCORE_FIELDS = {"business": "business", "reliability": "reliability", "on_time_rate": "on_time_rate",
-                "return_handled_rate": "return_handled_rate", "continuity": "continuity"}
-
-
-def _dec(value) -> Decimal | None:
-    return None if value in (None, "") else Decimal(str(value))
 
 
 def _reason(reason: str, what: str) -> str:
@@ -44,54 +49,45 @@ def _reason(reason: str, what: str) -> str:
     return reason
 
 
-def sync(attempt: Attempt) -> Attempt:
-    """Bring an attempt up to date with its shift (deadline enforced first)."""
-    shift = attempt.shift
-    if shift.status in RUNNING:
-        enforce_deadline(shift)
-    shift.refresh_from_db()
-    if attempt.status in (AttemptStatus.INVALID, AttemptStatus.ABANDONED):
-        return attempt
-    if shift.status == Shift.Status.ENDED and shift.score_composite is not None:
-        if attempt.is_completed:
-            return attempt
-        attempt.status = AttemptStatus.TIMED_OUT if shift.end_reason == DEADLINE_REASON else AttemptStatus.SUBMITTED
-        attempt.end_reason = shift.end_reason
-        attempt.completed_at = shift.ended_at
-        attempt.release = shift.release or environment.__version__
-        attempt.calibration_hash = shift.calibration_hash
-        attempt.composite = shift.score_composite
-        components = shift.score_components or {}
-        for source, target in SCORE_FIELDS.items():
-            setattr(attempt, target, _dec(components.get(source)))
-        threshold = _dec(components.get("threshold"))
-        attempt.passed = shift.passed if threshold is None else attempt.composite >= threshold
-        if attempt.calibration_hash != attempt.study.calibration_hash:
-            attempt.status = AttemptStatus.INVALID
-            attempt.end_reason = (f"graded with calibration {attempt.calibration_hash or '(none)'}, "
-                                  f"not the study's {attempt.study.calibration_hash}")
-            audit.record(attempt.study, None, AuditAction.CALIBRATION_MISMATCH, attempt=attempt,
-                         reason=attempt.end_reason)
-        attempt.save()
-    elif shift.status == Shift.Status.ACTIVE and attempt.status != AttemptStatus.ACTIVE:
-        attempt.status = AttemptStatus.ACTIVE
-        attempt.release = shift.release or environment.__version__
-        attempt.save(update_fields=["status", "release"])
-    elif shift.status == "paused" and attempt.status != AttemptStatus.PAUSED:  # when the console pauses
-        attempt.status = AttemptStatus.PAUSED
-        attempt.save(update_fields=["status"])
-    return attempt
+def settle(attempt: Attempt) -> Attempt:
+    """Record the shift's outcome on the attempt (the deadline enforced first); returns the
+    attempt as stored.  Idempotent; never changes an attempt that is no longer open."""
+    end_if_due(attempt.shift)
+    with transaction.atomic():
+        locked = Attempt.objects.select_for_update().select_related("shift", "study").get(pk=attempt.pk)
+        if locked.status not in OPEN_STATUSES:
+            return locked
+        outcome = outcome_of(locked)
+        if outcome.status == locked.status and not outcome.is_completed and outcome.status != AttemptStatus.INVALID:
+            return locked
+        if outcome.status == AttemptStatus.ASSIGNED:
+            return locked
+        locked.status = outcome.status
+        locked.release = outcome.release
+        if outcome.composite is not None:
+            locked.end_reason = outcome.end_reason
+            locked.completed_at = outcome.completed_at
+            locked.calibration_hash = outcome.calibration_hash
+            locked.composite = outcome.composite
+            locked.passed = outcome.passed
+            for name in SCORE_FIELDS:
+                setattr(locked, name, outcome.components[name])
+        locked.save()
+        if outcome.status == AttemptStatus.INVALID:
+            audit.record(locked.study, None, AuditAction.CALIBRATION_MISMATCH, attempt=locked,
+                         reason=locked.end_reason)
+    return locked
 
 
-def sync_study(study: Study) -> None:
-    for attempt in (Attempt.objects.filter(study=study, status__in=OPEN_STATUSES)
-                    .select_related("shift", "study", "participant", "cell")):
-        sync(attempt)
+def settle_study(study: Study) -> None:
+    """:func:`settle` every open attempt of ``study`` (a write: jobs and actions only)."""
+    for attempt in Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).select_related("shift"):
+        settle(attempt)
 
 
 def _managed(actor, attempt: Attempt) -> Attempt:
     require(actor, attempt.study, Action.MANAGE)
-    return sync(attempt)
+    return settle(attempt)
 
 
 def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
@@ -119,7 +115,7 @@ def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
     with transaction.atomic():
         if attempt.shift.status in RUNNING:
             end_shift(attempt.shift, f"platform fault: {reason}")
-            attempt = sync(attempt)
+            attempt = settle(attempt)
             attempt.status = AttemptStatus.ABANDONED
             attempt.is_selected = False
         elif attempt.shift.status == Shift.Status.ASSIGNED:
@@ -139,14 +135,15 @@ def extend_deadline(actor, attempt: Attempt, minutes: int, reason: str) -> Attem
         raise StudyError(f"a deadline change is between 1 and {MAX_DEADLINE_CHANGE_MINUTES} minutes "
                          f"either way, not {minutes}")
     shift = attempt.shift
-    if shift.status not in RUNNING or shift.deadline is None:
+    old = shift.deadline
+    if shift.status not in RUNNING or old is None:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is not running; "
                          "only a running shift has a deadline to change")
-    old = shift.deadline
     with transaction.atomic():
-        move_deadline(shift, minutes)
+        shift = move_deadline(shift, minutes)
         audit.record(attempt.study, actor, AuditAction.DEADLINE_CHANGED, reason=reason, attempt=attempt,
-                     old=old.isoformat(), new=shift.deadline.isoformat(), minutes=minutes)
+                     old=old.isoformat(), new=shift.deadline.isoformat() if shift.deadline else "",
+                     minutes=minutes)
     return attempt
 
 
@@ -158,7 +155,7 @@ def force_end(actor, attempt: Attempt, reason: str) -> Attempt:
                          f"{attempt.get_status_display().lower()}")
     if attempt.shift.status in RUNNING:
         end_shift(attempt.shift, f"ended by the coordinator: {reason}")
-        attempt = sync(attempt)
+        attempt = settle(attempt)
     else:
         abandon_unstarted(attempt, f"ended by the coordinator before it started: {reason}")
     audit.record(attempt.study, actor, AuditAction.FORCE_ENDED, reason=reason, attempt=attempt)
@@ -173,7 +170,7 @@ def invalidate(actor, attempt: Attempt, reason: str) -> Attempt:
     with transaction.atomic():
         if attempt.shift.status in RUNNING:
             end_shift(attempt.shift, f"invalidated: {reason}")
-            attempt = sync(attempt)
+            attempt = settle(attempt)
         elif attempt.shift.status == Shift.Status.ASSIGNED:
             abandon_unstarted(attempt, f"invalidated: {reason}")
         attempt.status = AttemptStatus.INVALID
@@ -188,7 +185,7 @@ def select(actor, attempt: Attempt, reason: str = "", rule: str = SelectionRule.
            include_bots: bool = False) -> Attempt:
     """Make ``attempt`` its cell's selected attempt (the previous selection, if any, is dropped)."""
     require(actor, attempt.study, Action.SELECT)
-    attempt = sync(attempt)
+    attempt = settle(attempt)
     if rule == SelectionRule.MANUAL:
         reason = _reason(reason, "select an attempt by hand")
     if not attempt.is_completed:
@@ -227,7 +224,7 @@ def select_by_rule(actor, study: Study, rule: str, reason: str = "", *, include_
     require(actor, study, Action.SELECT)
     if rule not in (SelectionRule.LATEST, SelectionRule.EARLIEST):
         raise StudyError(f"unknown selection rule {rule!r}; choose latest or earliest")
-    sync_study(study)
+    settle_study(study)
     chosen = []
     for cell in study.cells.all():
         if cell.attempts.filter(is_selected=True).exists():
@@ -244,7 +241,6 @@ def completion_code_for(user, attempt: Attempt) -> str | None:
     """The participant's completion code, once the shift's score is committed (else None)."""
     if attempt.participant.user_id != user.pk:
         raise StudyError("only the participant can see their completion code")
-    attempt = sync(attempt)
     committed = Shift.objects.filter(pk=attempt.shift_id, status=Shift.Status.ENDED,
                                      score_composite__isnull=False).exists()
-    return attempt.completion_code if committed and attempt.is_completed else None
+    return attempt.completion_code if committed and attempt.outcome.is_completed else None

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 from django.test import Client
 
-from console.models import Shift, ShiftCall
-from console.services import parse_result
+from shifts import briefing
+from shifts.models import Shift, ShiftCall
+from shifts.results import result_of
 
-from .attempts import sync
+from .attempts import settle
 from .models import Attempt
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -67,7 +68,7 @@ class Bot:
         data = {"tool": tool, "call_id": call_id, **{f"arg_{k}": str(v) for k, v in arguments.items()}}
         self._post(f"/shifts/{self.shift.pk}/call/", data, htmx=True)
         stored = ShiftCall.objects.filter(shift=self.shift, call_id=call_id).first()
-        return parse_result(stored.result_text) if stored else None
+        return result_of(stored) if stored else None
 
     def _ids(self, result, key: str) -> list[str]:
         if result is None or not isinstance(result.data, dict):
@@ -76,8 +77,6 @@ class Bot:
 
     def onboard(self) -> None:
         """Acknowledge the briefing and play the practice shift, as the console requires first."""
-        from console import briefing
-
         user = self.attempt.participant.user
         if briefing.acknowledgement(user) is None:
             self._post("/briefing/", {"version": briefing.BRIEFING_VERSION})
@@ -108,7 +107,7 @@ class Bot:
             self.call("end_window")
         self._post(f"/shifts/{self.shift.pk}/end/")
         self.attempt.refresh_from_db()
-        return sync(self.attempt)
+        return settle(self.attempt)
 
 
 def play(attempt: Attempt, skill: str | Skill = "clerk") -> Attempt:

@@ -7,7 +7,7 @@ made it), and it is idempotent: an existing demo study is left as it is.
 """
 from __future__ import annotations
 
-from console.models import Shift
+from shifts.models import Shift
 
 from .assignment import adopt_practice_shift
 from .design import add_consent_version, add_member, create_study

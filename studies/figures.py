@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from . import reference
-from .attempts import sync_study
 from .errors import StudyError
-from .models import COMPLETED_STATUSES, Attempt, AttemptKind, AttemptStatus, Study
+from .models import Attempt, AttemptKind, AttemptStatus, Study
 from .permissions import Action, require
 
 
@@ -46,7 +45,8 @@ class Filters:
 
 def attempts(study: Study, filters: Filters = Filters()):
     """The study's attempts that pass the filters, in a stable order."""
-    qs = Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "coach", "selected_by")
+    qs = Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "study", "coach",
+                                                            "selected_by")
     if not filters.include_practice:
         qs = qs.filter(is_practice=False)
     if not filters.include_bots:
@@ -59,22 +59,26 @@ def attempts(study: Study, filters: Filters = Filters()):
 
 
 def row_of(attempt: Attempt) -> reference.AttemptRow:
+    """The attempt's reference row (a graded attempt), its scores read through its shift."""
+    outcome = attempt.outcome
+    if outcome.composite is None:
+        raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} has no score yet")
+    scores = outcome.components
     return reference.AttemptRow(
         cell=attempt.cell.key, task=attempt.cell.task_id, person=attempt.participant.code,
-        composite=attempt.composite, threshold=attempt.cell.threshold, selected=attempt.is_selected,
-        order=(attempt.completed_at.isoformat() if attempt.completed_at else "", attempt.number),
-        components={"business": attempt.business, "reliability": attempt.reliability,
-                    "on_time": attempt.on_time_rate, "returns_handled": attempt.return_handled_rate},
+        composite=outcome.composite, threshold=attempt.cell.threshold, selected=attempt.is_selected,
+        order=(outcome.completed_at.isoformat() if outcome.completed_at else "", attempt.number),
+        components={"business": scores["business"], "reliability": scores["reliability"],
+                    "on_time": scores["on_time_rate"], "returns_handled": scores["return_handled_rate"]},
     )
 
 
 def reference_rows(study: Study, filters: Filters = Filters()) -> list[reference.AttemptRow]:
     return [row_of(a) for a in attempts(study, filters)
-            if a.status in COMPLETED_STATUSES and a.composite is not None]
+            if a.outcome.is_completed and a.outcome.composite is not None]
 
 
 def study_figures(actor, study: Study, filters: Filters = Filters(), seed: int = reference.DEFAULT_SEED,
                   resamples: int = reference.RESAMPLES) -> reference.Figures:
     require(actor, study, Action.VIEW)
-    sync_study(study)
     return reference.compute(reference_rows(study, filters), seed=seed, resamples=resamples)

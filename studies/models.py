@@ -19,11 +19,21 @@ Design:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-SCORE = {"max_digits": 12, "decimal_places": 6, "null": True, "blank": True}
+import environment
+from shifts.ending import DEADLINE_REASON
+from shifts.models import Shift
+
+SCORE: dict[str, Any] = {"max_digits": 12, "decimal_places": 6, "null": True, "blank": True}
 
 
 class Role(models.TextChoices):
@@ -182,7 +192,7 @@ class Attempt(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attempts")
     cell = models.ForeignKey(Cell, on_delete=models.PROTECT, related_name="attempts")
     participant = models.ForeignKey(Participant, on_delete=models.PROTECT, related_name="attempts")
-    shift = models.OneToOneField("console.Shift", on_delete=models.PROTECT, related_name="study_attempt")
+    shift = models.OneToOneField("shifts.Shift", on_delete=models.PROTECT, related_name="study_attempt")
     number = models.PositiveIntegerField()  # 1, 2, ... within the cell
     kind = models.CharField(max_length=16, choices=AttemptKind.choices, default=AttemptKind.FIRST)
     replaces = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True,
@@ -233,8 +243,88 @@ class Attempt(models.Model):
     def is_completed(self) -> bool:
         return self.status in COMPLETED_STATUSES
 
+    @cached_property
+    def outcome(self) -> Outcome:
+        """The attempt's outcome read through its shift now (nothing is written)."""
+        return outcome_of(self)
+
     def __str__(self) -> str:
         return f"{self.cell} #{self.number} ({self.participant})"
+
+
+SCORE_FIELDS = ("business", "reliability", "on_time_rate", "return_handled_rate", "continuity")
+
+
+def _dec(value) -> Decimal | None:
+    return None if value in (None, "") else Decimal(str(value))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An attempt's status and scores as its shift has them: the shift owns play and
+    grading, the attempt owns the coordinator's decisions (invalid, abandoned)."""
+
+    status: str  # an AttemptStatus value
+    end_reason: str
+    completed_at: datetime | None
+    release: str
+    calibration_hash: str
+    composite: Decimal | None
+    passed: bool | None
+    components: dict  # SCORE_FIELDS -> Decimal | None
+
+    @property
+    def status_label(self) -> str:
+        return AttemptStatus(self.status).label
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_STATUSES
+
+    @property
+    def is_completed(self) -> bool:
+        return self.status in COMPLETED_STATUSES
+
+
+def _stored(attempt: Attempt) -> Outcome:
+    return Outcome(status=attempt.status, end_reason=attempt.end_reason, completed_at=attempt.completed_at,
+                   release=attempt.release, calibration_hash=attempt.calibration_hash,
+                   composite=attempt.composite, passed=attempt.passed,
+                   components={name: getattr(attempt, name) for name in SCORE_FIELDS})
+
+
+def outcome_of(attempt: Attempt) -> Outcome:
+    """What ``attempt``'s status and scores are, read through its shift.
+
+    A decision already recorded on the attempt (completed, invalid, abandoned) stands;
+    otherwise the shift decides: a graded shift is submitted (timed out when the deadline
+    ended it), or invalid when graded with a calibration other than the study's; a
+    running shift is active or paused.
+    """
+    if attempt.status not in OPEN_STATUSES:
+        return _stored(attempt)
+    shift = attempt.shift
+    release = shift.release or environment.__version__
+    if shift.status == Shift.Status.ENDED and shift.score_composite is not None:
+        components = shift.score_components or {}
+        threshold = _dec(components.get("threshold"))
+        composite = shift.score_composite
+        status, reason = (AttemptStatus.TIMED_OUT if shift.end_reason == DEADLINE_REASON
+                          else AttemptStatus.SUBMITTED), shift.end_reason
+        if shift.calibration_hash != attempt.study.calibration_hash:
+            status = AttemptStatus.INVALID
+            reason = (f"graded with calibration {shift.calibration_hash or '(none)'}, "
+                      f"not the study's {attempt.study.calibration_hash}")
+        return Outcome(status=status, end_reason=reason, completed_at=shift.ended_at, release=release,
+                       calibration_hash=shift.calibration_hash, composite=composite,
+                       passed=shift.passed if threshold is None else composite >= threshold,
+                       components={name: _dec(components.get(name)) for name in SCORE_FIELDS})
+    running: dict[str, str] = {Shift.Status.ACTIVE: AttemptStatus.ACTIVE, Shift.Status.PAUSED: AttemptStatus.PAUSED}
+    if shift.status in running:
+        return Outcome(status=running[shift.status], end_reason="", completed_at=None, release=release,
+                       calibration_hash="", composite=None, passed=None,
+                       components=dict.fromkeys(SCORE_FIELDS))
+    return _stored(attempt)
 
 
 class AuditAction(models.TextChoices):

@@ -1,4 +1,8 @@
-"""The live monitor: one row per open attempt, read from the stored calls.
+"""The live monitor: one row per open attempt, read from its shift and stored calls.
+
+A page view writes nothing: an attempt's status is read through its shift
+(:attr:`studies.models.Attempt.outcome`), and the store header is the typed one stored
+with the last call that reached the core (never parsed from a result's text).
 
 Wall time runs from the shift's start; active time is wall time minus pauses.  The
 window and operations come from the store header of the last call.  Deadline risk
@@ -17,10 +21,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from console.services import parse_header
 from environment.tools import REGISTRY
+from environment.tools.format import StoreHeader
 
-from .attempts import sync_study
 from .models import OPEN_STATUSES, Attempt, Study
 from .permissions import Action, require
 
@@ -68,8 +71,9 @@ def row_for(attempt: Attempt, now=None) -> MonitorRow:
     now = now or timezone.now()
     shift = attempt.shift
     last = shift.calls.order_by("-seq").first()
-    header_line = shift.calls.exclude(header="").order_by("-seq").values_list("header", flat=True).first()
-    header = parse_header(header_line or "")
+    stored = (shift.calls.exclude(store_header=None).order_by("-seq")
+              .values_list("store_header", flat=True).first())
+    header = StoreHeader.from_dict(stored) if stored else None
     spent = shift.calls.filter(reached_core=True).exclude(tool__in=FREE_TOOLS).count()
     wall = active = remaining = None
     pace = None
@@ -83,7 +87,7 @@ def row_for(attempt: Attempt, now=None) -> MonitorRow:
         if header.window > 1 and active is not None:
             pace = active / (header.window - 1)
     return MonitorRow(
-        attempt=attempt, status=attempt.get_status_display(), window=header.window if header else None,
+        attempt=attempt, status=attempt.outcome.status_label, window=header.window if header else None,
         windows=header.windows if header else None, ops_spent=spent, ops_left=header.ops_left if header else None,
         wall_s=int(wall) if wall is not None else None, active_s=int(active) if active is not None else None,
         last_tool=last.tool if last else "", last_at=last.created_at if last else None, deadline=shift.deadline,
@@ -94,8 +98,7 @@ def row_for(attempt: Attempt, now=None) -> MonitorRow:
 
 def monitor_rows(actor, study: Study) -> list[MonitorRow]:
     require(actor, study, Action.MONITOR)
-    sync_study(study)
     now = timezone.now()
     open_attempts = (Attempt.objects.filter(study=study, status__in=OPEN_STATUSES)
-                     .select_related("shift", "participant", "cell").order_by("assigned_at", "pk"))
-    return [row_for(a, now) for a in open_attempts]
+                     .select_related("shift", "study", "participant", "cell").order_by("assigned_at", "pk"))
+    return [row_for(a, now) for a in open_attempts if a.outcome.is_open]

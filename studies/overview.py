@@ -1,12 +1,12 @@
 """What the coordinator's study page shows, gathered in one read."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
-from .attempts import sync_study
-from .models import COMPLETED_STATUSES, Attempt, AuditEvent, Invitation, Study
+from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
 
 
@@ -26,15 +26,16 @@ class Overview:
 
 def study_overview(actor, study: Study) -> Overview:
     require(actor, study, Action.VIEW)
-    sync_study(study)
     cells = list(study.cells.annotate(
         n_attempts=Count("attempts", filter=Q(attempts__is_practice=False)),
-        n_completed=Count("attempts", filter=Q(attempts__status__in=COMPLETED_STATUSES, attempts__is_practice=False)),
         n_selected=Count("attempts", filter=Q(attempts__is_selected=True)),
     ))
     participants = list(study.participants.annotate(n_attempts=Count("attempts")).select_related("consent_version"))
-    attempts = list(Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "coach")
+    attempts = list(Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "study", "coach")
                     .order_by("cell__task_id", "cell__seed", "number"))
+    completed = Counter(a.cell_id for a in attempts if not a.is_practice and a.outcome.is_completed)
+    for cell in cells:
+        cell.n_completed = completed[cell.pk]  # type: ignore[attr-defined]  # read through each attempt's shift
     invitations = list(Invitation.objects.filter(participant__study=study).select_related("participant"))
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),

@@ -5,7 +5,7 @@ from celery import shared_task
 from django.db import transaction
 from django.utils import timezone
 
-from .attempts import sync_study
+from .attempts import settle_study
 from .exports import job_dir, write_export
 from .figures import Filters
 from .models import ExportJob
@@ -25,7 +25,7 @@ def run_export(job_id: int) -> str:
     def progress(pct: int) -> None:
         ExportJob.objects.filter(pk=job_id).update(progress=pct)
 
-    sync_study(job.study)
+    settle_study(job.study)
     try:
         manifest = write_export(job.study, Filters.from_mapping(job.filters), job_dir(job.pk), progress)
     except OSError as exc:

@@ -71,8 +71,32 @@ def fast_password_hashing(settings):
 @pytest.fixture
 def fresh_console_cache():
     """No live episode or MCP session carried between tests, in either direction."""
-    from console import services
+    from shifts import cache
 
-    services.clear_cache()
+    cache.clear_cache()
     yield
-    services.clear_cache()
+    cache.clear_cache()
+
+
+# The console tests' trio, defined once: a participant who has read the briefing, their
+# started practice shift (counter-punch, seed 7), and a test client signed in as them.
+
+
+@pytest.fixture
+def user(db):
+    from console_helpers import briefed_user
+
+    return briefed_user("participant-1")
+
+
+@pytest.fixture
+def shift(user):
+    from shifts.lifecycle import start_shift
+
+    return start_shift(user, "counter-punch", 7, practice=True)
+
+
+@pytest.fixture
+def signed_in(client, user):
+    client.force_login(user)
+    return client

@@ -5,8 +5,8 @@ import uuid
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from console.briefing import BRIEFING_VERSION
-from console.models import BriefingAcknowledgement
+from shifts.briefing import BRIEFING_VERSION
+from shifts.models import BriefingAcknowledgement
 
 
 def briefed_user(name: str, *, password: bool = True):

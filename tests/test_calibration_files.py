@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from console import services
-from console.models import Shift
+from shifts import grading, lifecycle
+from shifts.models import Shift
 from console_helpers import briefed_user
 from environment.calibration import CalibrationError, load_calibration
 from jobs.deadlines import sweep
@@ -40,9 +40,9 @@ def truncated(copy):
 def grading_with(settings):
     def use(path):
         settings.STOREBENCH_CALIBRATION = path
-        services._calibration.cache_clear()
+        grading._calibration.cache_clear()
     yield use
-    services._calibration.cache_clear()
+    grading._calibration.cache_clear()
 
 
 def test_a_file_matching_its_side_hash_loads(copy):
@@ -60,7 +60,7 @@ def test_a_file_that_does_not_match_its_side_hash_is_refused(copy):
 def test_ending_a_shift_with_a_truncated_calibration_is_a_clear_503(client, db, truncated, grading_with,
                                                                      fast_password_hashing, fresh_console_cache):
     user = briefed_user("iris")
-    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
     grading_with(truncated)
     client.force_login(user)
     response = client.post(f"/shifts/{shift.pk}/end/")
@@ -73,13 +73,13 @@ def test_ending_a_shift_with_a_truncated_calibration_is_a_clear_503(client, db, 
 
 def test_the_deadline_sweep_goes_on_past_shifts_it_cannot_grade(db, truncated, copy, grading_with, caplog,
                                                                  fresh_console_cache):
-    shifts = [services.start_shift(briefed_user(name, password=False), "counter-punch", 7, practice=True)
+    shifts = [lifecycle.start_shift(briefed_user(name, password=False), "counter-punch", 7, practice=True)
               for name in ("ann", "bob")]
     Shift.objects.filter(pk__in=[s.pk for s in shifts]).update(deadline=timezone.now() - timedelta(minutes=1))
     grading_with(truncated)
-    with caplog.at_level(logging.ERROR, logger="console.services"):
+    with caplog.at_level(logging.ERROR, logger="shifts.ending"):
         assert sweep() == 0
-    logged = [r.getMessage() for r in caplog.records if r.name == "console.services"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "shifts.ending"]
     assert [m.split(": ")[1] for m in logged] == [f"shift {s.pk} not ended" for s in shifts]
     assert all("public.json: cannot read the calibration file" in m for m in logged)
     good = copy.parent / "good.json"

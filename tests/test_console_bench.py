@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from console.models import Shift
+from shifts.models import Shift
 
 KEYS = {"participants", "calls_per_participant", "tool", "tool_page_median_ms", "noop_median_ms", "ratio",
         "tool_page_p90_ms", "noop_p90_ms", "errors", "wall_seconds"}
@@ -43,3 +43,26 @@ def test_bench_console_refuses_a_bad_participant_count(db):
 
 def test_the_noop_view_is_not_on_the_site(client, db):
     assert client.get("/bench/noop").status_code == 404
+
+
+def test_the_realistic_mode_refuses_sqlite_and_says_what_to_set(db):
+    if connection.vendor == "postgresql":
+        pytest.skip("this database is PostgreSQL: the refusal is for SQLite")
+    with pytest.raises(CommandError, match="set DATABASE_URL to a PostgreSQL database of your own"):
+        call_command("bench_console", "--realistic", "--participants", "2")
+
+
+@pytest.mark.services
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_realistic_mode_serves_participants_with_think_time_and_loses_nothing(capsys):
+    if connection.vendor != "postgresql":
+        pytest.fail("the realistic mode needs PostgreSQL (make test-services sets DATABASE_URL)")
+    call_command("bench_console", "--realistic", "--participants", "4", "--workers", "2", "--duration", "4",
+                 "--think", "0.5", "--json")
+    result = json.loads(capsys.readouterr().out)
+    assert (result["mode"], result["participants"], result["workers"]) == ("realistic", 4, 2)
+    assert result["calls"] > 4 and result["errors"] == 0 and result["lost_calls"] == 0
+    assert result["p50_ms"] <= result["p95_ms"] <= result["max_ms"]
+    assert result["server_cpu_ms_per_call"] > 0
+    assert not get_user_model().objects.filter(username__startswith="bench-").exists()

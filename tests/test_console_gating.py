@@ -4,8 +4,8 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
-from console import briefing, services
-from console.models import BriefingAcknowledgement, Shift
+from shifts import briefing, errors, lifecycle
+from shifts.models import BriefingAcknowledgement, Shift
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
@@ -39,7 +39,7 @@ def test_briefing_page_has_the_required_sections(carol):
 
 
 def test_no_shift_starts_before_the_briefing(carol, user):
-    practice = services.assign_shift(user, "counter-punch", 7, practice=True)
+    practice = lifecycle.assign_shift(user, "counter-punch", 7, practice=True)
     response = carol.post(f"/shifts/{practice.pk}/start/", follow=True)
     assert flash(response) == ["Read and acknowledge the briefing before starting a shift."]
     practice.refresh_from_db()
@@ -47,9 +47,9 @@ def test_no_shift_starts_before_the_briefing(carol, user):
 
 
 def test_the_service_refuses_too(user):
-    practice = services.assign_shift(user, "counter-punch", 7, practice=True)
-    with pytest.raises(services.StartRefused, match="^Read and acknowledge the briefing before starting a shift.$"):
-        services.begin_shift(practice)
+    practice = lifecycle.assign_shift(user, "counter-punch", 7, practice=True)
+    with pytest.raises(errors.StartRefused, match="^Read and acknowledge the briefing before starting a shift.$"):
+        lifecycle.begin_shift(practice)
 
 
 def test_acknowledging_stores_time_and_version_and_assigns_practice(carol, user):
@@ -74,7 +74,7 @@ def test_an_outdated_briefing_version_is_refused(carol, user):
 def test_scored_shift_locked_until_practice_ended(carol, user):
     carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION})
     practice = Shift.objects.get(participant=user, is_practice=True)
-    scored = services.assign_shift(user, "steady", 11)
+    scored = lifecycle.assign_shift(user, "steady", 11)
     home = carol.get("/").content.decode()
     assert "Locked: Finish your practice shift before starting a scored shift." in home
     assert f"/shifts/{scored.pk}/start/" not in home

@@ -2,12 +2,12 @@
 import re
 
 import pytest
+from console_helpers import briefed_user, call
 from django.urls import get_resolver, reverse
 
-from console import services
 from environment.tasks import get_task
 from environment.tasks.model import EventKind
-from console_helpers import briefed_user, call
+from shifts import calls, lifecycle
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
@@ -26,9 +26,9 @@ def owner(db):
 
 @pytest.fixture
 def shift(owner):
-    shift = services.start_shift(owner, TASK, SEED, practice=True)
-    services.call_tool(shift, "list_returns", {}, "iso-returns-01")
-    services.call_tool(shift, "list_orders", {"page_size": 3}, "iso-orders-001")
+    shift = lifecycle.start_shift(owner, TASK, SEED, practice=True)
+    calls.call_tool(shift, "list_returns", {}, "iso-returns-01")
+    calls.call_tool(shift, "list_orders", {"page_size": 3}, "iso-orders-001")
     return shift
 
 

@@ -3,11 +3,12 @@ give the same ledger, byte for byte."""
 import uuid
 
 import pytest
+from console_helpers import briefed_user
 
-from console import services
 from environment.api import arm
 from environment.trial import play_actions
-from console_helpers import briefed_user
+from shifts import cache, lifecycle
+from shifts.results import result_of
 
 pytestmark = pytest.mark.usefixtures("fresh_console_cache")
 
@@ -17,17 +18,17 @@ TASK, SEED = "counter-punch", 7
 
 def result_json(response) -> dict:
     """The JSON body of the call just made, read back from its stored result."""
-    from console.models import ShiftCall
+    from shifts.models import ShiftCall
 
     call = ShiftCall.objects.order_by("-id").first()
     assert response.status_code in (200, 204)
-    return services.parse_result(call.result_text).data
+    return result_of(call).data
 
 
 def test_console_and_in_process_ledgers_are_identical(client, db):
     user = briefed_user("lena", password=False)
     client.force_login(user)
-    shift = services.assign_shift(user, TASK, SEED, practice=True)
+    shift = lifecycle.assign_shift(user, TASK, SEED, practice=True)
     client.post(f"/shifts/{shift.pk}/start/")
 
     actions: list[dict] = [{"tool": "store_status", "arguments": {}}]  # the shift opens with it
@@ -53,7 +54,7 @@ def test_console_and_in_process_ledgers_are_identical(client, db):
     act("list_orders", {"page_size": "2"}, {"page_size": 2})
     act("get_order", {"order_id": "ORD-NOPE"}, {"order_id": "ORD-NOPE"})  # refused by the store: still an operation
 
-    live_episode = services._cache[shift.pk].episode
+    live_episode = cache._cache[shift.pk].episode
     client.post(f"/shifts/{shift.pk}/end/")  # settles the console's episode
     assert live_episode.over
 

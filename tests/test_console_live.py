@@ -4,13 +4,13 @@ import uuid
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
+from console_helpers import briefed_user
 from django.conf import settings
 from django.test import Client
 
 from config.asgi import application
-from console import services
 from console.consumers import REFUSED
-from console_helpers import briefed_user
+from shifts import calls, lifecycle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_console_cache")]
 
@@ -32,7 +32,7 @@ def communicator(shift, headers):
 
 def test_owner_gets_the_state_on_connect():
     user = make_user("mona")
-    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
 
     headers = session_headers(user)
 
@@ -53,7 +53,7 @@ def test_owner_gets_the_state_on_connect():
 
 def test_a_tool_call_pushes_the_new_header():
     user = make_user("nils")
-    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
 
     headers = session_headers(user)
 
@@ -61,7 +61,7 @@ def test_a_tool_call_pushes_the_new_header():
         ws = communicator(shift, headers)
         await ws.connect()
         await ws.receive_json_from(timeout=10)
-        await sync_to_async(services.call_tool)(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+        await sync_to_async(calls.call_tool)(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
         pushed = await ws.receive_json_from(timeout=10)
         await ws.disconnect()
         return pushed
@@ -72,7 +72,7 @@ def test_a_tool_call_pushes_the_new_header():
 
 def test_pause_is_pushed_as_a_status_change():
     user = make_user("olga")
-    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
 
     headers = session_headers(user)
 
@@ -80,7 +80,7 @@ def test_pause_is_pushed_as_a_status_change():
         ws = communicator(shift, headers)
         await ws.connect()
         await ws.receive_json_from(timeout=10)
-        await sync_to_async(services.pause_shift)(shift, "lunch")
+        await sync_to_async(lifecycle.pause_shift)(shift, "lunch")
         pushed = await ws.receive_json_from(timeout=10)
         await ws.disconnect()
         return pushed
@@ -89,7 +89,7 @@ def test_pause_is_pushed_as_a_status_change():
 
 
 def test_another_participant_is_refused():
-    shift = services.start_shift(make_user("paul"), "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(make_user("paul"), "counter-punch", 7, practice=True)
     intruder = make_user("quinn")
 
     headers = session_headers(intruder)
@@ -103,7 +103,7 @@ def test_another_participant_is_refused():
 
 
 def test_anonymous_is_refused():
-    shift = services.start_shift(make_user("rita"), "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(make_user("rita"), "counter-punch", 7, practice=True)
 
     async def scenario():
         ws = communicator(shift, [(b"origin", b"http://testserver")])
@@ -115,7 +115,7 @@ def test_anonymous_is_refused():
 
 def test_a_foreign_origin_is_refused():
     user = make_user("sven")
-    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
     headers = [h for h in session_headers(user) if h[0] != b"origin"] + [(b"origin", b"http://evil.example")]
 
     async def scenario():

@@ -12,12 +12,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 
-from console import services
-from console.models import Shift, ShiftCall
+from console import workspace
 from mcp_client.client import SessionClosed, SyncEpisodeClient, episode_client
 from mcp_client.server import build_server
-
-from console_helpers import briefed_user
+from shifts import cache, calls, ending, errors
+from shifts.models import Shift, ShiftCall
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 TASK, SEED = "counter-punch", 7
@@ -39,22 +38,6 @@ SEQUENCE = [
 ]
 
 
-@pytest.fixture
-def user(db):
-    return briefed_user("bob")
-
-
-@pytest.fixture
-def shift(user):
-    return services.start_shift(user, TASK, SEED, practice=True)
-
-
-@pytest.fixture
-def bob(client, user):
-    client.force_login(user)
-    return client
-
-
 def post(client, shift, tool, call_id=None, **args):
     data = {"tool": tool, "call_id": call_id or uuid.uuid4().hex, **{f"arg_{k}": v for k, v in args.items()}}
     return client.post(f"/shifts/{shift.pk}/call/", data, **HX)
@@ -64,21 +47,21 @@ def worker_threads() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.name == "AnyIO worker thread"}
 
 
-def test_one_session_serves_every_call_of_a_shift(bob, shift):
-    live = services._cache[shift.pk]
+def test_one_session_serves_every_call_of_a_shift(signed_in, shift):
+    live = cache._cache[shift.pk]
     session = live.session
     workers = set()
     for _ in range(4):
-        assert post(bob, shift, "list_orders", page_size="2").status_code == 200
-        assert services._cache[shift.pk] is live and live.session is session and not session.closed
+        assert post(signed_in, shift, "list_orders", page_size="2").status_code == 200
+        assert cache._cache[shift.pk] is live and live.session is session and not session.closed
         workers |= worker_threads()
     # the server's worker thread for the core lives as long as the session, not one call
     assert len(workers) == 1
 
 
 def test_results_are_byte_identical_to_a_fresh_session_and_to_the_core(shift):
-    fresh_twin = services.replay_episode(shift)  # the state after the opening read
-    core_twin = services.replay_episode(shift)
+    fresh_twin = cache.replay_episode(shift)  # the state after the opening read
+    core_twin = cache.replay_episode(shift)
     server = build_server(lambda: fresh_twin)
 
     async def fresh_call(tool, arguments):
@@ -86,7 +69,7 @@ def test_results_are_byte_identical_to_a_fresh_session_and_to_the_core(shift):
             return await client.call(tool, arguments)
 
     for tool, arguments in SEQUENCE:
-        stored = services.call_tool(shift, tool, arguments, uuid.uuid4().hex)
+        stored = calls.call_tool(shift, tool, arguments, uuid.uuid4().hex)
         expected = async_to_sync(fresh_call)(tool, arguments)
         assert (stored.is_error, stored.result_text) == expected, tool
         if stored.reached_core:
@@ -96,83 +79,83 @@ def test_results_are_byte_identical_to_a_fresh_session_and_to_the_core(shift):
             assert stored.result_text == core_text, tool
     assert [c.reached_core for c in ShiftCall.objects.filter(shift=shift).order_by("seq")][1:] == \
         [True, True, False, True, True, True, True, True]
-    assert services._cache[shift.pk].episode.ledger.to_jsonl() == core_twin.ledger.to_jsonl()
+    assert cache._cache[shift.pk].episode.ledger.to_jsonl() == core_twin.ledger.to_jsonl()
 
 
 def test_the_reply_is_built_from_memory_and_matches_what_is_stored(shift):
     for tool, arguments in SEQUENCE:
-        done = services.perform_call(shift, tool, arguments, uuid.uuid4().hex)
-        stored = services.shift_overview(shift)
+        done = workspace.perform_call(shift, tool, arguments, uuid.uuid4().hex)
+        stored = workspace.shift_overview(shift)
         assert done.fresh and done.call.seq == stored.calls[-1].seq
         assert done.header == stored.header
         assert done.inbox == stored.inbox
         assert done.cached == stored.cached
 
 
-def test_clearing_the_cache_closes_the_session_and_the_next_call_opens_one(bob, shift):
-    post(bob, shift, "list_orders", page_size="2")
-    old = services._cache[shift.pk].session
-    services.clear_cache()
-    assert old.closed and shift.pk not in services._cache
+def test_clearing_the_cache_closes_the_session_and_the_next_call_opens_one(signed_in, shift):
+    post(signed_in, shift, "list_orders", page_size="2")
+    old = cache._cache[shift.pk].session
+    cache.clear_cache()
+    assert old.closed and shift.pk not in cache._cache
     with pytest.raises(SessionClosed):
         old.call("store_status", {})
-    assert post(bob, shift, "list_orders", page_size="2").status_code == 200
-    new = services._cache[shift.pk].session
+    assert post(signed_in, shift, "list_orders", page_size="2").status_code == 200
+    new = cache._cache[shift.pk].session
     assert new is not old and not new.closed
 
 
-def test_ending_the_shift_closes_its_session(bob, shift):
-    session = services._cache[shift.pk].session
-    bob.post(f"/shifts/{shift.pk}/end/", **HX)
+def test_ending_the_shift_closes_its_session(signed_in, shift):
+    session = cache._cache[shift.pk].session
+    signed_in.post(f"/shifts/{shift.pk}/end/", **HX)
     shift.refresh_from_db()
     assert shift.status == Shift.Status.ENDED
-    assert session.closed and shift.pk not in services._cache
+    assert session.closed and shift.pk not in cache._cache
 
 
-def test_a_cache_behind_another_process_is_replayed_and_its_session_closed(bob, shift):
-    post(bob, shift, "list_orders", page_size="2")
-    ours = services._cache.pop(shift.pk)  # this process's cache, set aside
-    post(bob, shift, "list_orders", page_size="2")  # "another process" replays and stores a call
-    other = services._cache.pop(shift.pk)
+def test_a_cache_behind_another_process_catches_up_and_keeps_its_session(signed_in, shift):
+    post(signed_in, shift, "list_orders", page_size="2")
+    ours = cache._cache.pop(shift.pk)  # this process's cache, set aside
+    post(signed_in, shift, "list_orders", page_size="2")  # "another process" replays and stores a call
+    other = cache._cache.pop(shift.pk)
     other.session.close()
-    services._cache[shift.pk] = ours  # back in this process, one call behind the database
-    html = post(bob, shift, "list_orders", page_size="2").content.decode()
+    cache._cache[shift.pk] = ours  # back in this process, one call behind the database
+    html = post(signed_in, shift, "list_orders", page_size="2").content.decode()
     assert 'data-ops-left="9"' in html  # 12 operations, three spent: continues from the stored calls
-    assert ours.session.closed and services._cache[shift.pk] is not ours
-    assert services._cache[shift.pk].applied == ShiftCall.objects.filter(shift=shift, reached_core=True).count()
+    assert not ours.session.closed and cache._cache[shift.pk] is ours  # the missed call applied to it
+    assert cache._cache[shift.pk].applied == ShiftCall.objects.filter(shift=shift, reached_core=True).count()
 
 
-def test_a_repeated_call_id_spends_one_operation_and_sends_nothing(bob, shift):
-    first = post(bob, shift, "list_orders", call_id="same-call-0001", page_size="2").content.decode()
-    applied = services._cache[shift.pk].applied
-    again = post(bob, shift, "list_orders", call_id="same-call-0001", page_size="2").content.decode()
+def test_a_repeated_call_id_spends_one_operation_and_sends_nothing(signed_in, shift):
+    first = post(signed_in, shift, "list_orders", call_id="same-call-0001", page_size="2").content.decode()
+    applied = cache._cache[shift.pk].applied
+    again = post(signed_in, shift, "list_orders", call_id="same-call-0001", page_size="2").content.decode()
     assert ShiftCall.objects.filter(shift=shift, call_id="same-call-0001").count() == 1
-    assert services._cache[shift.pk].applied == applied
+    assert cache._cache[shift.pk].applied == applied
     assert 'data-ops-left="11"' in first and 'data-ops-left="11"' in again
     assert 'hx-swap-oob="afterbegin:#history-list"' in first and "#history-list" not in again
 
 
 def test_a_call_past_the_deadline_ends_the_shift_and_is_refused(shift):
     Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
-    with pytest.raises(services.ShiftNotActive, match="^The shift is ended: it takes no tool calls.$"):
-        services.call_tool(shift, "list_orders", {}, uuid.uuid4().hex)
+    with pytest.raises(errors.ShiftNotActive, match="^The shift is ended: it takes no tool calls.$"):
+        calls.call_tool(shift, "list_orders", {}, uuid.uuid4().hex)
     shift.refresh_from_db()
-    assert shift.status == Shift.Status.ENDED and shift.end_reason == services.DEADLINE_REASON
+    assert shift.status == Shift.Status.ENDED and shift.end_reason == ending.DEADLINE_REASON
     assert ShiftCall.objects.filter(shift=shift).count() == 1  # the opening read only
 
 
-def test_a_tool_call_page_makes_a_bounded_number_of_queries(bob, shift, django_assert_max_num_queries):
+def test_a_tool_call_page_makes_a_bounded_number_of_queries(signed_in, shift, django_assert_max_num_queries):
     for _ in range(20):  # a longer history must not cost more queries
-        post(bob, shift, "store_status")
+        post(signed_in, shift, "store_status")
     from django.db import connection
 
     with django_assert_max_num_queries(CALL_QUERIES + connection.features.has_select_for_update):
-        response = post(bob, shift, "list_orders", page_size="2")
+        response = post(signed_in, shift, "list_orders", page_size="2")
     assert response.status_code == 200 and 'data-ops-left="11"' in response.content.decode()
 
 
 def test_a_sync_session_closes_cleanly_and_twice(shift):
-    episode = services.replay_episode(shift)
+    episode = cache.replay_episode(shift)
     with SyncEpisodeClient(build_server(lambda: episode)) as session:
         outcome = session.call("store_status", {})
         assert not outcome.is_error and outcome.text == episode.call("store_status", {}).text()

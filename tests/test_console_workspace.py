@@ -2,29 +2,11 @@
 import re
 
 import pytest
-
-from console import services
-from console_helpers import briefed_user, call, ops_left
+from console_helpers import call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
 HX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def user(db):
-    return briefed_user("iris")
-
-
-@pytest.fixture
-def shift(user):
-    return services.start_shift(user, "counter-punch", 7, practice=True)
-
-
-@pytest.fixture
-def iris(client, user):
-    client.force_login(user)
-    return client
 
 
 def page(client, shift, query="") -> str:
@@ -33,81 +15,81 @@ def page(client, shift, query="") -> str:
     return response.content.decode()
 
 
-def test_tools_grouped_by_family_in_working_order(iris, shift):
-    html = page(iris, shift)
+def test_tools_grouped_by_family_in_working_order(signed_in, shift):
+    html = page(signed_in, shift)
     families = re.findall(r'<details class="family" id="family-([a-z-]+)"', html)
     assert families == ["orders", "returns", "catalog-and-listings", "inventory", "sourcing",
                         "finance-and-market", "status-and-time"]
 
 
-def test_history_search_by_text_and_tool(iris, shift):
-    call(iris, shift, "list_orders", page_size="3")
-    call(iris, shift, "get_order", order_id="ORD-103315")
-    call(iris, shift, "list_returns")
-    html = iris.get(f"/shifts/{shift.pk}/history/", {"q": "ord-103315"}).content.decode()
+def test_history_search_by_text_and_tool(signed_in, shift):
+    call(signed_in, shift, "list_orders", page_size="3")
+    call(signed_in, shift, "get_order", order_id="ORD-103315")
+    call(signed_in, shift, "list_returns")
+    html = signed_in.get(f"/shifts/{shift.pk}/history/", {"q": "ord-103315"}).content.decode()
     rows = re.findall(r'<tr id="call-row-(\d+)"', html)
     assert rows == ["3", "2"]  # the get_order call and the list that showed the order, newest first
-    html = iris.get(f"/shifts/{shift.pk}/history/", {"q": "ORD-103315", "tool": "get_order"}).content.decode()
+    html = signed_in.get(f"/shifts/{shift.pk}/history/", {"q": "ORD-103315", "tool": "get_order"}).content.decode()
     assert re.findall(r'<tr id="call-row-(\d+)"', html) == ["3"]
     assert "1 of 4 calls match." in html
 
 
-def test_history_with_an_unknown_tool_is_a_clear_error(iris, shift):
-    response = iris.get(f"/shifts/{shift.pk}/history/", {"tool": "drop_tables"})
+def test_history_with_an_unknown_tool_is_a_clear_error(signed_in, shift):
+    response = signed_in.get(f"/shifts/{shift.pk}/history/", {"tool": "drop_tables"})
     assert response.status_code == 400
     assert "There is no tool &#x27;drop_tables&#x27;: pick one of the 29 tools or leave the tool blank." \
         in response.content.decode()
 
 
-def test_history_costs_nothing(iris, shift):
-    call(iris, shift, "list_orders")
-    iris.get(f"/shifts/{shift.pk}/history/", {"q": "awaiting"})
-    assert ops_left(page(iris, shift)) == 11
+def test_history_costs_nothing(signed_in, shift):
+    call(signed_in, shift, "list_orders")
+    signed_in.get(f"/shifts/{shift.pk}/history/", {"q": "awaiting"})
+    assert ops_left(page(signed_in, shift)) == 11
 
 
-def test_cached_views_keep_the_last_read_of_each_tool(iris, shift):
-    call(iris, shift, "list_orders", page_size="3")
-    call(iris, shift, "list_orders", page_size="4")
-    call(iris, shift, "end_window")
-    call(iris, shift, "list_returns")
-    html = page(iris, shift)
+def test_cached_views_keep_the_last_read_of_each_tool(signed_in, shift):
+    call(signed_in, shift, "list_orders", page_size="3")
+    call(signed_in, shift, "list_orders", page_size="4")
+    call(signed_in, shift, "end_window")
+    call(signed_in, shift, "list_returns")
+    html = page(signed_in, shift)
     cached = re.findall(r'<tr id="cached-([a-z_]+)">\s*<td><code>[a-z_]+</code></td>\s*<td>([^<]+)</td>', html)
     assert cached == [("list_orders", "2026-08-01 00:00 · W1"), ("list_returns", "2026-08-01 12:00 · W2"),
                       ("store_status", "2026-08-01 00:00 · W1")]
     assert f'hx-get="/shifts/{shift.pk}/calls/3/"' in html  # the newer list_orders
 
 
-def test_rereading_a_cached_view_spends_no_operation(iris, shift):
-    call(iris, shift, "list_orders", page_size="3")
-    assert ops_left(page(iris, shift)) == 11
+def test_rereading_a_cached_view_spends_no_operation(signed_in, shift):
+    call(signed_in, shift, "list_orders", page_size="3")
+    assert ops_left(page(signed_in, shift)) == 11
     for _ in range(3):
-        detail = iris.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
+        detail = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
         assert "Cached view: stored result of call #2, as read at <b>2026-08-01 00:00 UTC</b>" in detail
-    assert ops_left(page(iris, shift)) == 11
+    assert ops_left(page(signed_in, shift)) == 11
     assert shift.calls.count() == 2
 
 
-def test_inbox_sorted_by_escalation_with_refund_in_place(iris, shift):
-    html = call(iris, shift, "list_returns").content.decode()
+def test_inbox_sorted_by_escalation_with_refund_in_place(signed_in, shift):
+    html = call(signed_in, shift, "list_returns").content.decode()
     deadlines = re.findall(r'<tr id="return-RET-\d+">.*?data-escalates="([^"]+)">', html, re.S)
     assert len(deadlines) == 5 and deadlines == sorted(deadlines)
     first = re.search(r'<tr id="return-(RET-\d+)">', html).group(1)
     amount = re.search(rf'name="arg_return_id" value="{first}">\s*<input[^>]*name="arg_amount" value="([\d.]+)"',
                        html).group(1)
-    response = call(iris, shift, "refund_return", return_id=first, amount=amount)
+    response = call(signed_in, shift, "refund_return", return_id=first, amount=amount)
     html = response.content.decode()
     assert "&quot;status&quot;: &quot;resolved&quot;" in html
     assert re.search(rf'<tr id="return-{first}">.*?refund sent \(#3\)', html, re.S)
     assert ops_left(html) == 10
 
 
-def test_end_page_shows_score_verdict_and_chart(iris, shift):
-    call(iris, shift, "list_orders")
-    call(iris, shift, "end_window")
-    call(iris, shift, "end_window")
-    iris.post(f"/shifts/{shift.pk}/end/")
+def test_end_page_shows_score_verdict_and_chart(signed_in, shift):
+    call(signed_in, shift, "list_orders")
+    call(signed_in, shift, "end_window")
+    call(signed_in, shift, "end_window")
+    signed_in.post(f"/shifts/{shift.pk}/end/")
     shift.refresh_from_db()
-    html = page(iris, shift)
+    html = page(signed_in, shift)
     for label in ("Business", "Reliability", "Orders shipped on time", "Returns handled", "Continuity",
                   "Composite score"):
         assert f"<tr><th>{label}</th>" in html
@@ -118,10 +100,10 @@ def test_end_page_shows_score_verdict_and_chart(iris, shift):
     assert re.findall(r'data-series="([a-z_]+)"', html) == ["cash_cents", "net_assets_cents", "stock_units"]
 
 
-def test_timeline_is_cached_on_the_shift_in_cents(iris, shift):
-    call(iris, shift, "end_window")
-    call(iris, shift, "end_window")
-    iris.post(f"/shifts/{shift.pk}/end/")
+def test_timeline_is_cached_on_the_shift_in_cents(signed_in, shift):
+    call(signed_in, shift, "end_window")
+    call(signed_in, shift, "end_window")
+    signed_in.post(f"/shifts/{shift.pk}/end/")
     shift.refresh_from_db()
     assert [p["label"] for p in shift.timeline] == ["W1", "W2", "W3", "settled"]
     assert all(isinstance(p[k], int) for p in shift.timeline for k in ("cash_cents", "net_assets_cents", "stock_units"))

@@ -112,14 +112,14 @@ def test_batch_job_writes_one_trial_folder_per_cell(tmp_path):
 
 
 def test_deadline_sweep_ends_only_overdue_shifts():
-    from console import services
-    from console.briefing import BRIEFING_VERSION, acknowledge_briefing
-    from console.models import Shift
+    from shifts import lifecycle
+    from shifts.briefing import BRIEFING_VERSION, acknowledge_briefing
+    from shifts.models import Shift
 
     user = get_user_model().objects.create_user("sweeper", password="x")
     acknowledge_briefing(user, BRIEFING_VERSION)
-    overdue = services.start_shift(user, "counter-punch", 7, practice=True)
-    current = services.start_shift(user, "counter-punch", 11, practice=True)
+    overdue = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    current = lifecycle.start_shift(user, "counter-punch", 11, practice=True)
     Shift.objects.filter(pk=overdue.pk).update(deadline=timezone.now() - timedelta(minutes=1))
     assert tasks.enforce_shift_deadlines.delay().get() == 1
     overdue.refresh_from_db()

@@ -364,8 +364,7 @@ def test_stdio_round_trip():
     assert len(names) == 29 and set(names) == set(REGISTRY)
     assert status == (False, twin.call("store_status").text())
     assert refused.is_error and "invalid_argument: extra: unknown argument" in refused.text
-    print(f"\nstdio: spawn, arm, list, 3 calls, exit: {seconds:.2f} s")
-    assert seconds < 10
+    print(f"\nstdio: spawn, arm, list, 3 calls, exit: {seconds:.2f} s (measured, not asserted)")
 
 
 # --- latency (measured, printed, not asserted) -------------------------------------------------------------

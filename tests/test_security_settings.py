@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from console import services
+from shifts import lifecycle
 from console_helpers import briefed_user, call
 
 REPO = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ def test_sign_in_is_throttled_per_username_and_address(db, settings, page, fast_
 def test_hostile_json_in_a_purchase_order_is_a_clear_refusal(client, db, lines, fast_password_hashing,
                                                               fresh_console_cache):
     user = briefed_user("iris")
-    shift = services.start_shift(user, "counter-punch", 7, practice=True)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
     client.force_login(user)
     response = call(client, shift, "place_purchase_order", supply_product_id="SUP-001", lines=lines)
     html = response.content.decode()

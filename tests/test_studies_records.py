@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
-from console.briefing import BRIEFING_VERSION
-from console.models import BriefingAcknowledgement, Shift
-from console.services import assign_shift
+from shifts.briefing import BRIEFING_VERSION
+from shifts.models import BriefingAcknowledgement, Shift
+from shifts.lifecycle import assign_shift
 from studies import assignment, attempts, bots, participants
 from studies.design import add_consent_version, create_study, set_quota
 from studies.errors import StudyError

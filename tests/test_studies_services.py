@@ -5,16 +5,13 @@ from decimal import Decimal
 import pytest
 from django.core import signing
 from django.db import IntegrityError, transaction
+from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, coordinator, make_user, other_study, study  # noqa: F401
 
-from console.models import Shift
+from shifts.models import Shift
 from studies import assignment, attempts, bots, participants
 from studies.design import add_consent_version, add_member, check_calibration, create_study
 from studies.errors import StudyError, StudyPermissionDenied
-from studies.models import (AppendOnlyError, Attempt, AttemptKind, AttemptStatus, AuditAction, AuditEvent,
-                            Role)
-from test_studies_support import (TASKS, SEEDS, admin, bot, bot2, cell, coordinator, make_user,  # noqa: F401
-                                  other_study, study)
-
+from studies.models import AppendOnlyError, Attempt, AttemptKind, AttemptStatus, AuditAction, AuditEvent, Role
 
 # --- roles and scoping ------------------------------------------------------------------
 
@@ -283,7 +280,7 @@ def test_reassignment_flags_platform_fault_and_goes_to_someone_else(study, admin
 
 
 def test_extend_deadline_moves_the_shift_deadline_and_logs_it(study, admin, bot, cell):
-    from console.services import begin_shift
+    from shifts.lifecycle import begin_shift
 
     attempt = assignment.assign(admin, bot, cell)
     bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
@@ -302,7 +299,7 @@ def test_extend_deadline_needs_a_reason(study, admin, bot, cell):
 
 
 def test_force_end_grades_the_shift(study, admin, bot, cell):
-    from console.services import begin_shift
+    from shifts.lifecycle import begin_shift
 
     attempt = assignment.assign(admin, bot, cell)
     bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
@@ -371,13 +368,14 @@ def test_audit_log_refuses_bulk_update_and_delete(study):
 
 
 def test_paused_shift_shows_as_paused_and_can_be_force_ended(study, admin, bot, cell):
-    from console.services import begin_shift, pause_shift
+    from shifts.lifecycle import begin_shift, pause_shift
 
     attempt = assignment.assign(admin, bot, cell)
     bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
     begin_shift(attempt.shift)
     pause_shift(attempt.shift, "lunch")
-    assert attempts.sync(attempt).status == AttemptStatus.PAUSED
+    assert attempt.outcome.status == AttemptStatus.PAUSED  # read through the shift, nothing written
+    assert attempts.settle(attempt).status == AttemptStatus.PAUSED
     ended = attempts.force_end(admin, attempt, "did not come back")
     assert ended.status == AttemptStatus.SUBMITTED and ended.composite is not None
 

@@ -4,11 +4,11 @@ import re
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
+from test_studies_support import admin, bot, cell, coordinator, make_user, other_study, study  # noqa: F401
 
 from studies import assignment, bots, participants
 from studies.design import add_consent_version, add_member
 from studies.models import Attempt, AuditAction, AuditEvent, Role
-from test_studies_support import admin, bot, cell, coordinator, make_user, other_study, study  # noqa: F401
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def test_researcher_may_not_use_the_monitor(client, study, admin):
 
 
 def test_monitor_shows_a_running_shift(coord_client, study, bot, cell, coordinator):
-    from console.services import begin_shift
+    from shifts.lifecycle import begin_shift
 
     attempt = assignment.assign(coordinator, bot, cell)
     bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
@@ -132,8 +132,9 @@ def test_export_download_is_forbidden_for_a_reviewer(client, study, admin):
 
 @pytest.mark.django_db(transaction=True)
 def test_monitor_websocket_sends_rows_to_a_coordinator():
-    from config.asgi import application
     from django.contrib.auth import get_user_model
+
+    from config.asgi import application
     from studies.design import create_study
 
     admin_user = get_user_model().objects.create_superuser("ws-admin", password="pw-ws-admin-1")
@@ -216,9 +217,10 @@ def test_quota_is_set_from_the_cells_panel(coord_client, study, cell):
 
 @pytest.mark.django_db(transaction=True)
 def test_monitor_websocket_refuses_a_coordinator_of_another_study():
-    from config.asgi import application
     from django.contrib.auth import get_user_model
     from django.test import AsyncClient
+
+    from config.asgi import application
     from studies.design import create_study
 
     root = get_user_model().objects.create_superuser("ws-root", password=None)

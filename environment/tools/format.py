@@ -1,8 +1,21 @@
-"""How money, time and the store header read in tool results."""
+"""How money, time and the store header read in tool results.
+
+The store header is a typed value (:class:`StoreHeader`) built from the episode; the
+one-line text an agent reads is rendered from it (:meth:`StoreHeader.line`).  Adapters
+that show the header (the console, the study monitor) keep the typed value and never
+parse the text back: a tool result may echo arbitrary argument text, and only the
+value built here is the store's.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
 from .. import simtime
+
+if TYPE_CHECKING:
+    from ..engine import Episode
 
 
 def usd(cents: int) -> str:
@@ -22,9 +35,60 @@ def when(minutes: int | None) -> str | None:
     return None if minutes is None else simtime.iso(minutes)
 
 
-def header(ep) -> str:
-    return (f"{simtime.iso(ep.now).replace('T', ' ').rstrip('Z')} UTC | window {min(ep.window + 1, ep.n_windows)}"
-            f" of {ep.n_windows} | operations left {ep.ops_left if not ep.over else 0} of "
-            f"{ep.task.ops_per_window} | cash {usd_pretty(ep.cash())} | net assets "
-            f"{usd_pretty(ep.ledger.net_assets())} | rating {ep.rating:.2f}"
-            + (" | store closed" if ep.over else ""))
+@dataclass(frozen=True)
+class StoreHeader:
+    """The store's state as every tool result opens with it.
+
+    ``time`` is the simulated time as "YYYY-MM-DD HH:MM" (UTC); money in integer cents;
+    ``rating`` as shown, with two decimals.
+    """
+
+    time: str
+    window: int
+    windows: int
+    ops_left: int
+    ops_total: int
+    cash_cents: int
+    net_assets_cents: int
+    rating: str
+    closed: bool
+
+    @property
+    def cash(self) -> str:
+        return usd_pretty(self.cash_cents)
+
+    @property
+    def net_assets(self) -> str:
+        return usd_pretty(self.net_assets_cents)
+
+    @property
+    def line(self) -> str:
+        """The header as the one line an agent reads."""
+        return (f"{self.time} UTC | window {self.window} of {self.windows} | operations left "
+                f"{self.ops_left} of {self.ops_total} | cash {self.cash} | net assets {self.net_assets}"
+                f" | rating {self.rating}" + (" | store closed" if self.closed else ""))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StoreHeader:
+        return cls(time=str(data["time"]), window=int(data["window"]), windows=int(data["windows"]),
+                   ops_left=int(data["ops_left"]), ops_total=int(data["ops_total"]),
+                   cash_cents=int(data["cash_cents"]), net_assets_cents=int(data["net_assets_cents"]),
+                   rating=str(data["rating"]), closed=bool(data["closed"]))
+
+
+def store_header(ep: Episode) -> StoreHeader:
+    """The typed header of ``ep`` as it stands now."""
+    return StoreHeader(
+        time=simtime.iso(ep.now).replace("T", " ").rstrip("Z"),
+        window=min(ep.window + 1, ep.n_windows), windows=ep.n_windows,
+        ops_left=ep.ops_left if not ep.over else 0, ops_total=ep.task.ops_per_window,
+        cash_cents=ep.cash(), net_assets_cents=ep.ledger.net_assets(),
+        rating=f"{ep.rating:.2f}", closed=bool(ep.over))
+
+
+def header(ep: Episode) -> str:
+    """The header line of ``ep`` (rendered from :func:`store_header`)."""
+    return store_header(ep).line

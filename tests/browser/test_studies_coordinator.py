@@ -10,26 +10,25 @@ import re
 import uuid
 import zipfile
 
-
 SHELL_PRELUDE = (
     "from studies.models import Participant, Attempt\n"
-    "from console import briefing, services\n"
+    "from shifts import briefing, calls, ending, lifecycle\n"
     "p = Participant.objects.get(label={label!r})\n"
 )
 ONBOARD_AND_START = SHELL_PRELUDE + (
     "briefing.acknowledge_briefing(p.user, briefing.BRIEFING_VERSION)\n"
     "practice = p.user.shifts.filter(is_practice=True).first()\n"
-    "services.begin_shift(practice); services.end_shift(practice, 'practice done')\n"
+    "lifecycle.begin_shift(practice); ending.end_shift(practice, 'practice done')\n"
     "a = Attempt.objects.filter(participant=p).order_by('-number').first()\n"
-    "services.begin_shift(a.shift)\n"
-    "services.call_tool(a.shift, 'list_orders', {{'page_size': 3}}, 'browser-call-1')\n"
-    "services.call_tool(a.shift, 'end_window', {{}}, 'browser-call-2')\n"
+    "lifecycle.begin_shift(a.shift)\n"
+    "calls.call_tool(a.shift, 'list_orders', {{'page_size': 3}}, 'browser-call-1')\n"
+    "calls.call_tool(a.shift, 'end_window', {{}}, 'browser-call-2')\n"
 )
 PLAY_RETRY = SHELL_PRELUDE + (
     "a = Attempt.objects.filter(participant=p).order_by('-number').first()\n"
-    "services.begin_shift(a.shift)\n"
-    "services.call_tool(a.shift, 'list_orders', {{'page_size': 5}}, 'browser-retry-1')\n"
-    "services.end_shift(a.shift, 'ended by the participant')\n"
+    "lifecycle.begin_shift(a.shift)\n"
+    "calls.call_tool(a.shift, 'list_orders', {{'page_size': 5}}, 'browser-retry-1')\n"
+    "ending.end_shift(a.shift, 'ended by the participant')\n"
 )
 
 

@@ -193,8 +193,8 @@ def make_participants(n: int, prefix: str, task: str):
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
 
-    from console import services
-    from console.briefing import BRIEFING_VERSION, acknowledge_briefing
+    from shifts import lifecycle
+    from shifts.briefing import BRIEFING_VERSION, acknowledge_briefing
 
     password = "pw-" + uuid.uuid4().hex[:12]
     hashed = make_password(password)
@@ -202,7 +202,7 @@ def make_participants(n: int, prefix: str, task: str):
     for i in range(n):
         user = get_user_model().objects.create(username=f"{prefix}{i}", password=hashed)
         acknowledge_briefing(user, BRIEFING_VERSION)
-        shift = services.start_shift(user, task, 7 + i % 3, practice=True)
+        shift = lifecycle.start_shift(user, task, 7 + i % 3, practice=True)
         out.append((user.username, password, shift))
     return out
 
@@ -210,9 +210,9 @@ def make_participants(n: int, prefix: str, task: str):
 def replay_check(shift) -> dict:
     """Replay a shift's stored calls in-process and compare every stored result and the
     final header with the replay's; returns counts, raises AssertionError on a mismatch."""
-    from console.services import parse_header
     from environment.api import arm
     from environment.tools import REGISTRY
+    from environment.tools.format import store_header
     from environment.trial import play_actions
 
     calls = list(shift.calls.order_by("seq"))
@@ -231,8 +231,8 @@ def replay_check(shift) -> dict:
                             [{"tool": c.tool, "arguments": c.arguments} for c in calls if c.reached_core],
                             stop=False)
     last = next((c.header for c in reversed(calls) if c.header), "")
-    status = replayed.call("store_status", {}).text()
-    assert parse_header(status).line == last, f"shift {shift.pk}: final header differs from the replay"
+    replayed.call("store_status", {})
+    assert store_header(replayed).line == last, f"shift {shift.pk}: final header differs from the replay"
     spent = sum(1 for c in calls if c.reached_core and not REGISTRY[c.tool].free)
     assert replayed.calls == spent, f"shift {shift.pk}: {replayed.calls} operations replayed, {spent} stored"
     return {"calls": len(calls), "operations": spent}

@@ -23,9 +23,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-
-from serverprocs import (ACK_STATUSES, MOVES, WEIGHTS, Participant, free_port, make_participants, replay_check,
-                         server_env, start_console, wait_for)
+from serverprocs import (
+    ACK_STATUSES,
+    MOVES,
+    WEIGHTS,
+    Participant,
+    free_port,
+    make_participants,
+    replay_check,
+    server_env,
+    start_console,
+    wait_for,
+)
 
 pytestmark = pytest.mark.services
 
@@ -120,7 +129,7 @@ class KillLoop:
 def test_kill_nine_mid_shift_loses_no_acknowledged_action(live_database, processes):
     """Two console servers side by side (each with its own participants), each killed
     KILLS / 2 times: the kills are counted together."""
-    from console.models import Shift, ShiftCall
+    from shifts.models import Shift, ShiftCall
 
     started = time.monotonic()
     rng = random.Random(20261129)

@@ -23,9 +23,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-
-from serverprocs import (ACK_STATUSES, MOVES, WEIGHTS, Participant, free_port, make_participants, replay_check,
-                         server_env, start_console)
+from serverprocs import (
+    ACK_STATUSES,
+    MOVES,
+    WEIGHTS,
+    Participant,
+    free_port,
+    make_participants,
+    replay_check,
+    server_env,
+    start_console,
+)
 
 pytestmark = pytest.mark.services
 
@@ -51,7 +59,7 @@ def signed_in(base: str, username: str) -> Participant:
 def test_fifty_participants_lose_nothing(live_database, processes):
     import random
 
-    from console.models import Shift, ShiftCall
+    from shifts.models import Shift, ShiftCall
 
     env = server_env(live_database)
     port = free_port()
@@ -112,8 +120,8 @@ def test_fifty_participants_lose_nothing(live_database, processes):
 
 @pytest.mark.parametrize("servers", [1, 2])
 def test_concurrent_calls_on_one_shift_are_serialised(live_database, processes, servers):
-    from console.models import Shift, ShiftCall
     from environment.tools import REGISTRY
+    from shifts.models import Shift, ShiftCall
 
     threads, per_thread = 16, 8
     env = server_env(live_database)

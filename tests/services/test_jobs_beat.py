@@ -14,7 +14,7 @@ pytestmark = pytest.mark.services
 
 
 def test_beat_sweep_ends_overdue_shifts(live_database, broker_up, processes, tmp_path):
-    from console.models import Shift
+    from shifts.models import Shift
 
     (_u1, _p1, overdue), (_u2, _p2, current) = make_participants(2, "beat", "counter-punch")
     Shift.objects.filter(pk=overdue.pk).update(deadline=timezone.now() - timedelta(seconds=1))

@@ -4,8 +4,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from console.models import Shift
-from console.services import assign_shift
+from shifts.lifecycle import assign_shift
+from shifts.models import Shift
 from studies.demo import ensure_demo_study
 
 # The practice shift every demo participant gets: (task id, seed).

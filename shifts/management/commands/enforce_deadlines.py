@@ -3,7 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from console.services import enforce_deadlines
+from shifts.ending import enforce_deadlines
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from console.services import assign_shift
 from environment.errors import StoreBenchError
+from shifts.lifecycle import assign_shift
 
 
 class Command(BaseCommand):

@@ -1,10 +1,9 @@
 """A shift's timeline: cash, net assets and stock on hand at every window boundary.
 
-The series is read from a fresh episode replayed from the shift's stored calls
-(:func:`console.services.replay_episode`): the episode records its balances each
-time a window opens (``Episode.window_log``). If the store is still open after the
-replay, it is stopped, so the last point is the settled store (stock liquidated).
-Money stays in integer cents.
+The series is read from the shift's episode with its stored calls applied: the
+episode records its balances each time a window opens (``Episode.window_log``). If
+the store is still open, it is stopped, so the last point is the settled store
+(stock liquidated). Money stays in integer cents.
 """
 from __future__ import annotations
 

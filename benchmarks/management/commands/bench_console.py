@@ -6,7 +6,7 @@ alternates a real tool call through the console's call view (``list_orders``, wh
 spends an operation, as an htmx request) with a GET of a no-op view, so both are
 timed under the same load in the same run. Times are in-process server times (the
 test client calls the handler directly; there is no network). The no-op view exists
-only in this command's URLconf (``console.bench_urls``). The benchmark's users and
+only in this command's URLconf (``benchmarks.urls``). The benchmark's users and
 shifts are deleted afterwards.
 
 Before the concurrent phase, one more participant runs alone (the same alternation,
@@ -56,15 +56,17 @@ from django.test import Client
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from console.briefing import BRIEFING_VERSION, PRACTICE_CELL
-from console.models import BriefingAcknowledgement, Shift
-from console.services import begin_shift, assign_shift, clear_cache
+from benchmarks import realistic
+from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL
+from shifts.cache import clear_cache
+from shifts.lifecycle import assign_shift, begin_shift
+from shifts.models import BriefingAcknowledgement, Shift
 
 TOOL = "list_orders"
 MAX_CALLS = 100  # below the practice task's operation budget, so the store stays open
 
 
-TIMER = "console.management.commands.bench_console.handler_timer"
+TIMER = "benchmarks.management.commands.bench_console.handler_timer"
 
 
 def handler_timer(get_response):
@@ -74,8 +76,8 @@ def handler_timer(get_response):
     def timed(request):
         thread_began, process_began = time.thread_time_ns(), time.process_time_ns()
         response = get_response(request)
-        response.bench_thread_cpu_ns = time.thread_time_ns() - thread_began
-        response.bench_process_cpu_ns = time.process_time_ns() - process_began
+        response.bench_thread_cpu_ns = time.thread_time_ns() - thread_began  # type: ignore[attr-defined]
+        response.bench_process_cpu_ns = time.process_time_ns() - process_began  # type: ignore[attr-defined]
         return response
 
     return timed
@@ -97,8 +99,17 @@ class Command(BaseCommand):
         parser.add_argument("--participants", type=int, default=20)
         parser.add_argument("--calls", type=int, default=10, help="tool calls (and no-op views) per participant")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--realistic", action="store_true",
+                            help="instead: N participants with think time over HTTP against `uvicorn --workers W`"
+                                 " on this database (PostgreSQL: set DATABASE_URL; see benchmarks.realistic)")
+        parser.add_argument("--workers", type=int, default=2, help="server processes in --realistic (default 2)")
+        parser.add_argument("--duration", type=float, default=60.0, help="seconds of load in --realistic (default 60)")
+        parser.add_argument("--think", type=float, default=5.0,
+                            help="mean think time between a participant's calls in --realistic (default 5 s)")
 
     def handle(self, *args, **options) -> None:
+        if options["realistic"]:
+            return self._realistic(options)
         participants, calls = options["participants"], options["calls"]
         if not 1 <= participants <= 200:
             raise CommandError(f"--participants must be between 1 and 200, not {participants}")
@@ -108,7 +119,7 @@ class Command(BaseCommand):
         User = get_user_model()
         users = []
         try:
-            with override_settings(ROOT_URLCONF="console.bench_urls", MIDDLEWARE=[TIMER, *settings.MIDDLEWARE]):
+            with override_settings(ROOT_URLCONF="benchmarks.urls", MIDDLEWARE=[TIMER, *settings.MIDDLEWARE]):
                 shifts = []
                 for index in range(participants + 1):  # the last one runs alone, first
                     user = User.objects.create_user(f"bench-{run}-{index:03d}")
@@ -151,6 +162,29 @@ class Command(BaseCommand):
                 f" ratio {result['single_ratio']}; {result['tool_calls_per_second']} tool calls/s"
                 f" (errors: {result['errors']}, {result['wall_seconds']} s)")
 
+    def _realistic(self, options) -> None:
+        participants, workers = options["participants"], options["workers"]
+        if not 1 <= participants <= 1000:
+            raise CommandError(f"--participants must be between 1 and 1000, not {participants}")
+        if not 1 <= workers <= 16:
+            raise CommandError(f"--workers must be between 1 and 16, not {workers}")
+        if options["duration"] <= 0 or options["think"] <= 0:
+            raise CommandError("--duration and --think must be positive (seconds)")
+        if connection.vendor != "postgresql":
+            raise CommandError("--realistic serves several processes from one database: set DATABASE_URL to a "
+                               "PostgreSQL database of your own (migrated), e.g. "
+                               "postgresql://postgres@127.0.0.1:5432/storebench_bench")
+        result = realistic.run(participants, workers, options["duration"], options["think"])
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+        else:
+            self.stdout.write(
+                f"{participants} participants (think {options['think']} s) against {workers} server processes on "
+                f"{result['database_vendor']} for {options['duration']} s: {result['calls']} calls "
+                f"({result['calls_per_second']}/s), p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, max "
+                f"{result['max_ms']} ms, server CPU {result['server_cpu_ms_per_call']} ms per call, "
+                f"{result['errors']} errors, {result['lost_calls']} lost")
+
     def _measure(self, users, shifts, calls) -> dict:
         clients = []
         for user in users:
@@ -178,15 +212,15 @@ class Command(BaseCommand):
                     mine_tool.append((time.perf_counter() - began) * 1000)
                     if response.status_code != 200:
                         errors.append(f"tool page answered {response.status_code}")
-                    mine_cpu["tool"].append(response.bench_thread_cpu_ns)
-                    mine_cpu["tool_process"].append(response.bench_process_cpu_ns)
+                    mine_cpu["tool"].append(response.bench_thread_cpu_ns)  # type: ignore[attr-defined]
+                    mine_cpu["tool_process"].append(response.bench_process_cpu_ns)  # type: ignore[attr-defined]
                     began = time.perf_counter()
                     response = client.get("/bench/noop")
                     mine_noop.append((time.perf_counter() - began) * 1000)
                     if response.status_code != 200:
                         errors.append(f"no-op view answered {response.status_code}")
-                    mine_cpu["noop"].append(response.bench_thread_cpu_ns)
-                    mine_cpu["noop_process"].append(response.bench_process_cpu_ns)
+                    mine_cpu["noop"].append(response.bench_thread_cpu_ns)  # type: ignore[attr-defined]
+                    mine_cpu["noop_process"].append(response.bench_process_cpu_ns)  # type: ignore[attr-defined]
                 with record:
                     tool_ms.extend(mine_tool)
                     noop_ms.extend(mine_noop)
@@ -195,7 +229,7 @@ class Command(BaseCommand):
             finally:
                 connection.close()
 
-        threads = [threading.Thread(target=participant, args=(c, s)) for c, s in zip(clients, shifts)]
+        threads = [threading.Thread(target=participant, args=(c, s)) for c, s in zip(clients, shifts, strict=True)]
         began = time.perf_counter()
         for thread in threads:
             thread.start()

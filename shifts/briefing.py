@@ -1,11 +1,11 @@
 """The briefing and the practice gate: who may start which shift.
 
-A participant starts no shift before acknowledging the *current* briefing
-(``templates/console/briefing.html``; its version is :data:`BRIEFING_VERSION`, bumped
-whenever the prose changes, so everyone reads the new text once). A scored shift
-also needs one ended practice shift. Both rules are checked here, on the server, by
-:func:`start_refusal`, which :func:`console.services.begin_shift` calls; templates
-only mirror them.
+A participant starts no shift before acknowledging the *current* briefing (the text
+is the console's template ``console/briefing.html``; its version is
+:data:`BRIEFING_VERSION`, bumped whenever the prose changes, so everyone reads the new
+text once).  A scored shift also needs one ended practice shift.  Both rules are
+checked here, on the server, by :func:`start_refusal`, which
+:func:`shifts.lifecycle.begin_shift` calls; templates only mirror them.
 """
 from __future__ import annotations
 
@@ -24,10 +24,6 @@ NEEDS_BRIEFING = "Read and acknowledge the briefing before starting a shift."
 NEEDS_PRACTICE = "Finish your practice shift before starting a scored shift."
 STALE_VERSION = ("The briefing changed since you opened it: read the current version "
                  "and acknowledge it again.")
-
-
-class StartRefused(Exception):
-    """A shift may not start yet; the message says what to do first."""
 
 
 def acknowledgement(user) -> BriefingAcknowledgement | None:
@@ -54,12 +50,10 @@ def acknowledge_briefing(user, version: str) -> BriefingAcknowledgement:
     first time."""
     if version != BRIEFING_VERSION:
         raise ValueError(STALE_VERSION)
-    from .services import assign_shift
-
     with transaction.atomic():
         ack, _created = BriefingAcknowledgement.objects.get_or_create(
             user=user, version=BRIEFING_VERSION, defaults={"acknowledged_at": timezone.now()})
         if not Shift.objects.filter(participant=user, is_practice=True).exists():
             task_id, seed = PRACTICE_CELL
-            assign_shift(user, task_id, seed, practice=True)
+            Shift.objects.create(participant=user, task_id=task_id, seed=seed, is_practice=True)
     return ack

@@ -1,0 +1,256 @@
+"""The realistic console load: N participants with think time, over HTTP, against a
+multi-process server (``uvicorn --workers W``) on the site's database.
+
+Each participant has a started practice shift of its own (``steady``, enough
+operations for a long run), a session made the way ``login()`` makes one, and a CSRF
+cookie; it waits a random think time (uniform between half and one and a half times
+the mean), posts one tool call as the console's form does (htmx header, a fresh call
+id), and so on until the run's time is up.  Reported: latency p50/p95/max, calls per
+second, errors (transport errors and any status but 200), lost calls (acknowledged
+call ids missing from the database afterwards), and the server's CPU per tool call
+(the server processes' user+system time over the run, from ``/proc``, divided by the
+calls made in it: every worker and thread included, the uncontended cost when the
+machine is otherwise idle).
+
+The bench's users, shifts and sessions are deleted afterwards.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth.hashers import make_password
+from django.contrib.sessions.backends.db import SessionStore
+from django.db import connection
+from django.middleware.csrf import _get_new_csrf_string
+from django.utils import timezone
+
+from shifts.briefing import BRIEFING_VERSION
+from shifts.lifecycle import assign_shift, begin_shift
+from shifts.models import BriefingAcknowledgement, Shift, ShiftCall
+
+REPO = Path(__file__).resolve().parent.parent
+TASK, SEED = "steady", 7
+# What participants do: reads, a refused read, writes that spend an operation.
+MOVES = [("list_orders", {"page_size": 5}), ("finance_summary", {}), ("list_returns", {}),
+         ("store_status", {}), ("list_inventory", {"page_size": 5}), ("get_product", {"product_id": "nope"})]
+WEIGHTS = [4, 2, 2, 1, 2, 1]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+WARM_UP_AT_ONCE = 4
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User+system CPU of ``pid`` and its live children (uvicorn's workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [pid]
+    try:
+        pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    for one in pids:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _session_for(user) -> str:
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    return session.session_key
+
+
+def _setup(participants: int, run: str) -> list[tuple[object, Shift, str]]:
+    User = get_user_model()
+    hashed = make_password(uuid.uuid4().hex)  # one hash for all: hashing is not what is measured
+    people = []
+    for index in range(participants):
+        user = User.objects.create(username=f"bench-{run}-{index:03d}", password=hashed)
+        BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+        shift = begin_shift(assign_shift(user, TASK, SEED, practice=True))
+        people.append((user, shift, _session_for(user)))
+    return people
+
+
+def _database_url() -> str:
+    """The database this process is connected to (a test run's test database included)."""
+    db = connection.settings_dict
+    auth = quote(db["USER"] or "") + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
+    return f"postgresql://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{quote(db['NAME'])}"
+
+
+def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "DATABASE_URL": _database_url()}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.setdefault("DJANGO_DEBUG", "0")
+    env["DJANGO_SECRET_KEY"] = settings.SECRET_KEY  # the sessions made here are signed with it
+    env.setdefault("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
+    uvicorn = Path(sys.executable).parent / "uvicorn"
+    return subprocess.Popen([str(uvicorn), "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", str(workers), "--log-level", "warning", "--no-access-log",
+                             # a participant's connection outlives its think time, as behind a proxy
+                             # with sticky sessions: its calls stay on the process holding its shift
+                             "--timeout-keep-alive", "120"],
+                            cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+async def _wait_healthy(base: str, server: subprocess.Popen, timeout: float = 60) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(base_url=base, timeout=2) as http:
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                raise RuntimeError("the server exited before answering /healthz")
+            try:
+                if (await http.get("/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"the server did not answer /healthz within {timeout:.0f} s")
+
+
+async def _drive(base: str, people, duration: float, think: float, seed: int) -> dict:
+    """Warm up (one unmeasured call per participant: the server processes load the
+    world and their live episodes), then the measured run; each participant keeps its
+    own connection, as a browser tab does, so its calls stay on one server process."""
+    import httpx
+
+    latencies: list[float] = []
+    errors: list[str] = []
+    acked: dict[int, list[str]] = {shift.pk: [] for _u, shift, _s in people}
+    clients = [httpx.AsyncClient(base_url=base, timeout=120, limits=httpx.Limits(max_connections=1))
+               for _ in people]
+
+    def form(index: int, session_key: str) -> dict:
+        csrf = _get_new_csrf_string()
+        cookies = {settings.SESSION_COOKIE_NAME: session_key, settings.CSRF_COOKIE_NAME: csrf}
+        return {"HX-Request": "true", "X-CSRFToken": csrf,
+                "Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
+
+    headers = [form(i, key) for i, (_u, _s, key) in enumerate(people)]
+
+    async def post(index: int, shift: Shift, tool: str, arguments: dict):
+        call_id = uuid.uuid4().hex
+        data = {"tool": tool, "call_id": call_id, **{f"arg_{k}": str(v) for k, v in arguments.items()}}
+        reply = await clients[index].post(f"/shifts/{shift.pk}/call/", data=data, headers=headers[index])
+        return call_id, reply
+
+    arriving = asyncio.Semaphore(WARM_UP_AT_ONCE)
+
+    async def warm(index: int, shift: Shift) -> None:
+        async with arriving:  # participants arrive a few at a time, as at the start of a session
+            call_id, reply = await post(index, shift, "store_status", {})
+        if reply.status_code != 200:
+            raise RuntimeError(f"warm-up call answered HTTP {reply.status_code}: {reply.text[:300]!r}")
+        acked[shift.pk].append(call_id)
+
+    try:
+        await asyncio.gather(*(warm(i, shift) for i, (_u, shift, _k) in enumerate(people)))
+        cpu_before, began = _cpu_seconds(SERVER_PID[0]), time.perf_counter()
+        stop = time.monotonic() + duration
+
+        async def participant(index: int, shift: Shift) -> None:
+            rng = random.Random(seed * 100_003 + index)
+            await asyncio.sleep(rng.uniform(0, think))  # arrivals spread over one think time
+            while time.monotonic() < stop:
+                tool, arguments = rng.choices(MOVES, WEIGHTS)[0]
+                t = time.perf_counter()
+                try:
+                    call_id, reply = await post(index, shift, tool, arguments)
+                except httpx.TransportError as exc:
+                    errors.append(f"{tool}: {exc!r}")
+                else:
+                    latencies.append(time.perf_counter() - t)
+                    if reply.status_code == 200:
+                        acked[shift.pk].append(call_id)
+                    else:
+                        errors.append(f"{tool}: HTTP {reply.status_code}")
+                await asyncio.sleep(rng.uniform(0.5 * think, 1.5 * think))
+
+        await asyncio.gather(*(participant(i, shift) for i, (_u, shift, _k) in enumerate(people)))
+        wall, cpu = time.perf_counter() - began, _cpu_seconds(SERVER_PID[0]) - cpu_before
+    finally:
+        for client in clients:
+            await client.aclose()
+    return {"latencies": latencies, "errors": errors, "acked": acked, "wall": wall, "cpu": cpu}
+
+
+SERVER_PID = [0]
+
+
+def run(participants: int, workers: int, duration: float, think: float, seed: int = 7) -> dict:
+    """Set up, serve, drive, check, clean up; the figures as a dict."""
+    run_id = uuid.uuid4().hex[:8]
+    people: list = []
+    try:
+        people.extend(_setup(participants, run_id))
+        return _serve_and_drive(people, workers, duration, think, seed, run_id)
+    finally:
+        users = [u for u, _s, _k in people]
+        Shift.objects.filter(participant__in=users).delete()
+        get_user_model().objects.filter(pk__in=[u.pk for u in users]).delete()
+
+
+def _serve_and_drive(people, workers: int, duration: float, think: float, seed: int, run_id: str) -> dict:
+    participants = len(people)
+    port = _free_port()
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-console-{run_id}.log"
+    server = _start_server(workers, port, log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        asyncio.run(_wait_healthy(base, server))
+        SERVER_PID[0] = server.pid
+        outcome = asyncio.run(_drive(base, people, duration, think, seed))
+        wall, cpu = outcome["wall"], outcome["cpu"]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=30)
+    lost = 0
+    for shift_id, ids in outcome["acked"].items():
+        stored = set(ShiftCall.objects.filter(shift_id=shift_id).values_list("call_id", flat=True))
+        lost += len(set(ids) - stored)
+    latencies = [s * 1000 for s in outcome["latencies"]]
+    calls = len(latencies)
+    quantiles = statistics.quantiles(latencies, n=100, method="inclusive") if calls >= 2 else [0.0] * 99
+    return {
+        "mode": "realistic", "participants": participants, "workers": workers, "think_s_mean": think,
+        "duration_s": duration, "database_vendor": connection.vendor, "calls": calls,
+        "calls_per_second": round(calls / wall, 1) if wall else None,
+        "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
+        "p95_ms": round(quantiles[94], 1), "max_ms": round(max(latencies), 1) if latencies else None,
+        "errors": len(outcome["errors"]), "error_samples": outcome["errors"][:5], "lost_calls": lost,
+        "server_cpu_ms_per_call": round(cpu * 1000 / calls, 2) if calls else None,
+        "server_log": str(log),
+    }

@@ -1,0 +1,173 @@
+"""The call transaction: one tool call through MCP, checked and stored atomically.
+
+Every tool call goes through an MCP client session connected in memory to an MCP server
+built over the shift's live episode (:mod:`shifts.cache`), so a participant sees byte
+for byte what an agent sees.  The typed store header stored with a call is read from
+the episode after the call (:func:`environment.tools.format.store_header`), never
+parsed out of the result text, which may echo what the caller typed.
+
+Each call is one transaction: it locks the shift's row (PostgreSQL; SQLite takes its
+write lock at BEGIN), then reads the shift with, in the same query, the last seq, the
+seq of a repeated call id and the number of calls that reached the core.  A count that
+differs from the cache's (another process stored a call) brings the cache up to date
+(:func:`shifts.cache.catch_up`), under the lock, before the call is made, so two processes never act on stale state.
+The reply leaves only after the commit; a failure after the episode took the call but
+before the commit drops the cache, so the next call replays what is stored.
+"""
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from functools import cache as memo
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from environment.tools import REGISTRY
+from environment.tools.format import store_header
+
+from . import cache
+from .ending import end_if_due, end_shift, is_due
+from .errors import ShiftNotActive, ShiftPaused
+from .events import announce
+from .models import Shift, ShiftCall
+
+PAUSED_MESSAGE = "The shift is paused: resume it before calling a tool."
+
+
+def _not_active(shift: Shift) -> ShiftNotActive:
+    return ShiftNotActive(f"The shift is {shift.get_status_display().lower()}: it takes no tool calls.")
+
+
+@dataclass(frozen=True)
+class Called:
+    """The outcome of :func:`make_call`."""
+
+    call: ShiftCall
+    fresh: bool  # False when the call id was already stored (a double submit): nothing was sent
+    records: list[cache.Record] | None  # the shift's calls as this process knows them, when fresh
+
+
+def call_tool(shift: Shift, tool: str, arguments: dict, call_id: str) -> ShiftCall:
+    """Make one tool call through MCP and store it; idempotent per ``call_id``.
+
+    A ``call_id`` already stored returns that call unchanged: nothing is sent, no
+    operation is spent.  The call is saved (in a transaction) before it is returned.
+    """
+    return make_call(shift, tool, arguments, call_id).call
+
+
+def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> Called:
+    """:func:`call_tool`, also saying whether the call is new and, when it is, the shift's
+    calls as this process knows them right after it (for the reply).  ``shift`` is
+    brought up to date from the database (only its ``pk`` needs to be set).
+
+    With ``owner``, the shift must be that user's (checked in the call's own read, so a
+    page needs no query of its own first): anyone else's raises ``Shift.DoesNotExist``."""
+    if tool not in REGISTRY:
+        raise ValueError(f"unknown tool {tool!r}")
+    with cache.lock(shift.pk):
+        live = cache.cached(shift.pk)
+        if live is None:
+            found = Shift.objects.filter(pk=shift.pk, **({} if owner is None else {"participant_id": owner}))
+            if not found.exists():
+                raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
+            shift.refresh_from_db()
+            live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
+        writer = cache.sqlite_writer if connection.vendor == "sqlite" else nullcontext()
+        sent = stored = due = False
+        try:
+            with writer, transaction.atomic():
+                known = _read_locked(shift, call_id, owner)
+                if known["mine"] is not None:
+                    return Called(ShiftCall.objects.get(shift=shift, seq=known["mine"]), False, None)
+                if is_due(shift, timezone.now()):
+                    due = True
+                else:
+                    if shift.status == Shift.Status.PAUSED:
+                        raise ShiftPaused(PAUSED_MESSAGE)
+                    if shift.status != Shift.Status.ACTIVE:
+                        raise _not_active(shift)
+                    if known["applied"] != live.applied:
+                        live = cache.catch_up(shift, live, known["applied"])  # another process stored calls
+                    sent = True
+                    call = _send_and_store(shift, live, tool, arguments, call_id, (known["last"] or 0) + 1)
+                    if not live.episode.over:
+                        announce(shift.pk)
+            stored = sent
+        except IntegrityError:
+            # Stored concurrently by a writer that bypassed the lock: the stored call (if it
+            # is ours) wins.
+            existing = ShiftCall.objects.filter(shift=shift, call_id=call_id).first()
+            if existing is None:
+                raise
+            return Called(existing, False, None)
+        finally:
+            if sent and not stored:
+                cache.evict(shift.pk)
+        if due:
+            end_if_due(shift)
+            raise _not_active(shift)
+        records = list(live.records)
+        if live.episode.over:
+            end_shift(shift, f"store closed: {live.episode.end_reason}")
+        return Called(call, True, records)
+
+
+@memo
+def _locked_read_sql(vendor: str) -> tuple[str, str]:
+    """The statement that locks the shift's row ("" where there is no row lock) and the
+    one that then reads it with its calls' figures."""
+    q = connection.ops.quote_name
+    shifts, calls = q(Shift._meta.db_table), q(ShiftCall._meta.db_table)
+    lock = f"SELECT 1 FROM {shifts} WHERE id = %s FOR UPDATE" if connection.features.has_select_for_update else ""
+    read = (f"SELECT s.*,"
+            f" (SELECT MAX(c.seq) FROM {calls} c WHERE c.shift_id = s.id) AS known_last,"
+            f" (SELECT c.seq FROM {calls} c WHERE c.shift_id = s.id AND c.call_id = %s) AS known_mine,"
+            f" (SELECT COUNT(*) FROM {calls} c WHERE c.shift_id = s.id AND c.reached_core) AS known_applied"
+            f" FROM {shifts} s WHERE s.id = %s")
+    return lock, read
+
+
+def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
+    """Lock the shift's row (PostgreSQL) until the transaction ends, then bring ``shift`` up
+    to date from it and read in the same query its calls' last seq, the seq of ``call_id``
+    if it is stored, and how many calls reached the core.
+
+    The lock is a statement of its own: under READ COMMITTED a statement that waited for
+    a row lock re-reads the locked row, but its subqueries still see the snapshot from
+    before the wait, which would miss the calls the lock holder just stored.  Raw SQL
+    (through ``Shift.objects.raw``, which still converts the row's values) because this
+    runs on every call and the ORM is slow to build three correlated subqueries."""
+    lock, read = _locked_read_sql(connection.vendor)
+    if lock:
+        with connection.cursor() as cursor:
+            cursor.execute(lock, [shift.pk])
+    rows = list(Shift.objects.raw(read, [call_id, shift.pk]))
+    if not rows or (owner is not None and rows[0].participant_id != owner):
+        raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
+    row = rows[0]
+    for field in Shift._meta.concrete_fields:
+        setattr(shift, field.attname, getattr(row, field.attname))
+    return {key: getattr(row, f"known_{key}") for key in ("last", "mine", "applied")}  # the raw query's extras
+
+
+def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, call_id: str,
+                    seq: int) -> ShiftCall:
+    """Send the call over the live session and store it; inside the call's transaction."""
+    before = len(live.episode.action_log)
+    outcome = live.session.call(tool, arguments)
+    reached = len(live.episode.action_log) > before
+    header = store_header(live.episode) if reached else None
+    call = ShiftCall.objects.create(
+        shift=shift, seq=seq, call_id=call_id, tool=tool, arguments=arguments,
+        result_text=outcome.text, is_error=outcome.is_error, reached_core=reached,
+        header=header.line if header else "", store_header=header.as_dict() if header else None,
+        window=live.window if live.window is not None else (header.window if header else None),
+    )
+    live.applied += reached
+    live.records.append(cache.Record(seq, tool, arguments, call.is_error, reached, header,
+                                     call.result_text if cache.keeps_text(tool, call.is_error) else ""))
+    if header is not None:
+        live.window = header.window
+    return call

@@ -1,0 +1,45 @@
+"""Wall-clock accounting of a shift: wall, active and paused seconds, and time left.
+
+A shift's 12-hour deadline is absolute (breaks included); a pause only splits the wall
+time into active and paused time.  The simulated clock never moves with wall time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from .models import Shift
+
+
+@dataclass(frozen=True)
+class TimeAccount:
+    """A shift's wall-clock figures at one instant, in whole seconds."""
+
+    wall: int
+    active: int
+    paused: int
+    left: int  # until the deadline (0 once passed, or before the start)
+
+
+def time_account(shift: Shift, now=None) -> TimeAccount:
+    """Wall, active and paused seconds from the start to ``now`` (never past the
+    deadline or the end), and the seconds left before the deadline."""
+    if shift.started_at is None:
+        return TimeAccount(0, 0, 0, 0)
+    now = now or timezone.now()
+    until = min(t for t in (now, shift.deadline, shift.ended_at) if t is not None)
+    wall = max(0, int((until - shift.started_at).total_seconds()))
+    paused = 0
+    for pause in shift.pauses.all():
+        end = min(pause.ended_at or until, until)
+        paused += max(0, int((end - pause.started_at).total_seconds()))
+    paused = min(paused, wall)
+    left = 0 if shift.deadline is None or shift.status == Shift.Status.ENDED else \
+        max(0, int((shift.deadline - now).total_seconds()))
+    return TimeAccount(wall=wall, active=wall - paused, paused=paused, left=left)
+
+
+def store_account(shift: Shift, now) -> None:
+    account = time_account(shift, now)
+    shift.wall_seconds, shift.active_seconds, shift.paused_seconds = account.wall, account.active, account.paused

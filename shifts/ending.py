@@ -1,0 +1,97 @@
+"""Ending a shift: settlement, grading, the timeline, and the deadline.
+
+:func:`end_shift` stops the shift's live episode (settlement), grades it and stores the
+score, the wall-clock accounting and the per-window timeline, all from that one
+episode: the store is replayed at most once (only when this process has no live
+episode of the shift), never twice.  Ending is idempotent.
+
+The deadline is enforced by one action, :func:`end_if_due`: every access to a shift
+("a touched shift") and the periodic sweep (:func:`enforce_deadlines`, run by Celery
+beat and ``manage.py enforce_deadlines``) both call it, under the shift's lock.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from environment.calibration import CalibrationError
+
+from . import cache
+from .clock import store_account
+from .errors import ShiftNotActive
+from .events import announce
+from .grading import grade_episode
+from .models import Shift
+from .timeline import series_of
+
+logger = logging.getLogger(__name__)
+
+DEADLINE_REASON = "deadline"
+
+
+def end_shift(shift: Shift, reason: str, now=None) -> Shift:
+    """Settle, grade and close an open shift; an ended shift is returned as is."""
+    with cache.lock(shift.pk):
+        shift.refresh_from_db()
+        if shift.status == Shift.Status.ENDED:
+            return shift
+        if not shift.is_open:
+            raise ShiftNotActive("Only a started shift can be ended.")
+        now = now or timezone.now()
+        episode = cache.live_entry(shift).episode
+        graded = grade_episode(episode, shift.task_id, shift.seed)  # stops the episode
+        timeline = series_of(episode)  # already settled: the last point is the settled store
+        with transaction.atomic():
+            store_account(shift, now)
+            pause_end = min(now, shift.deadline) if shift.deadline else now
+            shift.pauses.filter(ended_at__isnull=True).update(ended_at=pause_end)
+            shift.status = Shift.Status.ENDED
+            shift.ended_at = now
+            shift.timeline = timeline
+            shift.end_reason = reason
+            shift.score_composite = graded.composite
+            shift.passed = graded.passed
+            shift.score_components = graded.components
+            shift.calibration_source = graded.source
+            shift.calibration_hash = graded.digest
+            shift.save()
+            announce(shift.pk)
+        cache.evict(shift.pk)
+    return shift
+
+
+def is_due(shift: Shift, now=None) -> bool:
+    now = now or timezone.now()
+    return shift.is_open and shift.deadline is not None and now >= shift.deadline
+
+
+def end_if_due(shift: Shift, now=None) -> bool:
+    """End an open (active or paused) shift past its deadline, settled as played; True if
+    it ended now.  ``shift`` is brought up to date from the database either way."""
+    now = now or timezone.now()
+    with cache.lock(shift.pk):
+        shift.refresh_from_db()
+        if is_due(shift, now):
+            end_shift(shift, DEADLINE_REASON, now=now)
+            return True
+    return False
+
+
+def enforce_deadlines(now=None) -> list[int]:
+    """End every open shift whose deadline has passed; the ids of those ended now.
+
+    Needs no request and is idempotent: a shift already ended (by its participant, by
+    another sweep, or by another process) is skipped.
+    """
+    now = now or timezone.now()
+    due = Shift.objects.filter(status__in=[Shift.Status.ACTIVE, Shift.Status.PAUSED], deadline__lte=now)
+    ended = []
+    for shift in due.order_by("deadline", "pk"):
+        try:
+            if end_if_due(shift, now):
+                ended.append(shift.pk)
+        except CalibrationError as exc:  # this shift stays open; the sweep goes on to the next
+            logger.error("deadline sweep: shift %s not ended: %s", shift.pk, exc)
+    return ended

@@ -1,0 +1,18 @@
+"""The shift domain's refusals: one small tree, each with a message naming what to do."""
+from __future__ import annotations
+
+
+class ShiftError(Exception):
+    """A shift action was refused; the message says why and what to do next."""
+
+
+class ShiftNotActive(ShiftError):
+    """The shift cannot take a tool call (not started, or ended)."""
+
+
+class ShiftPaused(ShiftNotActive):
+    """The shift is paused: tool calls wait until it is resumed."""
+
+
+class StartRefused(ShiftError):
+    """A shift may not start yet; the message says what to do first."""

@@ -1,0 +1,62 @@
+"""Grading a shift: the calibration cell it is graded against, and its components.
+
+The calibration file is the site's (``settings.STOREBENCH_CALIBRATION``, default
+``calibration/public.json``); its hash is recorded with every graded shift.  A cell
+missing from the file falls back to the constants the task itself defines.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from environment.api import cell_constants, grade
+from environment.calibration import cell_of, load_calibration
+from environment.engine import Episode
+from environment.tasks import get_task
+
+
+@cache
+def _calibration() -> tuple[dict, str] | None:
+    path = Path(getattr(settings, "STOREBENCH_CALIBRATION", settings.BASE_DIR / "calibration" / "public.json"))
+    return load_calibration(path) if path.exists() else None
+
+
+def grading_cell(task_id: str, seed: int) -> tuple[dict, str, str]:
+    """The calibration cell, where it came from, and the calibration file's hash ("" if none)."""
+    calibration = _calibration()
+    if calibration is not None:
+        doc, digest = calibration
+        cell = cell_of(doc, task_id, seed)
+        if cell is not None:
+            return cell, "calibration file", digest
+    cell, source = cell_constants(get_task(task_id), seed, None)
+    return cell, source, ""
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+@dataclass(frozen=True)
+class Graded:
+    composite: Decimal
+    passed: bool
+    components: dict  # Decimals as strings, plus the threshold
+    source: str
+    digest: str
+
+
+def grade_episode(episode: Episode, task_id: str, seed: int) -> Graded:
+    """Grade ``episode`` (stopping it if it is still open) against the shift's cell."""
+    cell, source, digest = grading_cell(task_id, seed)
+    result = grade(episode, cell)
+    components = {k: _plain(v) for k, v in asdict(result).items()}
+    components["threshold"] = str(cell["threshold"])
+    composite = result.reward_composite
+    return Graded(composite=composite, passed=composite >= Decimal(str(cell["threshold"])),
+                  components=components, source=source, digest=digest)

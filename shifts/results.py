@@ -1,0 +1,39 @@
+"""A stored call's result, typed: the store header the core gave, and the JSON body.
+
+The result text of a call that reached the core is the header line the core rendered
+from the typed header stored with the call, then the JSON body; it is split at that
+known line, never searched for something header-shaped (a refusal may echo what the
+caller typed).  A call refused before the core (bad arguments at the MCP layer) has
+no header: its whole text is the message.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from environment.tools.format import StoreHeader
+
+
+@dataclass(frozen=True)
+class CallResult:
+    header: StoreHeader | None
+    message: str  # a refusal made before the core (the whole text), or ""
+    data: Any  # the JSON body, or None
+    pretty: str  # the body formatted for reading
+
+
+def result_of(call) -> CallResult:
+    """``call`` is a ``ShiftCall`` (anything with ``typed_header`` and ``result_text``)."""
+    header = call.typed_header
+    text = call.result_text or ""
+    prefix = header.line + "\n" if header is not None else None
+    if prefix is None or not text.startswith(prefix):
+        return CallResult(header, text, None, "")
+    body = text[len(prefix):].strip()
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        data = None
+    pretty = json.dumps(data, indent=2, ensure_ascii=False) if data is not None else body
+    return CallResult(header, "", data, pretty)
