@@ -110,6 +110,27 @@ def _cmd_tasks_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tasks_show(args: argparse.Namespace) -> int:
+    from .brief import brief
+    from .tasks import get_task
+
+    task = get_task(args.task)
+    if args.prompt:
+        sys.stdout.write(brief(task))
+        return 0
+    row = {"id": task.id, "split": task.split, "title": task.title, "start": task.start,
+           "days": task.horizon_days, "windows": task.windows, "window_hours": task.window_hours,
+           "ops_per_window": task.ops_per_window, "listing_cap": task.listing_cap, "events": len(task.events),
+           "competition": bool(task.competitors), "file_hash": task.file_hash, "source": task.source}
+    if args.json:
+        _print_json({**row, "brief": brief(task)})
+    else:
+        width = max(len(k) for k in row)
+        for key, value in row.items():
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
 def _load_calibration_arg(path: str | None):
     from .calibration import load_calibration
 
@@ -419,6 +440,15 @@ def build_parser() -> argparse.ArgumentParser:
     tlist.add_argument("--json", action="store_true", help="print JSON")
     tlist.add_argument("--split", choices=("train", "eval"), help="only this split")
     tlist.set_defaults(func=_cmd_tasks_list)
+    tshow = tsub.add_parser("show", help="one task's public terms, or with --prompt the brief an agent is given",
+                            description="Show a task's public terms. With --prompt, print exactly the brief an "
+                                        "agent receives (the MCP server's instructions, prompt 'brief' and "
+                                        "resource storebench://brief): the task's prompt and the shared terms, "
+                                        "never its id, seed or event script.")
+    tshow.add_argument("task", help="task id (see `storebench tasks list`)")
+    tshow.add_argument("--prompt", action="store_true", help="print only the agent's brief")
+    tshow.add_argument("--json", action="store_true", help="print JSON (the terms and the brief)")
+    tshow.set_defaults(func=_cmd_tasks_show)
 
     run = sub.add_parser("run", help="run a scripted policy on one task and seed and write its trial folder",
                          description="Run an anchor policy through the tool surface, grade it and write the "

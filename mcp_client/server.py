@@ -56,7 +56,10 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
+from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.resources.types import FunctionResource
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
@@ -72,6 +75,9 @@ SERVER_NAME = "storebench"
 _CTX = "ctx"  # name of the Context parameter of every generated function (not in any schema)
 
 EpisodeProvider = Callable[[], Episode]
+BriefProvider = Callable[[], str]
+BRIEF_PROMPT = "brief"
+BRIEF_URI = "storebench://brief"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
@@ -183,8 +189,41 @@ def _tool(spec: ToolSpec, episode_provider: EpisodeProvider) -> Tool:
     return tool
 
 
-def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING") -> MCPServer:
+class _BriefedServer(Server):
+    """The SDK's low-level server whose ``instructions`` are read from a provider at each use.
+
+    The SDK reads ``server.instructions`` when it answers ``initialize`` (handshake era) and
+    ``server/discover`` (2026-07-28 era), inside the request's context, so an HTTP front end
+    serving several tasks hands each token its own episode's brief.
+    """
+
+    _brief: BriefProvider | None = None
+
+    @property  # type: ignore[override]
+    def instructions(self) -> str | None:
+        return None if self._brief is None else self._brief()
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:  # the SDK's constructor assigns it once
+        pass
+
+
+def _default_brief(episode_provider: EpisodeProvider) -> BriefProvider:
+    from environment.brief import brief
+
+    def current_brief() -> str:
+        return brief(episode_provider().task)
+
+    return current_brief
+
+
+def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING",
+                 brief_provider: BriefProvider | None = None) -> MCPServer:
     """An MCP server exposing the 29 merchant tools, each acting on ``episode_provider()``.
+
+    The merchant's brief (:func:`environment.brief.brief` of the current episode's task,
+    or ``brief_provider()``) is the server's ``instructions``, the prompt ``brief`` and the
+    resource ``storebench://brief``, so every MCP host can show it to its agent.
 
     Tools are built with ``Tool.from_function``, exactly what ``MCPServer.add_tool`` does
     internally, and handed to the constructor, so the published schema can also carry
@@ -194,7 +233,28 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
     tools = [_tool(spec, episode_provider) for spec in REGISTRY.values()]
     if len({t.name for t in tools}) != len(tools):
         raise RuntimeError("a tool is declared twice")
-    return MCPServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
+    current_brief = brief_provider or _default_brief(episode_provider)
+    server = MCPServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
+    lowlevel = server._lowlevel_server  # the SDK keeps no public handle on it
+    if type(lowlevel) is not Server:
+        raise RuntimeError("the MCP SDK's low-level server is not the class this adapter extends")
+    lowlevel.__class__ = _BriefedServer
+    lowlevel._brief = current_brief
+
+    async def brief_prompt() -> str:
+        return current_brief()
+
+    async def brief_resource() -> str:
+        return current_brief()
+
+    server.add_prompt(Prompt.from_function(
+        brief_prompt, name=BRIEF_PROMPT, title="The merchant's brief",
+        description="Your assignment for this shift: horizon, windows, operations, money and what is graded."))
+    server.add_resource(FunctionResource.from_function(
+        brief_resource, uri=BRIEF_URI, name=BRIEF_PROMPT, title="The merchant's brief",
+        description="The same brief as the server's instructions and the prompt 'brief'.",
+        mime_type="text/plain"))
+    return server
 
 
 def _version() -> str:
@@ -215,7 +275,9 @@ def serve_stdio(task_id: str, seed: int) -> Episode:
     Returns the episode, as played, so a caller can settle, grade or save it.
     """
     from environment.api import arm
+    from environment.brief import brief
 
     episode = arm(task_id, seed)
-    build_server(lambda: episode).run("stdio")
+    text = brief(episode.task)
+    build_server(lambda: episode, brief_provider=lambda: text).run("stdio")
     return episode

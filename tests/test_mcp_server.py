@@ -79,15 +79,24 @@ def test_no_grading_or_calibration_tool(shared_ep):
             assert word not in tool.name.lower(), tool.name
 
 
-def test_no_resources_or_prompts_besides_the_tools(shared_ep):
+def test_the_brief_is_the_only_prompt_and_resource_and_the_instructions(shared_ep):
+    from environment.brief import brief
+
     server = build_server(lambda: shared_ep)
 
     async def go():
         async with episode_client(server) as client:
-            return (await client.client.list_resources()).resources, (await client.client.list_prompts()).prompts
+            c = client.client
+            prompt = await c.get_prompt("brief")
+            resource = await c.read_resource("storebench://brief")
+            return (c.instructions, (await c.list_resources()).resources, (await c.list_prompts()).prompts,
+                    prompt.messages[0].content.text, resource.contents[0].text)
 
-    resources, prompts = run(go())
-    assert resources == [] and prompts == []
+    instructions, resources, prompts, prompt_text, resource_text = run(go())
+    expected = brief(shared_ep.task)
+    assert instructions == prompt_text == resource_text == expected
+    assert [p.name for p in prompts] == ["brief"]
+    assert [str(r.uri) for r in resources] == ["storebench://brief"]
 
 
 def test_input_schemas_are_the_core_schemas(shared_ep):
