@@ -43,8 +43,26 @@ def file_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+SUMMARY_LABELS = ("model", "harness", "context_policy", "max_turns", "turns_taken", "metrics", "ended_by", "env")
+
+
 def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, world_hash: str,
-                calibration_hash: str | None, calibration_source: str, wall_seconds: float | None = None) -> Path:
+                calibration_hash: str | None, calibration_source: str, wall_seconds: float | None = None,
+                labels: dict | None = None) -> Path:
+    """Write the trial folder of ``ep`` (played and graded) to ``out``, atomically.
+
+    ``labels`` are what the player's side says about itself and the engine cannot know:
+    ``model``, ``harness``, ``context_policy``, ``max_turns``, ``turns_taken`` (an LLM
+    harness's turns), ``metrics`` (token usage) and ``ended_by``; they go into
+    ``summary.json`` beside the engine's own fields and are never graded.
+    """
+    from .suite import suite_id
+
+    labels = dict(labels or {})
+    unknown = sorted(set(labels) - set(SUMMARY_LABELS))
+    if unknown:
+        raise ArtifactError(f"unknown trial label(s) {', '.join(unknown)}; known: {', '.join(SUMMARY_LABELS)}")
+    suite = suite_id()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise ArtifactError(f"{out} already holds files; choose an empty or new folder")
@@ -57,14 +75,14 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
     for i, row in enumerate(ep.window_log):
         windows.append({**row, "dense_reward_cents": dense[i] if i < len(dense) else None})
     files = {
-        "score.json": json.dumps(result.as_json(), indent=2) + "\n",
+        "score.json": json.dumps({**result.as_json(), "suite": suite}, indent=2) + "\n",
         "summary.json": json.dumps({
-            "task": ep.task.id, "seed": ep.seed, "policy": policy, "model": None,
+            "task": ep.task.id, "seed": ep.seed, "policy": policy, "model": labels.pop("model", None),
             "turns": len(ep.action_log), "operations_spent": ep.calls,
             "termination": ("suspended" if ep.bankrupt else "horizon" if ep.window >= ep.n_windows else "stopped"),
             "end_reason": ep.end_reason, "windows_played": ep.window, "windows_total": ep.n_windows,
             "wall_seconds": None if wall_seconds is None else round(wall_seconds, 3),
-            "calibration": calibration_source,
+            "calibration": calibration_source, "suite": suite, **labels,
         }, indent=2) + "\n",
         "actions.jsonl": _jsonl(ep.action_log),
         "ledger.jsonl": ep.ledger.to_jsonl(),
@@ -78,6 +96,7 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
     payloads["manifest.json"] = (json.dumps({
         "source_version": __version__, "world_hash": world_hash, "task": ep.task.id,
         "task_file_hash": ep.task.file_hash, "calibration_hash": calibration_hash, "seed": ep.seed,
+        "suite": suite,
         "files": {name: file_digest(data) for name, data in sorted(payloads.items())},
     }, indent=2) + "\n").encode()
     for name, data in payloads.items():

@@ -12,7 +12,7 @@ sets each figure against its target in the operations spec, met or not.
 Figures are medians over repeated runs; absolute times drift on shared machines,
 ratios less so.  This module reads the wall clock only to measure; nothing here
 feeds the simulation.  It stays pure Python: the parts that need the MCP SDK or
-Django (``mcp_client.http.bench``, ``manage.py bench_console``) run as
+Django (``mcp_client.bench.bench``, ``manage.py bench_console``) run as
 subprocesses whose JSON is read back, and a part that cannot run is reported as
 unavailable with the reason instead of failing the whole bench.
 """
@@ -198,13 +198,13 @@ def bench_calibration(workers: tuple[int, ...] = (1, 2), timeout: float = 1800) 
 
 _MCP_BENCH = (
     "import json, sys\n"
-    "from mcp_client.http import bench\n"
+    "from mcp_client.bench import bench\n"
     "print(json.dumps(bench(n=int(sys.argv[1]), out=sys.stderr)))\n"
 )
 
 
 def bench_mcp(calls: int = 300, timeout: float = 600) -> dict:
-    """``mcp_client.http.bench`` in a subprocess: ``store_status`` against a no-op MCP
+    """``mcp_client.bench.bench`` in a subprocess: ``store_status`` against a no-op MCP
     tool, over streamable HTTP and over stdio, medians and ratios from one run."""
     result = _run_json([sys.executable, "-c", _MCP_BENCH, str(calls)], timeout)
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items()}

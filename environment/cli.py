@@ -1,5 +1,10 @@
 """``storebench``: the command line of the environment core.
 
+The installed ``storebench`` command is :mod:`mcp_client.cli`, which registers every
+subcommand here and adds those that need the MCP SDK (``mcp``, ``agent``); this module
+never imports anything above the core.  ``python -m environment`` runs the core's
+commands alone.
+
 Subcommands grow with the project; each one is a thin shell over a core function
 and prints JSON with ``--json`` for scripts, readable text otherwise.  A refusal
 by the core (a :class:`~environment.errors.StoreBenchError`) prints its message
@@ -12,7 +17,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .errors import StoreBenchError
 
@@ -344,38 +350,6 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_mcp(args: argparse.Namespace) -> int:
-    """Serve episodes over MCP (the MCP adapter lives outside the core, in mcp_client)."""
-    from .tasks import get_task
-
-    if args.http:
-        episodes = []
-        for spec in args.episode or [f"{args.task}:{args.seed}"]:
-            task_id, _, seed = spec.partition(":")
-            if not seed.isdigit() or task_id in ("", "None"):
-                print(f"storebench: --episode takes TASK:SEED, got {spec!r}", file=sys.stderr)
-                return 2
-            get_task(task_id)
-            episodes.append((task_id, int(seed)))
-        from mcp_client.http import serve_http
-
-        hub = serve_http(args.host, args.port, episodes)
-        for ep in hub.episodes():
-            if not ep.over:
-                ep.stop()
-        return 0
-    if args.task is None or args.seed is None:
-        print("storebench: stdio serving needs --task and --seed", file=sys.stderr)
-        return 2
-    get_task(args.task)  # refuse an unknown task before the server starts
-    from mcp_client.server import serve_stdio
-
-    ep = serve_stdio(args.task, args.seed)
-    if ep is not None and not ep.over:
-        ep.stop()
-    return 0
-
-
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import bench_all, bench_engine
 
@@ -402,7 +376,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # --- parser ------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+    """The ``storebench`` parser; ``extend(subparsers)`` adds the commands that live above the
+    core (``mcp``, ``agent``: :mod:`mcp_client.cli`, the console entry point)."""
     parser = argparse.ArgumentParser(
         prog="storebench",
         description="StoreBench: run, grade and inspect the Ostrelle live-commerce environment.",
@@ -512,21 +488,6 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
 
-    mcp = sub.add_parser("mcp", help="serve episodes to MCP clients (stdio, or streamable HTTP with --http)",
-                         description="Serve the 29 tools over the Model Context Protocol. Without --http: one "
-                                     "episode of --task/--seed on stdin/stdout, for any MCP-capable harness. With "
-                                     "--http: every --episode TASK:SEED on http://HOST:PORT/mcp, each behind its "
-                                     "own bearer token (printed at start); a token reaches its episode only. "
-                                     "Grading, calibration and reset are not reachable through either.")
-    mcp.add_argument("--task", help="task id (stdio)")
-    mcp.add_argument("--seed", type=int, help="task seed (stdio)")
-    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
-                     help="an episode to open (repeatable; --http only)")
-    mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on")
-    mcp.add_argument("--port", type=int, default=8765, help="--http: port (0 picks a free one)")
-    mcp.set_defaults(func=_cmd_mcp)
-
     srch = sub.add_parser("search", help="random search or hill climbing over action sequences",
                           description="Check that cheap search cannot game the composite: play N episodes of "
                                       "random or hill-climbed action sequences and report the best composite.")
@@ -553,11 +514,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--mcp-calls", type=int, default=300, help="MCP calls per server (default 300)")
     bench.add_argument("--engine-only", action="store_true", help="only the in-process engine figures")
     bench.set_defaults(func=_cmd_bench)
+    if extend is not None:
+        extend(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)

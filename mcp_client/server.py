@@ -52,6 +52,7 @@ from __future__ import annotations
 import inspect
 import threading
 import weakref
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -69,6 +70,8 @@ from environment.engine import Episode
 from environment.engine.episode import ToolResult
 from environment.tools import REGISTRY, ToolSpec
 
+from .sessions import Session
+
 __all__ = ["SERVER_NAME", "build_server", "serve_stdio", "tool_function"]
 
 SERVER_NAME = "storebench"
@@ -83,21 +86,28 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 # --- serialising calls per episode -------------------------------------------------------
 
-_locks: weakref.WeakKeyDictionary[Episode, threading.Lock] = weakref.WeakKeyDictionary()
+_locks: weakref.WeakKeyDictionary[Episode, threading.RLock] = weakref.WeakKeyDictionary()
 _locks_guard = threading.Lock()
 
 
-def _lock_for(episode: Episode) -> threading.Lock:
+def lock_for(episode: Episode) -> threading.RLock:
+    """The lock every call on ``episode`` holds (also taken to end a session)."""
     with _locks_guard:
         lock = _locks.get(episode)
         if lock is None:
-            lock = _locks[episode] = threading.Lock()
+            lock = _locks[episode] = threading.RLock()
         return lock
 
 
-def _call_locked(episode: Episode, name: str, arguments: Any) -> ToolResult:
-    with _lock_for(episode):
-        return episode.call(name, arguments)
+AfterCall = Callable[[Episode], None]
+
+
+def _call_locked(episode: Episode, name: str, arguments: Any, after: AfterCall | None = None) -> ToolResult:
+    with lock_for(episode):
+        result = episode.call(name, arguments)
+        if after is not None:
+            after(episode)
+        return result
 
 
 # --- the arguments as sent ----------------------------------------------------------------
@@ -131,7 +141,8 @@ def _error_text(result: ToolResult) -> str:
     return f"{error.get('code', 'error')}: {error.get('message', '')}\n{result.text()}"
 
 
-def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable[..., Any]:
+def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
+                  after_call: AfterCall | None = None) -> Callable[..., Any]:
     """The async function the SDK registers for ``spec``: its signature is ``spec.args``."""
     fields = spec.args.model_fields
     if _CTX in fields:
@@ -141,7 +152,7 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable
         ctx = kwargs.pop(_CTX)
         arguments = _wire_arguments(ctx, kwargs, spec)
         episode = episode_provider()
-        result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments)
+        result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments, after_call)
         if not result.ok:
             raise ToolError(_error_text(result))
         return result.text()
@@ -165,9 +176,9 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable
     return call_tool
 
 
-def _tool(spec: ToolSpec, episode_provider: EpisodeProvider) -> Tool:
+def _tool(spec: ToolSpec, episode_provider: EpisodeProvider, after_call: AfterCall | None = None) -> Tool:
     tool = Tool.from_function(
-        tool_function(spec, episode_provider),
+        tool_function(spec, episode_provider, after_call),
         name=spec.name,
         title=spec.title,
         description=spec.description,
@@ -218,19 +229,21 @@ def _default_brief(episode_provider: EpisodeProvider) -> BriefProvider:
 
 
 def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING",
-                 brief_provider: BriefProvider | None = None) -> MCPServer:
+                 brief_provider: BriefProvider | None = None, after_call: AfterCall | None = None) -> MCPServer:
     """An MCP server exposing the 29 merchant tools, each acting on ``episode_provider()``.
 
     The merchant's brief (:func:`environment.brief.brief` of the current episode's task,
     or ``brief_provider()``) is the server's ``instructions``, the prompt ``brief`` and the
     resource ``storebench://brief``, so every MCP host can show it to its agent.
+    ``after_call(episode)`` runs after every tool call, under the episode's lock (a graded
+    session logs the call and settles at the horizon: :mod:`mcp_client.sessions`).
 
     Tools are built with ``Tool.from_function``, exactly what ``MCPServer.add_tool`` does
     internally, and handed to the constructor, so the published schema can also carry
     ``additionalProperties: false``.  ``log_level`` is the SDK's: at ``INFO`` it logs every
     refused call, with its text, to stderr.
     """
-    tools = [_tool(spec, episode_provider) for spec in REGISTRY.values()]
+    tools = [_tool(spec, episode_provider, after_call) for spec in REGISTRY.values()]
     if len({t.name for t in tools}) != len(tools):
         raise RuntimeError("a tool is declared twice")
     current_brief = brief_provider or _default_brief(episode_provider)
@@ -269,15 +282,15 @@ def _version() -> str:
 # --- stdio ---------------------------------------------------------------------------------
 
 
-def serve_stdio(task_id: str, seed: int) -> Episode:
-    """Arm ``task_id`` at ``seed`` and serve it on stdin/stdout until the client hangs up.
+def serve_stdio(task_id: str, seed: int, *, trials: str | Path | None = None,
+                labels: dict | None = None) -> Session:
+    """Arm ``task_id`` at ``seed`` as a graded session and serve it on stdin/stdout until the
+    client hangs up; return the session (settled if the horizon was reached, else still
+    open: the caller ends it, which writes its trial folder under ``trials``)."""
+    from environment.suite import public_calibration
 
-    Returns the episode, as played, so a caller can settle, grade or save it.
-    """
-    from environment.api import arm
-    from environment.brief import brief
-
-    episode = arm(task_id, seed)
-    text = brief(episode.task)
-    build_server(lambda: episode, brief_provider=lambda: text).run("stdio")
-    return episode
+    calibration, calibration_hash = public_calibration()
+    session = Session.open(task_id, seed, out=None if trials is None else Path(trials), state_root=None,
+                           labels=labels, calibration=calibration, calibration_hash=calibration_hash)
+    build_server(lambda: session.episode, after_call=lambda _ep: session.record()).run("stdio")
+    return session

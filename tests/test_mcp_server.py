@@ -424,7 +424,7 @@ def test_storebench_mcp_over_stdio_meters_like_the_core():
     """The official client against the `storebench mcp` command: 29 tools, the free probe
     leaves the budget alone, any other call spends one, every result starts with the header."""
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "environment", "mcp", "--task", TASK, "--seed", str(SEED)],
+                                   args=["-m", "mcp_client", "mcp", "--task", TASK, "--seed", str(SEED), "--no-trial"],
                                    cwd=str(REPO_ROOT))
 
     def ops(text: str) -> int:
