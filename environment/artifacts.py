@@ -17,7 +17,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -105,3 +107,92 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
         out.rmdir()
     tmp.replace(out)
     return out
+
+
+# --- reading trial folders back (the re-grader, the replayer) --------------------------------------------
+
+RELEASE_FOLDER = re.compile(r"(?P<task>[a-z0-9][a-z0-9-]*)__s(?P<seed>\d+)__(?P<id>[A-Za-z0-9._-]+)")
+
+
+def cell_from_folder_name(folder: str | Path) -> tuple[str, int] | None:
+    """``(task, seed)`` from a folder named as the release names them, ``<task>__s<seed>__<id>``."""
+    match = RELEASE_FOLDER.fullmatch(Path(folder).name)
+    return None if match is None else (match["task"], int(match["seed"]))
+
+
+def checksum_problems(folder: str | Path, manifest: dict) -> list[str]:
+    """Files that differ from, or are missing against, the manifest's ``files`` checksums.
+
+    Empty when they all match, or when the manifest predates per-file checksums.
+    """
+    folder = Path(folder)
+    recorded = manifest.get("files")
+    if recorded is None:
+        return []
+    if not isinstance(recorded, dict):
+        return ["manifest.json: 'files' must map file names to sha256 checksums"]
+    problems = []
+    for name, digest in sorted(recorded.items()):
+        path = folder / name
+        if "/" in name or name.startswith("."):
+            problems.append(f"manifest.json lists {name!r}, which is not a trial file name")
+        elif not path.is_file():
+            problems.append(f"{name} is listed in manifest.json but missing")
+        elif file_digest(path.read_bytes()) != digest:
+            problems.append(f"{name} does not match its checksum in manifest.json: the file was changed after "
+                            "the trial was written")
+    return problems
+
+
+def whole_number(value: object, where: str) -> int:
+    """An integer field as the release writes it (``13`` or ``13.0``); anything else is refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArtifactError(f"{where} must be a whole number, got {value!r}")
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        raise ArtifactError(f"{where} must be a whole number, got {value!r}")
+    return int(value)
+
+
+def finite_number(value: object, where: str, *, optional: bool = False):
+    """A numeric field as a :class:`~decimal.Decimal`; NaN, infinities, strings and booleans are refused."""
+    from decimal import Decimal
+
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArtifactError(f"{where} must be a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ArtifactError(f"{where} must be a finite number, got {value!r}")
+    return Decimal(str(value))
+
+
+RELEASE_SCORE_FIELDS = ("seed", "windows_played", "net_assets", "business_raw", "business", "reliability",
+                        "on_time_rate", "return_handled_rate", "continuity", "bankrupt", "reward_composite")
+
+
+def to_release_layout(folder: str | Path, root: str | Path, trial_id: str) -> Path:
+    """Copy a trial folder of ours into the release's layout, under ``root``.
+
+    The folder is named ``<task>__s<seed>__<id>``; ``score.json`` keeps the release's fields
+    only, with ``seed`` and ``windows_played`` as floats and no task; ``summary.json`` is the
+    release's harness metadata with ``task`` and ``seed`` null.  The ledger and the action
+    log are kept (what the re-grader checks the score against); there is no manifest, as in
+    the release.  Used to build ``fixtures/release-trajectories``.
+    """
+    folder, root = Path(folder), Path(root)
+    score = json.loads((folder / "score.json").read_text())
+    summary = json.loads((folder / "summary.json").read_text())
+    task, seed = summary["task"], int(summary["seed"])
+    dest = root / f"{task}__s{seed}__{trial_id}"
+    dest.mkdir(parents=True)
+    release = {name: score[name] for name in RELEASE_SCORE_FIELDS}
+    release["seed"], release["windows_played"] = float(seed), float(score["windows_played"])
+    (dest / "score.json").write_text(json.dumps(release, indent=2) + "\n")
+    (dest / "summary.json").write_text(json.dumps({
+        "env": "storebench", "model": summary.get("model") or summary["policy"], "context_policy": None,
+        "max_turns": None, "turns": summary["turns"], "metrics": summary.get("metrics") or {},
+        "ended_by": summary["termination"], "wall_seconds": summary.get("wall_seconds"), "task": None,
+        "seed": None}, indent=2) + "\n")
+    for name in ("ledger.jsonl", "actions.jsonl"):
+        shutil.copyfile(folder / name, dest / name)
+    return dest
