@@ -27,6 +27,7 @@ from environment.cli import build_parser as core_parser
 from environment.cli import main as core_main
 
 OPERATOR_TOKEN_ENV = "STOREBENCH_OPERATOR_TOKEN"
+ALLOWED_HOSTS_ENV = "STOREBENCH_ALLOWED_HOSTS"
 
 
 def _labels(args: argparse.Namespace) -> dict:
@@ -71,11 +72,24 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                   f"(--operator-token or {OPERATOR_TOKEN_ENV}) to open sessions through the operator API",
                   file=sys.stderr)
             return 2
-        from .http import serve_http
+        from .http import host_security, serve_http
+        from .limits import ServerLimits
+
+        allowed_hosts = list(args.allowed_host or []) + [
+            h for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()]
+        try:
+            host_security(args.host, args.port, allowed_hosts)
+        except ValueError as exc:
+            print(f"storebench: {exc}", file=sys.stderr)
+            return 2
 
         hub = serve_http(args.host, args.port, episodes, state=args.state,
                          trials=None if args.no_trial else (args.trials or (None if args.state else "trials")),
-                         operator_token=operator_token)
+                         operator_token=operator_token, allowed_hosts=allowed_hosts,
+                         limits=ServerLimits(header_timeout=args.header_timeout,
+                                             max_sessions_per_token=args.max_sessions_per_token,
+                                             **({"max_connections": args.max_connections}
+                                                if args.max_connections else {})))
         if args.state is None:  # nothing durable: settle what is still open rather than lose it
             for session in hub.sessions():
                 if not session.settled:
@@ -114,6 +128,15 @@ def _add_mcp(sub: Any) -> None:
                      help="an episode to open at start (repeatable; --http only)")
     mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on")
     mcp.add_argument("--port", type=int, default=8765, help="--http: port (0 picks a free one)")
+    mcp.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
+                     help="--http: a host name clients use to reach the server (repeatable; or "
+                          f"{ALLOWED_HOSTS_ENV}=a,b); needed when listening on 0.0.0.0 behind a real name")
+    mcp.add_argument("--max-sessions-per-token", type=int, default=8,
+                     help="--http: live handshake-era MCP sessions one token may hold (default 8)")
+    mcp.add_argument("--header-timeout", type=float, default=10.0,
+                     help="--http: seconds a connection has to send a complete request head (default 10)")
+    mcp.add_argument("--max-connections", type=int,
+                     help="--http: open connections at most (default: half the file-descriptor limit, <= 1000)")
     mcp.add_argument("--state", metavar="DIR", help="--http: keep every session's calls here and resume them "
                                                     "on restart")
     mcp.add_argument("--trials", metavar="DIR", help="where trial folders are written (default ./trials, or "

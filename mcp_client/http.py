@@ -85,6 +85,7 @@ from environment.engine import Episode
 from environment.suite import public_calibration
 from environment.tasks import Task
 
+from .limits import ServerLimits, limit_sessions_per_token
 from .operator import OPERATOR_PATH, operator_routes
 from .server import LogLevel, build_server, lock_for
 from .sessions import Session, SessionError, restore_session
@@ -94,6 +95,7 @@ __all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownSession", "Unkn
 
 MCP_PATH = "/mcp"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_WILDCARD = ("0.0.0.0", "::", "")
 
 
 # --- the hub ----------------------------------------------------------------------------------------
@@ -311,20 +313,43 @@ def episode_provider(hub: EpisodeHub) -> Callable[[], Episode]:
 # --- the ASGI app --------------------------------------------------------------------------------------
 
 
-def _transport_security(host: str, port: int | None) -> TransportSecuritySettings | None:
+def host_security(host: str, port: int | None, allowed_hosts: Iterable[str] = ()) -> TransportSecuritySettings | None:
+    """Which ``Host`` (and ``Origin``) headers the MCP endpoint accepts.
+
+    ``allowed_hosts`` are the names clients use to reach the server (``mcp.example.org``,
+    ``mcp.example.org:8443``); a bare name also accepts any port.  Listening on loopback,
+    the loopback names are accepted too (the SDK's default).  Listening on a wildcard
+    address (``0.0.0.0``, ``::``) with no allowed host is refused: every real ``Host``
+    header would be answered 421.
+    """
+    names = [h.strip() for h in allowed_hosts if h.strip()]
+    if not names:
+        if host in _LOOPBACK:
+            return None  # the SDK's default for a loopback host: local Host and Origin headers only
+        if host in _WILDCARD:
+            raise ValueError(f"listening on {host} needs the host name(s) clients will use: give --allowed-host "
+                             f"NAME (or set STOREBENCH_ALLOWED_HOSTS=name1,name2), else every request is refused "
+                             "with 421")
+        names = [f"[{host}]" if ":" in host else host]
     if host in _LOOPBACK:
-        return None  # the SDK's default for a loopback host: local Host and Origin headers only
-    hostport = f"[{host}]" if ":" in host else host
-    hosts = [hostport] if port is None else [hostport, f"{hostport}:{port}"]
-    origins = [f"http://{h}" for h in hosts]
+        names += ["127.0.0.1", "localhost", "[::1]"]
+    hosts: list[str] = []
+    for name in names:
+        hosts += [name] if _has_port(name) else [name, f"{name}:*"]
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                      allowed_origins=origins)
+
+
+def _has_port(name: str) -> bool:
+    return name.rsplit("]", 1)[-1].count(":") == 1
 
 
 def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.1", port: int | None = None,
                       json_response: bool = False,
                       transport_security: TransportSecuritySettings | None = None,
-                      extra_routes: list[Route] | None = None) -> Starlette:
+                      extra_routes: list[Route] | None = None, allowed_hosts: Iterable[str] = (),
+                      max_sessions_per_token: int | None = None) -> Starlette:
     """``server`` over streamable HTTP at ``/mcp``, behind the SDK's bearer-token stack.
 
     The same wiring ``MCPServer.streamable_http_app()`` does for a server constructed with
@@ -334,10 +359,12 @@ def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.
     mcp_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=json_response,
-        transport_security=transport_security or _transport_security(host, port),
+        transport_security=transport_security or host_security(host, port, allowed_hosts),
         host=host,
     )
     session_manager = server.session_manager  # exists once streamable_http_app() was called
+    if max_sessions_per_token is not None:
+        limit_sessions_per_token(session_manager, max_sessions_per_token)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -356,7 +383,9 @@ def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.
 
 def create_app(hub: EpisodeHub, *, host: str = "127.0.0.1", port: int | None = None,
                json_response: bool = False, transport_security: TransportSecuritySettings | None = None,
-               log_level: LogLevel = "WARNING", operator_token: str | None = None) -> Starlette:
+               log_level: LogLevel = "WARNING", operator_token: str | None = None,
+               allowed_hosts: Iterable[str] = (), max_sessions_per_token: int = ServerLimits.max_sessions_per_token
+               ) -> Starlette:
     """The ASGI app serving every episode of ``hub`` at ``/mcp``, one token per episode.
 
     ``host`` and ``port`` are where clients reach the app; they only decide which ``Host``
@@ -369,7 +398,8 @@ def create_app(hub: EpisodeHub, *, host: str = "127.0.0.1", port: int | None = N
     routes = operator_routes(hub, operator_token) if operator_token else []
     return authenticated_app(server, HubTokenVerifier(hub), host=host, port=port,
                              json_response=json_response, transport_security=transport_security,
-                             extra_routes=routes)
+                             extra_routes=routes, allowed_hosts=allowed_hosts,
+                             max_sessions_per_token=max_sessions_per_token)
 
 
 def mcp_url(host: str, port: int) -> str:
@@ -398,19 +428,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _uvicorn_server(app: Any, log_level: str) -> Any:
+def _uvicorn_server(app: Any, log_level: str, limits: ServerLimits | None = None) -> Any:
     import uvicorn
 
     return uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=False,
-                                         timeout_graceful_shutdown=2))
+                                         timeout_graceful_shutdown=2, **(limits or ServerLimits()).uvicorn_options()))
 
 
 @contextlib.contextmanager
 def running(app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning",
-            startup_timeout: float = 10.0) -> Iterator[int]:
+            startup_timeout: float = 10.0, limits: ServerLimits | None = None) -> Iterator[int]:
     """Serve ``app`` with uvicorn on a background thread; yield the bound port; stop on exit."""
     sock = _bind(host, port)
-    server = _uvicorn_server(app, log_level)
+    server = _uvicorn_server(app, log_level, limits)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="uvicorn")
     thread.start()
     try:
@@ -429,7 +459,8 @@ def running(app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str 
 def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]], *,
                out: IO[str] | None = None, log_level: str = "warning", json_response: bool = False,
                state: str | Path | None = None, trials: str | Path | None = None,
-               operator_token: str | None = None) -> EpisodeHub:
+               operator_token: str | None = None, allowed_hosts: Iterable[str] = (),
+               limits: ServerLimits | None = None) -> EpisodeHub:
     """Open ``episodes`` (``(task, seed)`` pairs), print each one's URL and token, serve until
     interrupted (Ctrl-C); return the hub, whose episodes are as played.
 
@@ -442,10 +473,13 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     ``operator_token`` serves the operator API (a line names its URL, never the token).
     """
     out = out or sys.stdout
+    limits = limits or ServerLimits()
+    host_security(host, port, allowed_hosts)  # refuse a wildcard bind without host names before binding
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     hub = EpisodeHub(state=state, out=trials)
-    app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token)
+    app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token,
+                     allowed_hosts=allowed_hosts, max_sessions_per_token=limits.max_sessions_per_token)
     url = mcp_url(host, bound)
     resumed = [s for s in hub.sessions() if not s.settled]
     if resumed:
@@ -456,7 +490,7 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     if operator_token:
         print(f"operator API  {url[:-len(MCP_PATH)]}{OPERATOR_PATH}/sessions", file=out, flush=True)
     try:
-        _uvicorn_server(app, log_level).run(sockets=[sock])
+        _uvicorn_server(app, log_level, limits).run(sockets=[sock])
     finally:
         sock.close()
     return hub
