@@ -160,7 +160,8 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
     parameters: list[inspect.Parameter] = []
     annotations: dict[str, Any] = {}
     for name, field in fields.items():
-        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        annotation = Annotated[(field.annotation, *field.metadata,
+                                Field(description=field.description, json_schema_extra=field.json_schema_extra))]
         default = inspect.Parameter.empty if field.is_required() else field.default
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                             annotation=annotation))
@@ -185,7 +186,7 @@ def _tool(spec: ToolSpec, episode_provider: EpisodeProvider, after_call: AfterCa
         annotations=ToolAnnotations(
             read_only_hint=spec.read_only,
             destructive_hint=spec.destructive,
-            idempotent_hint=spec.idempotent,
+            idempotent_hint=spec.idempotent_hint,
             open_world_hint=False,
         ),
         structured_output=False,

@@ -119,16 +119,42 @@ def test_titles_descriptions_and_annotations_come_from_the_spec(shared_ep):
         assert tool.description == spec.description and tool.description
         a = tool.annotations
         assert a is not None
-        assert a.read_only_hint is spec.read_only is (spec.kind == ToolKind.READ)
+        assert a.read_only_hint is spec.read_only is (spec.kind == ToolKind.READ and spec.free)
         assert a.destructive_hint is spec.destructive
-        assert a.idempotent_hint is spec.idempotent
+        assert a.idempotent_hint is spec.idempotent_hint
         assert a.open_world_hint is False
         assert tool.output_schema is None  # text results only (structured_output=False)
     assert {n for n, t in tools.items() if t.annotations.destructive_hint} == DESTRUCTIVE
-    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == {
-        n for n, s in REGISTRY.items() if s.kind == ToolKind.READ}
+    # Annotations tell the truth about cost: every call but store_status spends an operation and
+    # can end the window, so no other tool is read-only or idempotent.
+    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == {"store_status"}
+    assert {n for n, t in tools.items() if t.annotations.idempotent_hint} == {"store_status"}
+    for name, tool in tools.items():
+        costs = "Costs one operation, as every call but store_status does" in tool.description
+        assert costs is (name != "store_status"), name
     assert not tools["end_window"].annotations.read_only_hint
     assert not tools["set_price"].annotations.read_only_hint
+
+
+def test_schemas_carry_the_store_bounds_and_describe_every_argument(shared_ep):
+    from environment.tools.catalog import MAX_PRICE, MIN_PRICE
+
+    tools = {t.name: t for t in run(list_tools(build_server(lambda: shared_ep)))}
+    for name in ("set_price", "list_supply_product"):
+        price = tools[name].input_schema["properties"]["price"]
+        assert (price["minimum"], price["maximum"]) == (MIN_PRICE / 100, MAX_PRICE / 100)
+    assert "account" in tools["ledger_entries"].input_schema["properties"]
+    for name, tool in tools.items():
+        for arg, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), f"{name}.{arg} has no description"
+
+
+def test_a_price_outside_the_published_bounds_still_reaches_the_store_and_costs_an_operation(ep):
+    product = ep.products[0].id
+    calls = ep.calls
+    is_error, text = run(call(build_server(lambda: ep), "set_price", {"product_id": product, "price": 1000.01}))
+    assert is_error and "price_out_of_range" in text
+    assert ep.calls == calls + 1
 
 
 def test_annotations_on_the_wire_are_camel_case(shared_ep):
