@@ -152,7 +152,10 @@ def _add_mcp(sub: Any) -> None:
 
 
 def _extend(sub: Any) -> None:
+    from .agent import add_agent_command
+
     _add_mcp(sub)
+    add_agent_command(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:

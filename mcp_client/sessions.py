@@ -105,6 +105,7 @@ class Session:
     calibration_hash: str | None = None
     started: float = field(default_factory=time.perf_counter)
     result: dict | None = None  # the settled score, once settled
+    auto_settle: bool = True  # settle as soon as the horizon is reached (off: the owner calls end())
     _logged: int = 0
     _fd: int | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -158,7 +159,7 @@ class Session:
             self._logged = len(log)
             self._append([{"tool": e["tool"], "arguments": e["arguments"]} for e in new],
                          sync=any(e.get("op") for e in new))
-            if self.episode.over and not self.settled:
+            if self.episode.over and not self.settled and self.auto_settle:
                 self._settle(ended_by="horizon" if not self.episode.bankrupt else "suspended")
 
     def set_labels(self, labels: dict) -> None:
