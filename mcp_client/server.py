@@ -44,7 +44,9 @@ later HTTP front end can read the caller's token from a context variable and ret
 token's episode; :func:`serve_stdio` serves one armed episode.  The core call itself runs
 on a worker thread (``sales_report`` or closing a window takes milliseconds; the event
 loop stays free for other sessions) under a per-episode lock, so calls on one episode are
-serialised exactly as the core expects.
+serialised exactly as the core expects.  The free ``store_status`` (a few tens of
+microseconds) runs on the event loop itself when the episode's lock is free at once, and
+on a worker thread otherwise.
 """
 
 from __future__ import annotations
@@ -152,7 +154,16 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
         ctx = kwargs.pop(_CTX)
         arguments = _wire_arguments(ctx, kwargs, spec)
         episode = episode_provider()
-        result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments, after_call)
+        lock = lock_for(episode)
+        if spec.free and lock.acquire(blocking=False):
+            # The free status probe takes well under a millisecond: answered on the event loop
+            # when nobody holds the episode, sparing the hop to a worker thread.
+            try:
+                result = _call_locked(episode, spec.name, arguments, after_call)
+            finally:
+                lock.release()
+        else:
+            result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments, after_call)
         if not result.ok:
             raise ToolError(_error_text(result))
         return result.text()
