@@ -14,6 +14,7 @@ from pathlib import Path
 from .anchors import get_anchor
 from .api import arm, cell_constants, grade
 from .artifacts import write_trial
+from .suite import suite_id
 from .engine import Episode
 from .world import world_hash
 
@@ -72,4 +73,5 @@ def settle(ep: Episode, out: str | Path, *, policy: str, calibration: dict | Non
     data["threshold"] = cell["threshold"]
     data["out"] = str(folder)
     data["calibration"] = source
+    data["suite"] = suite_id()
     return data
