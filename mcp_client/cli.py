@@ -85,7 +85,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
         hub = serve_http(args.host, args.port, episodes, state=args.state,
                          trials=None if args.no_trial else (args.trials or (None if args.state else "trials")),
-                         operator_token=operator_token, allowed_hosts=allowed_hosts,
+                         operator_token=operator_token, allowed_hosts=allowed_hosts, fsync=not args.no_fsync,
                          limits=ServerLimits(header_timeout=args.header_timeout,
                                              max_sessions_per_token=args.max_sessions_per_token,
                                              **({"max_connections": args.max_connections}
@@ -139,6 +139,9 @@ def _add_mcp(sub: Any) -> None:
                      help="--http: open connections at most (default: half the file-descriptor limit, <= 1000)")
     mcp.add_argument("--state", metavar="DIR", help="--http: keep every session's calls here and resume them "
                                                     "on restart")
+    mcp.add_argument("--no-fsync", action="store_true",
+                     help="--state: write each call without fsync (survives the server being killed, not the "
+                          "machine crashing; saves a disk flush per operation)")
     mcp.add_argument("--trials", metavar="DIR", help="where trial folders are written (default ./trials, or "
                                                      "STATE/trials with --state)")
     mcp.add_argument("--no-trial", action="store_true", help="write no trial folder (a throwaway episode)")

@@ -135,7 +135,7 @@ class EpisodeHub:
     """
 
     def __init__(self, *, state: str | Path | None = None, out: str | Path | None = None,
-                 calibration: tuple[dict | None, str | None] | None = None) -> None:
+                 calibration: tuple[dict | None, str | None] | None = None, fsync: bool = True) -> None:
         self._entries: dict[bytes, _Entry] = {}
         self._sessions: dict[str, Session] = {}
         self._by_episode: dict[int, Session] = {}
@@ -143,6 +143,7 @@ class EpisodeHub:
         self._numbers = itertools.count(1)
         self.state = None if state is None else Path(state)
         self.out = None if out is None else Path(out)
+        self.fsync = fsync
         if self.out is None and self.state is not None:
             self.out = self.state / "trials"
         self.calibration, self.calibration_hash = calibration if calibration is not None else public_calibration()
@@ -158,7 +159,7 @@ class EpisodeHub:
             if not (folder / "meta.json").is_file():
                 continue
             session, token_hex = restore_session(folder, out=self.out, calibration=self.calibration,
-                                                 calibration_hash=self.calibration_hash)
+                                                 calibration_hash=self.calibration_hash, fsync=self.fsync)
             if session.episode.over and not session.settled:
                 session.record()  # reached the horizon just before the restart: settle now
             with self._lock:
@@ -177,7 +178,7 @@ class EpisodeHub:
         session = Session.open(task_id, seed, out=self.out,
                                state_root=None if self.state is None else self.state / "sessions",
                                labels=labels, calibration=self.calibration, calibration_hash=self.calibration_hash,
-                               token_digest=_digest(token).hex())
+                               token_digest=_digest(token).hex(), fsync=self.fsync)
         with self._lock:
             self._track(session)
             self._entries[_digest(token)] = _Entry(session, f"episode-{session.id}")
@@ -460,7 +461,7 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
                out: IO[str] | None = None, log_level: str = "warning", json_response: bool = False,
                state: str | Path | None = None, trials: str | Path | None = None,
                operator_token: str | None = None, allowed_hosts: Iterable[str] = (),
-               limits: ServerLimits | None = None) -> EpisodeHub:
+               limits: ServerLimits | None = None, fsync: bool = True) -> EpisodeHub:
     """Open ``episodes`` (``(task, seed)`` pairs), print each one's URL and token, serve until
     interrupted (Ctrl-C); return the hub, whose episodes are as played.
 
@@ -477,7 +478,7 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     host_security(host, port, allowed_hosts)  # refuse a wildcard bind without host names before binding
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
-    hub = EpisodeHub(state=state, out=trials)
+    hub = EpisodeHub(state=state, out=trials, fsync=fsync)
     app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token,
                      allowed_hosts=allowed_hosts, max_sessions_per_token=limits.max_sessions_per_token)
     url = mcp_url(host, bound)

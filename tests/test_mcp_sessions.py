@@ -258,3 +258,23 @@ def test_a_sigkilled_server_resumes_every_live_session(server_factory, tmp_path)
         assert outcome.text.endswith(result.text())
     assert not any(o.is_error for o in before_b)
     assert os.path.isdir(Path(ended["folder"]))
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+def test_a_hub_on_the_same_state_rebuilds_each_live_session_exactly(tmp_path, fsync):
+    from mcp_client.http import EpisodeHub
+
+    first = EpisodeHub(state=tmp_path / "state", fsync=fsync)
+    token, session = first.open_session(TASK, 7, labels={"model": "m"})
+    for name, args in CALLS + [("get_order", "not an object")]:
+        session.episode.call(name, args)
+        first.after_call(session.episode)
+    session.close_log()  # the first process is gone
+
+    second = EpisodeHub(state=tmp_path / "state", fsync=fsync)
+    (restored,) = second.sessions()
+    assert restored.id == session.id and restored.labels == {"model": "m"}
+    assert restored.episode.action_log == session.episode.action_log
+    assert restored.episode.ledger.to_jsonl() == session.episode.ledger.to_jsonl()
+    assert restored.episode.observations == session.episode.observations
+    assert second.episode_for(token) is restored.episode  # the same token reaches it
