@@ -4,7 +4,7 @@ adapters' round trips, each set against its target in the operations spec.
 ``python -m benchmarks [--quick] [--json] [--participants N] [--mcp-calls N]``.
 
 The adapters' parts run as subprocesses whose last stdout line is JSON (so a part that
-cannot run is reported as unavailable with its reason): ``mcp_client.http.bench``
+cannot run is reported as unavailable with its reason): ``benchmarks.mcp.bench``
 (``store_status`` against a no-op MCP tool over stdio and streamable HTTP) and
 ``manage.py bench_console`` (a console tool page against a minimal Django view under
 concurrent participants).
@@ -22,13 +22,13 @@ from environment.bench import REPO, _env, _run_json, bench_all, targets
 
 _MCP_BENCH = (
     "import json, sys\n"
-    "from mcp_client.http import bench\n"
+    "from benchmarks.mcp import bench\n"
     "print(json.dumps(bench(n=int(sys.argv[1]), out=sys.stderr)))\n"
 )
 
 
 def bench_mcp(calls: int = 300, timeout: float = 600) -> dict:
-    """``mcp_client.http.bench`` in a subprocess: ``store_status`` against a no-op MCP
+    """``benchmarks.mcp.bench`` in a subprocess: ``store_status`` against a no-op MCP
     tool, over streamable HTTP and over stdio, medians and ratios from one run."""
     result = _run_json([sys.executable, "-c", _MCP_BENCH, str(calls)], timeout)
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items()}

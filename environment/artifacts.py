@@ -17,7 +17,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -43,8 +45,26 @@ def file_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+SUMMARY_LABELS = ("model", "harness", "context_policy", "max_turns", "turns_taken", "metrics", "ended_by", "env")
+
+
 def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, world_hash: str,
-                calibration_hash: str | None, calibration_source: str, wall_seconds: float | None = None) -> Path:
+                calibration_hash: str | None, calibration_source: str, wall_seconds: float | None = None,
+                labels: dict | None = None) -> Path:
+    """Write the trial folder of ``ep`` (played and graded) to ``out``, atomically.
+
+    ``labels`` are what the player's side says about itself and the engine cannot know:
+    ``model``, ``harness``, ``context_policy``, ``max_turns``, ``turns_taken`` (an LLM
+    harness's turns), ``metrics`` (token usage) and ``ended_by``; they go into
+    ``summary.json`` beside the engine's own fields and are never graded.
+    """
+    from .suite import suite_id
+
+    labels = dict(labels or {})
+    unknown = sorted(set(labels) - set(SUMMARY_LABELS))
+    if unknown:
+        raise ArtifactError(f"unknown trial label(s) {', '.join(unknown)}; known: {', '.join(SUMMARY_LABELS)}")
+    suite = suite_id()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise ArtifactError(f"{out} already holds files; choose an empty or new folder")
@@ -57,14 +77,14 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
     for i, row in enumerate(ep.window_log):
         windows.append({**row, "dense_reward_cents": dense[i] if i < len(dense) else None})
     files = {
-        "score.json": json.dumps(result.as_json(), indent=2) + "\n",
+        "score.json": json.dumps({**result.as_json(), "suite": suite}, indent=2) + "\n",
         "summary.json": json.dumps({
-            "task": ep.task.id, "seed": ep.seed, "policy": policy, "model": None,
+            "task": ep.task.id, "seed": ep.seed, "policy": policy, "model": labels.pop("model", None),
             "turns": len(ep.action_log), "operations_spent": ep.calls,
             "termination": ("suspended" if ep.bankrupt else "horizon" if ep.window >= ep.n_windows else "stopped"),
             "end_reason": ep.end_reason, "windows_played": ep.window, "windows_total": ep.n_windows,
             "wall_seconds": None if wall_seconds is None else round(wall_seconds, 3),
-            "calibration": calibration_source,
+            "calibration": calibration_source, "suite": suite, **labels,
         }, indent=2) + "\n",
         "actions.jsonl": _jsonl(ep.action_log),
         "ledger.jsonl": ep.ledger.to_jsonl(),
@@ -78,6 +98,7 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
     payloads["manifest.json"] = (json.dumps({
         "source_version": __version__, "world_hash": world_hash, "task": ep.task.id,
         "task_file_hash": ep.task.file_hash, "calibration_hash": calibration_hash, "seed": ep.seed,
+        "suite": suite,
         "files": {name: file_digest(data) for name, data in sorted(payloads.items())},
     }, indent=2) + "\n").encode()
     for name, data in payloads.items():
@@ -86,3 +107,92 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
         out.rmdir()
     tmp.replace(out)
     return out
+
+
+# --- reading trial folders back (the re-grader, the replayer) --------------------------------------------
+
+RELEASE_FOLDER = re.compile(r"(?P<task>[a-z0-9][a-z0-9-]*)__s(?P<seed>\d+)__(?P<id>[A-Za-z0-9._-]+)")
+
+
+def cell_from_folder_name(folder: str | Path) -> tuple[str, int] | None:
+    """``(task, seed)`` from a folder named as the release names them, ``<task>__s<seed>__<id>``."""
+    match = RELEASE_FOLDER.fullmatch(Path(folder).name)
+    return None if match is None else (match["task"], int(match["seed"]))
+
+
+def checksum_problems(folder: str | Path, manifest: dict) -> list[str]:
+    """Files that differ from, or are missing against, the manifest's ``files`` checksums.
+
+    Empty when they all match, or when the manifest predates per-file checksums.
+    """
+    folder = Path(folder)
+    recorded = manifest.get("files")
+    if recorded is None:
+        return []
+    if not isinstance(recorded, dict):
+        return ["manifest.json: 'files' must map file names to sha256 checksums"]
+    problems = []
+    for name, digest in sorted(recorded.items()):
+        path = folder / name
+        if "/" in name or name.startswith("."):
+            problems.append(f"manifest.json lists {name!r}, which is not a trial file name")
+        elif not path.is_file():
+            problems.append(f"{name} is listed in manifest.json but missing")
+        elif file_digest(path.read_bytes()) != digest:
+            problems.append(f"{name} does not match its checksum in manifest.json: the file was changed after "
+                            "the trial was written")
+    return problems
+
+
+def whole_number(value: object, where: str) -> int:
+    """An integer field as the release writes it (``13`` or ``13.0``); anything else is refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArtifactError(f"{where} must be a whole number, got {value!r}")
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        raise ArtifactError(f"{where} must be a whole number, got {value!r}")
+    return int(value)
+
+
+def finite_number(value: object, where: str, *, optional: bool = False):
+    """A numeric field as a :class:`~decimal.Decimal`; NaN, infinities, strings and booleans are refused."""
+    from decimal import Decimal
+
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArtifactError(f"{where} must be a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ArtifactError(f"{where} must be a finite number, got {value!r}")
+    return Decimal(str(value))
+
+
+RELEASE_SCORE_FIELDS = ("seed", "windows_played", "net_assets", "business_raw", "business", "reliability",
+                        "on_time_rate", "return_handled_rate", "continuity", "bankrupt", "reward_composite")
+
+
+def to_release_layout(folder: str | Path, root: str | Path, trial_id: str) -> Path:
+    """Copy a trial folder of ours into the release's layout, under ``root``.
+
+    The folder is named ``<task>__s<seed>__<id>``; ``score.json`` keeps the release's fields
+    only, with ``seed`` and ``windows_played`` as floats and no task; ``summary.json`` is the
+    release's harness metadata with ``task`` and ``seed`` null.  The ledger and the action
+    log are kept (what the re-grader checks the score against); there is no manifest, as in
+    the release.  Used to build ``fixtures/release-trajectories``.
+    """
+    folder, root = Path(folder), Path(root)
+    score = json.loads((folder / "score.json").read_text())
+    summary = json.loads((folder / "summary.json").read_text())
+    task, seed = summary["task"], int(summary["seed"])
+    dest = root / f"{task}__s{seed}__{trial_id}"
+    dest.mkdir(parents=True)
+    release = {name: score[name] for name in RELEASE_SCORE_FIELDS}
+    release["seed"], release["windows_played"] = float(seed), float(score["windows_played"])
+    (dest / "score.json").write_text(json.dumps(release, indent=2) + "\n")
+    (dest / "summary.json").write_text(json.dumps({
+        "env": "storebench", "model": summary.get("model") or summary["policy"], "context_policy": None,
+        "max_turns": None, "turns": summary["turns"], "metrics": summary.get("metrics") or {},
+        "ended_by": summary["termination"], "wall_seconds": summary.get("wall_seconds"), "task": None,
+        "seed": None}, indent=2) + "\n")
+    for name in ("ledger.jsonl", "actions.jsonl"):
+        shutil.copyfile(folder / name, dest / name)
+    return dest

@@ -1,5 +1,10 @@
 """``storebench``: the command line of the environment core.
 
+The installed ``storebench`` command is :mod:`mcp_client.cli`, which registers every
+subcommand here and adds those that need the MCP SDK (``mcp``, ``agent``); this module
+never imports anything above the core.  ``python -m environment`` runs the core's
+commands alone.
+
 Subcommands grow with the project; each one is a thin shell over a core function
 and prints JSON with ``--json`` for scripts, readable text otherwise.  A refusal
 by the core (a :class:`~environment.errors.StoreBenchError`) prints its message
@@ -12,7 +17,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .errors import StoreBenchError
 
@@ -107,6 +113,27 @@ def _cmd_tasks_list(args: argparse.Namespace) -> int:
             print(f"{r['id']:<16} {r['split']:<5} {r['days']:>3} days {r['windows']:>3} windows "
                   f"{r['ops_per_window']:>2} ops/window  events {r['events']}  "
                   f"{'rivals' if r['competition'] else ''}")
+    return 0
+
+
+def _cmd_tasks_show(args: argparse.Namespace) -> int:
+    from .brief import brief
+    from .tasks import get_task
+
+    task = get_task(args.task)
+    if args.prompt:
+        sys.stdout.write(brief(task))
+        return 0
+    row = {"id": task.id, "split": task.split, "title": task.title, "start": task.start,
+           "days": task.horizon_days, "windows": task.windows, "window_hours": task.window_hours,
+           "ops_per_window": task.ops_per_window, "listing_cap": task.listing_cap, "events": len(task.events),
+           "competition": bool(task.competitors), "file_hash": task.file_hash, "source": task.source}
+    if args.json:
+        _print_json({**row, "brief": brief(task)})
+    else:
+        width = max(len(k) for k in row)
+        for key, value in row.items():
+            print(f"{key:<{width}}  {value}")
     return 0
 
 
@@ -323,38 +350,6 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_mcp(args: argparse.Namespace) -> int:
-    """Serve episodes over MCP (the MCP adapter lives outside the core, in mcp_client)."""
-    from .tasks import get_task
-
-    if args.http:
-        episodes = []
-        for spec in args.episode or [f"{args.task}:{args.seed}"]:
-            task_id, _, seed = spec.partition(":")
-            if not seed.isdigit() or task_id in ("", "None"):
-                print(f"storebench: --episode takes TASK:SEED, got {spec!r}", file=sys.stderr)
-                return 2
-            get_task(task_id)
-            episodes.append((task_id, int(seed)))
-        from mcp_client.http import serve_http
-
-        hub = serve_http(args.host, args.port, episodes)
-        for ep in hub.episodes():
-            if not ep.over:
-                ep.stop()
-        return 0
-    if args.task is None or args.seed is None:
-        print("storebench: stdio serving needs --task and --seed", file=sys.stderr)
-        return 2
-    get_task(args.task)  # refuse an unknown task before the server starts
-    from mcp_client.server import serve_stdio
-
-    ep = serve_stdio(args.task, args.seed)
-    if ep is not None and not ep.over:
-        ep.stop()
-    return 0
-
-
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import bench_all, bench_engine
 
@@ -381,7 +376,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # --- parser ------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+    """The ``storebench`` parser; ``extend(subparsers)`` adds the commands that live above the
+    core (``mcp``, ``agent``: :mod:`mcp_client.cli`, the console entry point)."""
     parser = argparse.ArgumentParser(
         prog="storebench",
         description="StoreBench: run, grade and inspect the Ostrelle live-commerce environment.",
@@ -419,6 +416,15 @@ def build_parser() -> argparse.ArgumentParser:
     tlist.add_argument("--json", action="store_true", help="print JSON")
     tlist.add_argument("--split", choices=("train", "eval"), help="only this split")
     tlist.set_defaults(func=_cmd_tasks_list)
+    tshow = tsub.add_parser("show", help="one task's public terms, or with --prompt the brief an agent is given",
+                            description="Show a task's public terms. With --prompt, print exactly the brief an "
+                                        "agent receives (the MCP server's instructions, prompt 'brief' and "
+                                        "resource storebench://brief): the task's prompt and the shared terms, "
+                                        "never its id, seed or event script.")
+    tshow.add_argument("task", help="task id (see `storebench tasks list`)")
+    tshow.add_argument("--prompt", action="store_true", help="print only the agent's brief")
+    tshow.add_argument("--json", action="store_true", help="print JSON (the terms and the brief)")
+    tshow.set_defaults(func=_cmd_tasks_show)
 
     run = sub.add_parser("run", help="run a scripted policy on one task and seed and write its trial folder",
                          description="Run an anchor policy through the tool surface, grade it and write the "
@@ -482,21 +488,6 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
 
-    mcp = sub.add_parser("mcp", help="serve episodes to MCP clients (stdio, or streamable HTTP with --http)",
-                         description="Serve the 29 tools over the Model Context Protocol. Without --http: one "
-                                     "episode of --task/--seed on stdin/stdout, for any MCP-capable harness. With "
-                                     "--http: every --episode TASK:SEED on http://HOST:PORT/mcp, each behind its "
-                                     "own bearer token (printed at start); a token reaches its episode only. "
-                                     "Grading, calibration and reset are not reachable through either.")
-    mcp.add_argument("--task", help="task id (stdio)")
-    mcp.add_argument("--seed", type=int, help="task seed (stdio)")
-    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
-                     help="an episode to open (repeatable; --http only)")
-    mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on")
-    mcp.add_argument("--port", type=int, default=8765, help="--http: port (0 picks a free one)")
-    mcp.set_defaults(func=_cmd_mcp)
-
     srch = sub.add_parser("search", help="random search or hill climbing over action sequences",
                           description="Check that cheap search cannot game the composite: play N episodes of "
                                       "random or hill-climbed action sequences and report the best composite.")
@@ -523,11 +514,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--mcp-calls", type=int, default=300, help="MCP calls per server (default 300)")
     bench.add_argument("--engine-only", action="store_true", help="only the in-process engine figures")
     bench.set_defaults(func=_cmd_bench)
+    if extend is not None:
+        extend(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)

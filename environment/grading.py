@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
+from .artifacts import ArtifactError, cell_from_folder_name, checksum_problems, finite_number, whole_number
 from .calibration import cell_of
 from .engine.settlement import business_normalized, compose
 
@@ -77,48 +78,87 @@ def _attended_windows(path: Path) -> int | None:
         return None
     windows = set()
     with path.open() as fh:
-        for line in fh:
+        for number, line in enumerate(fh, start=1):
             if line.strip():
-                entry = json.loads(line)
-                if entry.get("op", False):
-                    windows.add(entry["window"])
+                try:
+                    entry = json.loads(line)
+                    if entry.get("op", False):
+                        windows.add(entry["window"])
+                except (ValueError, AttributeError, KeyError, TypeError) as exc:
+                    raise ArtifactError(f"actions.jsonl line {number} is not a recorded call ({exc!r})") from exc
     return len(windows)
 
 
+def _json_object(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{path.name} unreadable: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{path.name} is not a JSON object")
+    return data
+
+
 def regrade(folder: str | Path, calibration: dict, calibration_hash: str | None = None) -> Regrade:
+    """Re-grade one trial folder; a malformed folder gets its problem named, never an exception.
+
+    Reads this engine's folders and the release's (``<task>__s<seed>__<id>``, a float seed
+    and no task in ``score.json``, ``"task": null`` in ``summary.json``: the task then
+    comes from the folder name).  When the manifest carries per-file checksums, every
+    file must match them before anything is graded.
+    """
     folder = Path(folder)
     out = Regrade(str(folder))
     try:
-        stored = json.loads((folder / "score.json").read_text())
-    except (OSError, ValueError) as exc:
-        out.problems.append(f"score.json unreadable: {exc}")
+        return _regrade(folder, out, calibration, calibration_hash)
+    except ArtifactError as exc:
+        return _zero(out, exc.message)
+
+
+def _regrade(folder: Path, out: Regrade, calibration: dict, calibration_hash: str | None) -> Regrade:
+    try:
+        stored = _json_object(folder / "score.json")
+    except ArtifactError as exc:
+        out.problems.append(exc.message)
         return out
-    summary = {}
-    if (folder / "summary.json").exists():
-        summary = json.loads((folder / "summary.json").read_text())
-    out.task = stored.get("task") or summary.get("task")
-    out.seed = stored.get("seed")
+    summary = _json_object(folder / "summary.json") if (folder / "summary.json").exists() else {}
+    manifest_path = folder / "manifest.json"
+    manifest = _json_object(manifest_path) if manifest_path.exists() else {}
+    named = cell_from_folder_name(folder)
+    out.task = stored.get("task") or summary.get("task") or manifest.get("task") or (named and named[0])
+    if stored.get("seed") is not None:
+        out.seed = whole_number(stored["seed"], "score.json seed")
+    elif named is not None:
+        out.seed = named[1]
+    if named is not None and (out.task, out.seed) != named:
+        out.problems.append(f"the folder is named for {named[0]} seed {named[1]}, its files say {out.task} seed "
+                            f"{out.seed}")
     cell = cell_of(calibration, out.task, out.seed) if out.task is not None and out.seed is not None else None
     if cell is None:
         out.problems.append(f"no calibration cell for task {out.task!r} seed {out.seed!r}")
         return out
-    manifest_path = folder / "manifest.json"
-    if manifest_path.exists() and calibration_hash is not None:
-        try:
-            recorded = json.loads(manifest_path.read_text()).get("calibration_hash")
-        except ValueError as exc:
-            return _zero(out, f"manifest.json unreadable: {exc}")
+    tampered = checksum_problems(folder, manifest)
+    if tampered:
+        for problem in tampered[:-1]:
+            out.problems.append(problem)
+        return _zero(out, tampered[-1] + "; refusing to grade an edited folder")
+    for name in ("net_assets", "business_raw", "business", "reliability", "reward_composite", "continuity"):
+        finite_number(stored.get(name), f"score.json {name}")
+    for name in ("on_time_rate", "return_handled_rate"):
+        finite_number(stored.get(name), f"score.json {name}", optional=True)
+    if manifest and calibration_hash is not None:
+        recorded = manifest.get("calibration_hash")
         if recorded is not None and recorded != calibration_hash:
             return _zero(out, f"the trial's manifest records calibration hash {recorded}, but this calibration "
                               f"hashes to {calibration_hash}; refusing to re-grade it against another calibration")
-    if manifest_path.exists() and not (folder / "actions.jsonl").exists():
+    if manifest and not (folder / "actions.jsonl").exists():
         return _zero(out, "actions.jsonl is missing: attendance cannot be checked, so the trial grades to zero")
     ledger = folder / "ledger.jsonl"
     if not ledger.exists():
         return _zero(out, "ledger.jsonl is missing: the score cannot be checked and grades to zero")
     try:
         net, capital = ledger_totals(ledger)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         return _zero(out, f"ledger.jsonl unreadable, so the trial grades to zero: {exc}")
     raw = net - capital
     for name, mine in (("net_assets", net), ("business_raw", raw)):
@@ -134,6 +174,8 @@ def regrade(folder: str | Path, calibration: dict, calibration_hash: str | None 
     continuity = _dec(stored.get("continuity")) or Decimal(0)
     attended = _attended_windows(folder / "actions.jsonl")
     total = stored.get("windows_total") or summary.get("windows_total")
+    if total is not None:
+        total = whole_number(total, "windows_total")
     if attended is not None and total:
         derived = (Decimal(attended) / Decimal(total)).quantize(Decimal("0.000001"))
         if abs(derived - continuity) > TOLERANCE:
@@ -142,7 +184,8 @@ def regrade(folder: str | Path, calibration: dict, calibration_hash: str | None 
     for rate, num, den in (("on_time_rate", "orders_on_time", "orders_due"),
                            ("return_handled_rate", "return_credit", "returns_due")):
         if stored.get(den):
-            derived = (_dec(stored.get(num)) / _dec(stored[den])).quantize(Decimal("0.000001"))
+            derived = (finite_number(stored.get(num), f"score.json {num}")
+                       / finite_number(stored[den], f"score.json {den}")).quantize(Decimal("0.000001"))
             if _dec(stored.get(rate)) is None or abs(derived - _dec(stored[rate])) > TOLERANCE:
                 out.problems.append(f"{rate}: score.json says {stored.get(rate)}, its own counts give {derived}")
     out.composite = compose(out.business, out.reliability, continuity)

@@ -14,6 +14,7 @@ from pathlib import Path
 from .anchors import get_anchor
 from .api import arm, cell_constants, grade
 from .artifacts import write_trial
+from .suite import suite_id
 from .engine import Episode
 from .world import world_hash
 
@@ -47,17 +48,30 @@ def run_trial(task: str, seed: int, out: str | Path, *, policy: str | None = Non
     else:
         get_anchor(policy).run(ep)
         label = policy
+    return settle(ep, out, policy=label, calibration=calibration, calibration_hash=calibration_hash,
+                  wall_seconds=time.perf_counter() - started)
+
+
+def settle(ep: Episode, out: str | Path, *, policy: str, calibration: dict | None = None,
+           calibration_hash: str | None = None, wall_seconds: float | None = None,
+           labels: dict | None = None) -> dict:
+    """Freeze ``ep`` if still open, grade it and write its folder; the score with pass and threshold.
+
+    The one writer of trial folders: ``storebench run`` and ``batch``, MCP sessions (stdio
+    and HTTP) and the baseline agent all end here.  ``policy`` names who played (an anchor,
+    ``recorded actions``, ``mcp session``, ``llm agent``); ``labels`` go to ``summary.json``.
+    """
     if not ep.over:
         ep.stop()
-    wall = time.perf_counter() - started
     cell, source = cell_constants(ep.task, ep.seed, calibration)
     result = grade(ep, cell)
-    folder = write_trial(ep, result, out, policy=label, world_hash=world_hash(),
+    folder = write_trial(ep, result, out, policy=policy, world_hash=world_hash(),
                          calibration_hash=calibration_hash if source == "calibration file" else None,
-                         calibration_source=source, wall_seconds=wall)
+                         calibration_source=source, wall_seconds=wall_seconds, labels=labels)
     data = result.as_json()
     data["pass"] = float(result.reward_composite) >= cell["threshold"]
     data["threshold"] = cell["threshold"]
     data["out"] = str(folder)
     data["calibration"] = source
+    data["suite"] = suite_id()
     return data

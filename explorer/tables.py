@@ -11,11 +11,11 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 
-from studies.csvcells import safe_cell
+from environment.csvcells import safe_cell
 
 
 def _cell(value) -> str:
-    """A CSV cell: text a spreadsheet would run as a formula is neutralised (studies.csvcells)."""
+    """A CSV cell: text a spreadsheet would run as a formula is neutralised (environment.csvcells)."""
     plain = _plain(value)
     return safe_cell(plain if isinstance(plain, str) else str(plain))
 

@@ -49,8 +49,8 @@ protection accepts only local ``Host`` headers; a real host name needs
 :func:`serve_http` is the entry point for the CLI: it binds the socket first (so port 0
 works and the printed URL is the real one), opens the listed episodes, prints one line
 per episode with its URL and token, and runs uvicorn until interrupted.
-:func:`bench` measures a store call against a no-op tool over streamable HTTP and over
-stdio, side by side in one run.
+The benchmark (a store call against a no-op tool over both transports) is in
+:mod:`benchmarks.mcp`.
 """
 
 from __future__ import annotations
@@ -62,10 +62,7 @@ import itertools
 import os
 import secrets
 import socket
-import statistics
 import sys
-import tempfile
-import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -85,15 +82,20 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
 from environment.engine import Episode
+from environment.suite import public_calibration
 from environment.tasks import Task
 
-from .server import LogLevel, build_server
+from .limits import ServerLimits, limit_sessions_per_token
+from .operator import OPERATOR_PATH, operator_routes
+from .server import LogLevel, build_server, lock_for
+from .sessions import Session, SessionError, restore_session
 
-__all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownToken", "authenticated_app", "bench",
+__all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownSession", "UnknownToken", "authenticated_app",
            "create_app", "episode_provider", "mcp_url", "running", "serve_http"]
 
 MCP_PATH = "/mcp"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_WILDCARD = ("0.0.0.0", "::", "")
 
 
 # --- the hub ----------------------------------------------------------------------------------------
@@ -106,10 +108,14 @@ class UnknownToken(KeyError):
         super().__init__("no live episode has this token")
 
 
+class UnknownSession(SessionError):
+    code = "unknown_session"
+
+
 @dataclass(frozen=True)
 class _Entry:
-    episode: Episode
-    access: AccessToken = field(repr=False)
+    session: Session
+    client_id: str
 
 
 def _digest(token: str) -> bytes:
@@ -117,35 +123,89 @@ def _digest(token: str) -> bytes:
 
 
 class EpisodeHub:
-    """Live episodes, each behind its own bearer token.  Safe to use from several threads."""
+    """Live episodes, each behind its own bearer token.  Safe to use from several threads.
 
-    def __init__(self) -> None:
+    ``state``: a folder where each session keeps its calls (see :mod:`mcp_client.sessions`);
+    a hub created on a folder that already holds sessions resumes them, tokens included
+    (the folder keeps each token's SHA-256, never the token).  ``out``: where settled
+    sessions write their trial folders.  Without either, sessions live in memory only and
+    settle without writing (a throwaway hub for tests and benchmarks).  ``calibration``
+    grades settled sessions (default: the bundled public calibration, else each cell is
+    calibrated on the spot).
+    """
+
+    def __init__(self, *, state: str | Path | None = None, out: str | Path | None = None,
+                 calibration: tuple[dict | None, str | None] | None = None, fsync: bool = True) -> None:
         self._entries: dict[bytes, _Entry] = {}
+        self._sessions: dict[str, Session] = {}
+        self._by_episode: dict[int, Session] = {}
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
+        self.state = None if state is None else Path(state)
+        self.out = None if out is None else Path(out)
+        self.fsync = fsync
+        if self.out is None and self.state is not None:
+            self.out = self.state / "trials"
+        self.calibration, self.calibration_hash = calibration if calibration is not None else public_calibration()
+        if self.state is not None:
+            (self.state / "sessions").mkdir(parents=True, exist_ok=True)
+            self._restore()
+
+    # --- opening and restoring ---
+
+    def _restore(self) -> None:
+        assert self.state is not None
+        for folder in sorted((self.state / "sessions").iterdir()):
+            if not (folder / "meta.json").is_file():
+                continue
+            session, token_hex = restore_session(folder, out=self.out, calibration=self.calibration,
+                                                 calibration_hash=self.calibration_hash, fsync=self.fsync)
+            if session.episode.over and not session.settled:
+                session.record()  # reached the horizon just before the restart: settle now
+            with self._lock:
+                self._track(session)
+                if token_hex and not session.settled and not (folder / "revoked").exists():
+                    self._entries[bytes.fromhex(token_hex)] = _Entry(session, f"episode-{session.id}")
+
+    def _track(self, session: Session) -> None:
+        self._sessions[session.id] = session
+        self._by_episode[id(session.episode)] = session
+
+    def open_session(self, task: str | Task, seed: int, *, labels: dict | None = None) -> tuple[str, Session]:
+        """Arm ``task`` at ``seed`` as a graded session; return a fresh token for it, and the session."""
+        task_id = task if isinstance(task, str) else task.id
+        token = secrets.token_urlsafe(32)
+        session = Session.open(task_id, seed, out=self.out,
+                               state_root=None if self.state is None else self.state / "sessions",
+                               labels=labels, calibration=self.calibration, calibration_hash=self.calibration_hash,
+                               token_digest=_digest(token).hex(), fsync=self.fsync)
+        with self._lock:
+            self._track(session)
+            self._entries[_digest(token)] = _Entry(session, f"episode-{session.id}")
+        return token, session
 
     def open(self, task: str | Task, seed: int) -> tuple[str, Episode]:
         """Arm ``task`` at ``seed``; return a fresh token for it, and the episode."""
+        if isinstance(task, str):
+            token, session = self.open_session(task, seed)
+            return token, session.episode
         from environment.api import arm
 
-        episode = arm(task, seed)
+        episode = arm(task, seed, record=True)
         return self.add(episode), episode
 
     def add(self, episode: Episode) -> str:
-        """Put an episode already armed (or restored) behind a fresh token; return the token."""
+        """Put an episode already armed behind a fresh token (in memory only); return the token."""
         token = secrets.token_urlsafe(32)
-        number = next(self._numbers)
-        access = AccessToken(
-            token=token,
-            # Unique per token: the SDK binds a handshake-era session to (client_id, issuer,
-            # subject), so a session opened with one token is refused to every other token.
-            client_id=f"episode-{number}",
-            scopes=[],
-            claims={"task": episode.task.id, "seed": episode.seed},
-        )
         with self._lock:
-            self._entries[_digest(token)] = _Entry(episode, access)
+            session = self._by_episode.get(id(episode))
+            if session is None:
+                session = Session(f"m{next(self._numbers)}", episode, None)
+                self._track(session)
+            self._entries[_digest(token)] = _Entry(session, f"episode-{session.id}-{next(self._numbers)}")
         return token
+
+    # --- tokens ---
 
     def close(self, token: str) -> Episode:
         """Revoke ``token`` (its next request gets 401); return its episode, as played."""
@@ -153,22 +213,25 @@ class EpisodeHub:
             entry = self._entries.pop(_digest(token), None)
         if entry is None:
             raise UnknownToken()
-        return entry.episode
+        return entry.session.episode
 
     def episode_for(self, token: str) -> Episode:
         """The live episode behind ``token``; :class:`UnknownToken` if there is none."""
-        return self._entry(token).episode
+        return self._entry(token).session.episode
 
     def access_token(self, token: str) -> AccessToken | None:
         """What the verifier hands the SDK for ``token``, or ``None`` if it is not live."""
         try:
-            return self._entry(token).access
+            entry = self._entry(token)
         except UnknownToken:
             return None
+        # client_id is unique per token: the SDK binds a handshake-era session to it, so a
+        # session opened with one token is refused to every other token.
+        return AccessToken(token=token, client_id=entry.client_id, scopes=[])
 
     def episodes(self) -> list[Episode]:
         with self._lock:
-            return [entry.episode for entry in self._entries.values()]
+            return [entry.session.episode for entry in self._entries.values()]
 
     def __len__(self) -> int:
         with self._lock:
@@ -180,6 +243,42 @@ class EpisodeHub:
         if entry is None:
             raise UnknownToken()
         return entry
+
+    # --- sessions (the operator's view) ---
+
+    def after_call(self, episode: Episode) -> None:
+        """The server's hook after every call (under the episode's lock): log it, settle at the horizon."""
+        session = self._by_episode.get(id(episode))
+        if session is not None:
+            session.record()
+            if session.settled:
+                self._revoke(session)
+
+    def session(self, session_id: str) -> Session:
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise UnknownSession(f"no session {session_id!r}; list them with GET /operator/sessions")
+        return session
+
+    def sessions(self) -> list[Session]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def end(self, session_id: str, labels: dict | None = None) -> dict:
+        """End a session now (the store freezes), settle it, revoke its token; its score."""
+        session = self.session(session_id)
+        with lock_for(session.episode):
+            result = session.end(labels)
+        self._revoke(session)
+        return result
+
+    def _revoke(self, session: Session) -> None:
+        with self._lock:
+            for digest in [d for d, e in self._entries.items() if e.session is session]:
+                del self._entries[digest]
+        if session.state is not None:
+            (session.state / "revoked").touch()
 
 
 class HubTokenVerifier:
@@ -215,19 +314,43 @@ def episode_provider(hub: EpisodeHub) -> Callable[[], Episode]:
 # --- the ASGI app --------------------------------------------------------------------------------------
 
 
-def _transport_security(host: str, port: int | None) -> TransportSecuritySettings | None:
+def host_security(host: str, port: int | None, allowed_hosts: Iterable[str] = ()) -> TransportSecuritySettings | None:
+    """Which ``Host`` (and ``Origin``) headers the MCP endpoint accepts.
+
+    ``allowed_hosts`` are the names clients use to reach the server (``mcp.example.org``,
+    ``mcp.example.org:8443``); a bare name also accepts any port.  Listening on loopback,
+    the loopback names are accepted too (the SDK's default).  Listening on a wildcard
+    address (``0.0.0.0``, ``::``) with no allowed host is refused: every real ``Host``
+    header would be answered 421.
+    """
+    names = [h.strip() for h in allowed_hosts if h.strip()]
+    if not names:
+        if host in _LOOPBACK:
+            return None  # the SDK's default for a loopback host: local Host and Origin headers only
+        if host in _WILDCARD:
+            raise ValueError(f"listening on {host} needs the host name(s) clients will use: give --allowed-host "
+                             f"NAME (or set STOREBENCH_ALLOWED_HOSTS=name1,name2), else every request is refused "
+                             "with 421")
+        names = [f"[{host}]" if ":" in host else host]
     if host in _LOOPBACK:
-        return None  # the SDK's default for a loopback host: local Host and Origin headers only
-    hostport = f"[{host}]" if ":" in host else host
-    hosts = [hostport] if port is None else [hostport, f"{hostport}:{port}"]
-    origins = [f"http://{h}" for h in hosts]
+        names += ["127.0.0.1", "localhost", "[::1]"]
+    hosts: list[str] = []
+    for name in names:
+        hosts += [name] if _has_port(name) else [name, f"{name}:*"]
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                      allowed_origins=origins)
 
 
+def _has_port(name: str) -> bool:
+    return name.rsplit("]", 1)[-1].count(":") == 1
+
+
 def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.1", port: int | None = None,
                       json_response: bool = False,
-                      transport_security: TransportSecuritySettings | None = None) -> Starlette:
+                      transport_security: TransportSecuritySettings | None = None,
+                      extra_routes: list[Route] | None = None, allowed_hosts: Iterable[str] = (),
+                      max_sessions_per_token: int | None = None) -> Starlette:
     """``server`` over streamable HTTP at ``/mcp``, behind the SDK's bearer-token stack.
 
     The same wiring ``MCPServer.streamable_http_app()`` does for a server constructed with
@@ -237,10 +360,12 @@ def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.
     mcp_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=json_response,
-        transport_security=transport_security or _transport_security(host, port),
+        transport_security=transport_security or host_security(host, port, allowed_hosts),
         host=host,
     )
     session_manager = server.session_manager  # exists once streamable_http_app() was called
+    if max_sessions_per_token is not None:
+        limit_sessions_per_token(session_manager, max_sessions_per_token)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -248,7 +373,7 @@ def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.
             yield
 
     return Starlette(
-        routes=[Route(MCP_PATH, endpoint=RequireAuthMiddleware(mcp_app, required_scopes=[]))],
+        routes=[Route(MCP_PATH, endpoint=RequireAuthMiddleware(mcp_app, required_scopes=[])), *(extra_routes or [])],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
@@ -259,16 +384,23 @@ def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.
 
 def create_app(hub: EpisodeHub, *, host: str = "127.0.0.1", port: int | None = None,
                json_response: bool = False, transport_security: TransportSecuritySettings | None = None,
-               log_level: LogLevel = "WARNING") -> Starlette:
+               log_level: LogLevel = "WARNING", operator_token: str | None = None,
+               allowed_hosts: Iterable[str] = (), max_sessions_per_token: int = ServerLimits.max_sessions_per_token
+               ) -> Starlette:
     """The ASGI app serving every episode of ``hub`` at ``/mcp``, one token per episode.
 
     ``host`` and ``port`` are where clients reach the app; they only decide which ``Host``
     headers are accepted (loopback: the SDK's local-only default).  An app can be served
-    once: its lifespan enters the SDK's session manager, which runs only once.
+    once: its lifespan enters the SDK's session manager, which runs only once.  With
+    ``operator_token`` the operator API (:mod:`mcp_client.operator`) is served under
+    ``/operator`` behind that token; without it there is no such route.
     """
-    server = build_server(episode_provider(hub), log_level=log_level)
+    server = build_server(episode_provider(hub), log_level=log_level, after_call=hub.after_call)
+    routes = operator_routes(hub, operator_token) if operator_token else []
     return authenticated_app(server, HubTokenVerifier(hub), host=host, port=port,
-                             json_response=json_response, transport_security=transport_security)
+                             json_response=json_response, transport_security=transport_security,
+                             extra_routes=routes, allowed_hosts=allowed_hosts,
+                             max_sessions_per_token=max_sessions_per_token)
 
 
 def mcp_url(host: str, port: int) -> str:
@@ -297,19 +429,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _uvicorn_server(app: Any, log_level: str) -> Any:
+def _uvicorn_server(app: Any, log_level: str, limits: ServerLimits | None = None) -> Any:
     import uvicorn
 
     return uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level=log_level, access_log=False,
-                                         timeout_graceful_shutdown=2))
+                                         timeout_graceful_shutdown=2, **(limits or ServerLimits()).uvicorn_options()))
 
 
 @contextlib.contextmanager
 def running(app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning",
-            startup_timeout: float = 10.0) -> Iterator[int]:
+            startup_timeout: float = 10.0, limits: ServerLimits | None = None) -> Iterator[int]:
     """Serve ``app`` with uvicorn on a background thread; yield the bound port; stop on exit."""
     sock = _bind(host, port)
-    server = _uvicorn_server(app, log_level)
+    server = _uvicorn_server(app, log_level, limits)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="uvicorn")
     thread.start()
     try:
@@ -326,168 +458,40 @@ def running(app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str 
 
 
 def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]], *,
-               out: IO[str] | None = None, log_level: str = "warning",
-               json_response: bool = False) -> EpisodeHub:
+               out: IO[str] | None = None, log_level: str = "warning", json_response: bool = False,
+               state: str | Path | None = None, trials: str | Path | None = None,
+               operator_token: str | None = None, allowed_hosts: Iterable[str] = (),
+               limits: ServerLimits | None = None, fsync: bool = True) -> EpisodeHub:
     """Open ``episodes`` (``(task, seed)`` pairs), print each one's URL and token, serve until
     interrupted (Ctrl-C); return the hub, whose episodes are as played.
 
     One line per episode on ``out`` (stdout by default)::
 
         short-runway seed 7  http://127.0.0.1:8765/mcp  Authorization: Bearer <token>
+
+    ``state`` keeps every session's calls on disk and resumes the live ones at start;
+    ``trials`` is where settled sessions write their folders (default ``STATE/trials``);
+    ``operator_token`` serves the operator API (a line names its URL, never the token).
     """
     out = out or sys.stdout
+    limits = limits or ServerLimits()
+    host_security(host, port, allowed_hosts)  # refuse a wildcard bind without host names before binding
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
-    hub = EpisodeHub()
-    app = create_app(hub, host=host, port=bound, json_response=json_response)
+    hub = EpisodeHub(state=state, out=trials, fsync=fsync)
+    app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token,
+                     allowed_hosts=allowed_hosts, max_sessions_per_token=limits.max_sessions_per_token)
     url = mcp_url(host, bound)
+    resumed = [s for s in hub.sessions() if not s.settled]
+    if resumed:
+        print(f"resumed {len(resumed)} live session(s) from {state}", file=out, flush=True)
     for task, seed in episodes:
         token, episode = hub.open(task, seed)
         print(f"{episode.task.id} seed {seed}  {url}  Authorization: Bearer {token}", file=out, flush=True)
+    if operator_token:
+        print(f"operator API  {url[:-len(MCP_PATH)]}{OPERATOR_PATH}/sessions", file=out, flush=True)
     try:
-        _uvicorn_server(app, log_level).run(sockets=[sock])
+        _uvicorn_server(app, log_level, limits).run(sockets=[sock])
     finally:
         sock.close()
     return hub
-
-
-# --- benchmark (measured and printed, never asserted) ---------------------------------------------------------
-
-
-_NOOP_STDIO = textwrap.dedent("""\
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer(name="noop", log_level="WARNING")
-
-    async def noop() -> str:
-        return "ok"
-
-    server.add_tool(noop, name="noop", structured_output=False)
-    server.run("stdio")
-    """)
-
-
-class _AnyToken:
-    """The no-op server's verifier: any bearer token passes (the middleware still runs)."""
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        return AccessToken(token=token, client_id="noop", scopes=[])
-
-
-def _noop_server() -> MCPServer:
-    server = MCPServer(name="noop", log_level="WARNING")
-
-    async def noop() -> str:
-        return "ok"
-
-    server.add_tool(noop, name="noop", structured_output=False)
-    return server
-
-
-def _serve_noop_http(host: str = "127.0.0.1", port: int = 0) -> None:
-    """The benchmark's no-op server over streamable HTTP, behind the same bearer middleware as
-    the store (any token passes); prints ``noop <url>`` once the socket is bound."""
-    sock = _bind(host, port)
-    print(f"noop {mcp_url(host, sock.getsockname()[1])}", flush=True)
-    try:
-        _uvicorn_server(authenticated_app(_noop_server(), _AnyToken(), host=host), "warning").run(sockets=[sock])
-    finally:
-        sock.close()
-
-
-@contextlib.contextmanager
-def _spawned(code: str, cwd: str, env: dict[str, str]) -> Iterator[str]:
-    """Run ``python -c code``; yield its first line of output; terminate it on exit."""
-    import subprocess
-
-    process = subprocess.Popen([sys.executable, "-c", code], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = process.stdout.readline() if process.stdout else ""
-        if not line:
-            raise RuntimeError(f"the benchmark server did not start: {code}")
-        yield line
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
-
-
-async def _timed_calls(target: Any, name: str, n: int, *, token: str | None = None, mode: str = "auto",
-                       warmup: int = 20) -> list[float]:
-    from .client import episode_client
-
-    async with episode_client(target, token=token, mode=mode) as client:
-        for _ in range(warmup):
-            await client.call(name)
-        samples = []
-        for _ in range(n):
-            t = time.perf_counter()
-            is_error, text = await client.call(name)
-            samples.append(time.perf_counter() - t)
-            if is_error:
-                raise RuntimeError(f"{name} failed during the benchmark: {text[:200]}")
-        return samples
-
-
-def bench(task: str = "short-runway", seed: int = 7, n: int = 300, *, mode: str = "auto",
-          out: IO[str] | None = None) -> dict[str, float]:
-    """Median round trip (ms) of ``n`` ``store_status`` calls against ``n`` calls of a no-op tool
-    on a separate MCPServer, over streamable HTTP and over stdio, all in this one run.
-
-    Every server is its own process, as in real use: over HTTP, :func:`serve_http` with one
-    episode and a no-op server behind the same bearer middleware, both on loopback; over
-    stdio, ``python -m mcp_client TASK SEED`` and a tiny no-op script.  One client per
-    server, ``mode`` as :class:`mcp.Client` takes it (``"auto"`` negotiates 2026-07-28 over
-    both transports; ``"legacy"`` forces the handshake and, over HTTP, a session), 20 calls
-    of warm-up each.  Returns the medians and the ratios store/no-op per transport; prints a
-    small table on ``out``.
-    """
-    from mcp import StdioServerParameters
-
-    out = out or sys.stdout
-    repo = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
-    medians: dict[str, float] = {}
-
-    store_code = f"from mcp_client.http import serve_http; serve_http('127.0.0.1', 0, [({task!r}, {seed})])"
-    noop_code = "from mcp_client.http import _serve_noop_http; _serve_noop_http()"
-    with _spawned(store_code, repo, env) as store_line, _spawned(noop_code, repo, env) as noop_line:
-        store_url, token = store_line.split()[-4], store_line.split()[-1]
-        noop_url = noop_line.split()[-1]
-        store = asyncio.run(_timed_calls(store_url, "store_status", n, token=token, mode=mode))
-        noop = asyncio.run(_timed_calls(noop_url, "noop", n, token="any", mode=mode))
-    medians["http_store_status_ms"] = statistics.median(store) * 1000
-    medians["http_noop_ms"] = statistics.median(noop) * 1000
-
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp, "noop_stdio.py")
-        script.write_text(_NOOP_STDIO)
-        store_params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_client", task, str(seed)],
-                                             cwd=repo, env=env)
-        noop_params = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=repo, env=env)
-        store = asyncio.run(_timed_calls(store_params, "store_status", n, mode=mode))
-        noop = asyncio.run(_timed_calls(noop_params, "noop", n, mode=mode))
-    medians["stdio_store_status_ms"] = statistics.median(store) * 1000
-    medians["stdio_noop_ms"] = statistics.median(noop) * 1000
-
-    result = dict(medians)
-    result["http_ratio"] = medians["http_store_status_ms"] / medians["http_noop_ms"]
-    result["stdio_ratio"] = medians["stdio_store_status_ms"] / medians["stdio_noop_ms"]
-    result["http_over_stdio_store"] = medians["http_store_status_ms"] / medians["stdio_store_status_ms"]
-    result["n"] = n
-    print(f"median of {n} calls, mode={mode}", file=out)
-    for transport in ("http", "stdio"):
-        print(f"  {transport:5}  store_status {result[f'{transport}_store_status_ms']:.3f} ms"
-              f"  no-op {result[f'{transport}_noop_ms']:.3f} ms  ratio {result[f'{transport}_ratio']:.2f}",
-              file=out)
-    return result
-
-
-if __name__ == "__main__":  # python -m mcp_client.http [auto|legacy]: the benchmark
-    bench(mode=sys.argv[1] if len(sys.argv) > 1 else "auto")

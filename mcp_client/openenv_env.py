@@ -47,8 +47,9 @@ What this adapter does
     ``MCPToolClient.call_tool`` returns that text.  ``reset``, ``score``, ``stop`` are
     not tools, and calling them is an ``unknown_tool`` (charged one operation).
 
-    Reward: ``reward="composite"`` (default) is 0 on every step and, on the step that
-    ends the episode (horizon, suspension, or the ``max_steps`` cap), the official
+    Reward: ``reward="dense-relative"`` (default, as for Gymnasium) pays per window the
+    dense channel minus the idle store's (idling earns 0); ``reward="composite"`` is 0 on
+    every step and, on the step that ends the episode (horizon, suspension, or the ``max_steps`` cap), the official
     composite; ``reward="shaped"`` is the business term clipped to [-2, 1] there
     instead; ``reward="dense"`` is the per-window dense channel in dollars.  The ending
     observation also carries the official score (``score``), whatever the mode.  A cell
@@ -73,7 +74,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from environment.rl.session import Session, tool_specs
+from environment.rl.session import DEFAULT_REWARD, Session, tool_specs
 
 __all__ = ["StoreBenchClient", "StoreBenchEnvironment", "StoreBenchObservation", "StoreBenchState",
            "classes", "create_app"]
@@ -141,7 +142,7 @@ def classes() -> dict[str, Any]:
         SUPPORTS_CONCURRENT_SESSIONS = True  # each instance owns its store; the world is read-only
 
         def __init__(self, task: str | None = None, task_seed: int | None = None, *,
-                     reward: str = "composite", calibration: Any = "public", calibrate_missing: bool = True,
+                     reward: str = DEFAULT_REWARD, calibration: Any = "public", calibrate_missing: bool = True,
                      max_steps: int | None = None, seeds: Any = None, tasks: Any = None) -> None:
             super().__init__()
             kw = {} if seeds is None else {"seeds": seeds}

@@ -44,7 +44,9 @@ later HTTP front end can read the caller's token from a context variable and ret
 token's episode; :func:`serve_stdio` serves one armed episode.  The core call itself runs
 on a worker thread (``sales_report`` or closing a window takes milliseconds; the event
 loop stays free for other sessions) under a per-episode lock, so calls on one episode are
-serialised exactly as the core expects.
+serialised exactly as the core expects.  The free ``store_status`` (a few tens of
+microseconds) runs on the event loop itself when the episode's lock is free at once, and
+on a worker thread otherwise.
 """
 
 from __future__ import annotations
@@ -52,11 +54,15 @@ from __future__ import annotations
 import inspect
 import threading
 import weakref
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
+from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.resources.types import FunctionResource
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
@@ -66,32 +72,44 @@ from environment.engine import Episode
 from environment.engine.episode import ToolResult
 from environment.tools import REGISTRY, ToolSpec
 
+from .sessions import Session
+
 __all__ = ["SERVER_NAME", "build_server", "serve_stdio", "tool_function"]
 
 SERVER_NAME = "storebench"
 _CTX = "ctx"  # name of the Context parameter of every generated function (not in any schema)
 
 EpisodeProvider = Callable[[], Episode]
+BriefProvider = Callable[[], str]
+BRIEF_PROMPT = "brief"
+BRIEF_URI = "storebench://brief"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 # --- serialising calls per episode -------------------------------------------------------
 
-_locks: weakref.WeakKeyDictionary[Episode, threading.Lock] = weakref.WeakKeyDictionary()
+_locks: weakref.WeakKeyDictionary[Episode, threading.RLock] = weakref.WeakKeyDictionary()
 _locks_guard = threading.Lock()
 
 
-def _lock_for(episode: Episode) -> threading.Lock:
+def lock_for(episode: Episode) -> threading.RLock:
+    """The lock every call on ``episode`` holds (also taken to end a session)."""
     with _locks_guard:
         lock = _locks.get(episode)
         if lock is None:
-            lock = _locks[episode] = threading.Lock()
+            lock = _locks[episode] = threading.RLock()
         return lock
 
 
-def _call_locked(episode: Episode, name: str, arguments: Any) -> ToolResult:
-    with _lock_for(episode):
-        return episode.call(name, arguments)
+AfterCall = Callable[[Episode], None]
+
+
+def _call_locked(episode: Episode, name: str, arguments: Any, after: AfterCall | None = None) -> ToolResult:
+    with lock_for(episode):
+        result = episode.call(name, arguments)
+        if after is not None:
+            after(episode)
+        return result
 
 
 # --- the arguments as sent ----------------------------------------------------------------
@@ -125,7 +143,8 @@ def _error_text(result: ToolResult) -> str:
     return f"{error.get('code', 'error')}: {error.get('message', '')}\n{result.text()}"
 
 
-def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable[..., Any]:
+def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
+                  after_call: AfterCall | None = None) -> Callable[..., Any]:
     """The async function the SDK registers for ``spec``: its signature is ``spec.args``."""
     fields = spec.args.model_fields
     if _CTX in fields:
@@ -135,7 +154,16 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable
         ctx = kwargs.pop(_CTX)
         arguments = _wire_arguments(ctx, kwargs, spec)
         episode = episode_provider()
-        result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments)
+        lock = lock_for(episode)
+        if spec.free and lock.acquire(blocking=False):
+            # The free status probe takes well under a millisecond: answered on the event loop
+            # when nobody holds the episode, sparing the hop to a worker thread.
+            try:
+                result = _call_locked(episode, spec.name, arguments, after_call)
+            finally:
+                lock.release()
+        else:
+            result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments, after_call)
         if not result.ok:
             raise ToolError(_error_text(result))
         return result.text()
@@ -143,7 +171,8 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable
     parameters: list[inspect.Parameter] = []
     annotations: dict[str, Any] = {}
     for name, field in fields.items():
-        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        annotation = Annotated[(field.annotation, *field.metadata,
+                                Field(description=field.description, json_schema_extra=field.json_schema_extra))]
         default = inspect.Parameter.empty if field.is_required() else field.default
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                             annotation=annotation))
@@ -159,16 +188,16 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider) -> Callable
     return call_tool
 
 
-def _tool(spec: ToolSpec, episode_provider: EpisodeProvider) -> Tool:
+def _tool(spec: ToolSpec, episode_provider: EpisodeProvider, after_call: AfterCall | None = None) -> Tool:
     tool = Tool.from_function(
-        tool_function(spec, episode_provider),
+        tool_function(spec, episode_provider, after_call),
         name=spec.name,
         title=spec.title,
         description=spec.description,
         annotations=ToolAnnotations(
             read_only_hint=spec.read_only,
             destructive_hint=spec.destructive,
-            idempotent_hint=spec.idempotent,
+            idempotent_hint=spec.idempotent_hint,
             open_world_hint=False,
         ),
         structured_output=False,
@@ -183,18 +212,74 @@ def _tool(spec: ToolSpec, episode_provider: EpisodeProvider) -> Tool:
     return tool
 
 
-def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING") -> MCPServer:
+class _BriefedServer(Server):
+    """The SDK's low-level server whose ``instructions`` are read from a provider at each use.
+
+    The SDK reads ``server.instructions`` when it answers ``initialize`` (handshake era) and
+    ``server/discover`` (2026-07-28 era), inside the request's context, so an HTTP front end
+    serving several tasks hands each token its own episode's brief.
+    """
+
+    _brief: BriefProvider | None = None
+
+    @property  # type: ignore[override]
+    def instructions(self) -> str | None:
+        return None if self._brief is None else self._brief()
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:  # the SDK's constructor assigns it once
+        pass
+
+
+def _default_brief(episode_provider: EpisodeProvider) -> BriefProvider:
+    from environment.brief import brief
+
+    def current_brief() -> str:
+        return brief(episode_provider().task)
+
+    return current_brief
+
+
+def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING",
+                 brief_provider: BriefProvider | None = None, after_call: AfterCall | None = None) -> MCPServer:
     """An MCP server exposing the 29 merchant tools, each acting on ``episode_provider()``.
+
+    The merchant's brief (:func:`environment.brief.brief` of the current episode's task,
+    or ``brief_provider()``) is the server's ``instructions``, the prompt ``brief`` and the
+    resource ``storebench://brief``, so every MCP host can show it to its agent.
+    ``after_call(episode)`` runs after every tool call, under the episode's lock (a graded
+    session logs the call and settles at the horizon: :mod:`mcp_client.sessions`).
 
     Tools are built with ``Tool.from_function``, exactly what ``MCPServer.add_tool`` does
     internally, and handed to the constructor, so the published schema can also carry
     ``additionalProperties: false``.  ``log_level`` is the SDK's: at ``INFO`` it logs every
     refused call, with its text, to stderr.
     """
-    tools = [_tool(spec, episode_provider) for spec in REGISTRY.values()]
+    tools = [_tool(spec, episode_provider, after_call) for spec in REGISTRY.values()]
     if len({t.name for t in tools}) != len(tools):
         raise RuntimeError("a tool is declared twice")
-    return MCPServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
+    current_brief = brief_provider or _default_brief(episode_provider)
+    server = MCPServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
+    lowlevel = server._lowlevel_server  # the SDK keeps no public handle on it
+    if type(lowlevel) is not Server:
+        raise RuntimeError("the MCP SDK's low-level server is not the class this adapter extends")
+    lowlevel.__class__ = _BriefedServer
+    lowlevel._brief = current_brief
+
+    async def brief_prompt() -> str:
+        return current_brief()
+
+    async def brief_resource() -> str:
+        return current_brief()
+
+    server.add_prompt(Prompt.from_function(
+        brief_prompt, name=BRIEF_PROMPT, title="The merchant's brief",
+        description="Your assignment for this shift: horizon, windows, operations, money and what is graded."))
+    server.add_resource(FunctionResource.from_function(
+        brief_resource, uri=BRIEF_URI, name=BRIEF_PROMPT, title="The merchant's brief",
+        description="The same brief as the server's instructions and the prompt 'brief'.",
+        mime_type="text/plain"))
+    return server
 
 
 def _version() -> str:
@@ -209,13 +294,15 @@ def _version() -> str:
 # --- stdio ---------------------------------------------------------------------------------
 
 
-def serve_stdio(task_id: str, seed: int) -> Episode:
-    """Arm ``task_id`` at ``seed`` and serve it on stdin/stdout until the client hangs up.
+def serve_stdio(task_id: str, seed: int, *, trials: str | Path | None = None,
+                labels: dict | None = None) -> Session:
+    """Arm ``task_id`` at ``seed`` as a graded session and serve it on stdin/stdout until the
+    client hangs up; return the session (settled if the horizon was reached, else still
+    open: the caller ends it, which writes its trial folder under ``trials``)."""
+    from environment.suite import public_calibration
 
-    Returns the episode, as played, so a caller can settle, grade or save it.
-    """
-    from environment.api import arm
-
-    episode = arm(task_id, seed)
-    build_server(lambda: episode).run("stdio")
-    return episode
+    calibration, calibration_hash = public_calibration()
+    session = Session.open(task_id, seed, out=None if trials is None else Path(trials), state_root=None,
+                           labels=labels, calibration=calibration, calibration_hash=calibration_hash)
+    build_server(lambda: session.episode, after_call=lambda _ep: session.record()).run("stdio")
+    return session

@@ -10,7 +10,7 @@ Four tables, each written as CSV and JSON (a JSON file is a list of row objects)
 Every table is produced by a generator of dicts whose keys are the codebook's
 columns, in order.  ``codebook.json`` names every column with its type and meaning,
 and ``manifest.json`` holds each file's row count and sha256. CSV text cells that a
-spreadsheet would run as a formula are neutralised (:mod:`studies.csvcells`; the
+spreadsheet would run as a formula are neutralised (:mod:`environment.csvcells`; the
 codebook says how).  A job writes into a
 temporary directory and renames it into place, so a rerun replaces a half-written
 export rather than adding to it (the task is idempotent).
@@ -30,7 +30,7 @@ from pathlib import Path
 from django.conf import settings
 
 from . import reference
-from .csvcells import CODEBOOK_NOTE, safe_cell
+from environment.csvcells import CODEBOOK_NOTE, safe_cell
 from .figures import Filters, attempts, reference_rows
 from .models import AuditEvent, Study
 

@@ -8,7 +8,7 @@ import pytest
 
 from explorer.tables import Table
 from studies import participants
-from studies.csvcells import safe_cell
+from environment.csvcells import safe_cell
 from studies.exports import write_export
 from studies.figures import Filters
 from test_studies_support import TASKS, SEEDS, admin, study  # noqa: F401

@@ -148,6 +148,29 @@ def test_token_a_reaches_a_and_only_a(url, pair, mode):
         assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC \| window \d+ of \d+ \| operations left ", outcome.text)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_each_token_gets_its_own_episodes_brief(url, hub, mode):
+    from environment.brief import brief
+
+    token_a, a = hub.open("short-runway", 7)
+    token_b, b = hub.open("steady", 7)
+
+    async def seen(token):
+        async with episode_client(url, token=token, mode=mode) as client:
+            c = client.client
+            prompt = await c.get_prompt("brief")
+            resource = await c.read_resource("storebench://brief")
+            return c.instructions, prompt.messages[0].content.text, resource.contents[0].text
+
+    try:
+        for token, ep in ((token_a, a), (token_b, b)):
+            assert set(run(seen(token))) == {brief(ep.task)}
+        assert brief(a.task) != brief(b.task)
+    finally:
+        hub.close(token_a)
+        hub.close(token_b)
+
+
 # --- (b) token B reaches B ---------------------------------------------------------------------------------
 
 

@@ -79,15 +79,24 @@ def test_no_grading_or_calibration_tool(shared_ep):
             assert word not in tool.name.lower(), tool.name
 
 
-def test_no_resources_or_prompts_besides_the_tools(shared_ep):
+def test_the_brief_is_the_only_prompt_and_resource_and_the_instructions(shared_ep):
+    from environment.brief import brief
+
     server = build_server(lambda: shared_ep)
 
     async def go():
         async with episode_client(server) as client:
-            return (await client.client.list_resources()).resources, (await client.client.list_prompts()).prompts
+            c = client.client
+            prompt = await c.get_prompt("brief")
+            resource = await c.read_resource("storebench://brief")
+            return (c.instructions, (await c.list_resources()).resources, (await c.list_prompts()).prompts,
+                    prompt.messages[0].content.text, resource.contents[0].text)
 
-    resources, prompts = run(go())
-    assert resources == [] and prompts == []
+    instructions, resources, prompts, prompt_text, resource_text = run(go())
+    expected = brief(shared_ep.task)
+    assert instructions == prompt_text == resource_text == expected
+    assert [p.name for p in prompts] == ["brief"]
+    assert [str(r.uri) for r in resources] == ["storebench://brief"]
 
 
 def test_input_schemas_are_the_core_schemas(shared_ep):
@@ -110,16 +119,42 @@ def test_titles_descriptions_and_annotations_come_from_the_spec(shared_ep):
         assert tool.description == spec.description and tool.description
         a = tool.annotations
         assert a is not None
-        assert a.read_only_hint is spec.read_only is (spec.kind == ToolKind.READ)
+        assert a.read_only_hint is spec.read_only is (spec.kind == ToolKind.READ and spec.free)
         assert a.destructive_hint is spec.destructive
-        assert a.idempotent_hint is spec.idempotent
+        assert a.idempotent_hint is spec.idempotent_hint
         assert a.open_world_hint is False
         assert tool.output_schema is None  # text results only (structured_output=False)
     assert {n for n, t in tools.items() if t.annotations.destructive_hint} == DESTRUCTIVE
-    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == {
-        n for n, s in REGISTRY.items() if s.kind == ToolKind.READ}
+    # Annotations tell the truth about cost: every call but store_status spends an operation and
+    # can end the window, so no other tool is read-only or idempotent.
+    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == {"store_status"}
+    assert {n for n, t in tools.items() if t.annotations.idempotent_hint} == {"store_status"}
+    for name, tool in tools.items():
+        costs = "Costs one operation, as every call but store_status does" in tool.description
+        assert costs is (name != "store_status"), name
     assert not tools["end_window"].annotations.read_only_hint
     assert not tools["set_price"].annotations.read_only_hint
+
+
+def test_schemas_carry_the_store_bounds_and_describe_every_argument(shared_ep):
+    from environment.tools.catalog import MAX_PRICE, MIN_PRICE
+
+    tools = {t.name: t for t in run(list_tools(build_server(lambda: shared_ep)))}
+    for name in ("set_price", "list_supply_product"):
+        price = tools[name].input_schema["properties"]["price"]
+        assert (price["minimum"], price["maximum"]) == (MIN_PRICE / 100, MAX_PRICE / 100)
+    assert "account" in tools["ledger_entries"].input_schema["properties"]
+    for name, tool in tools.items():
+        for arg, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), f"{name}.{arg} has no description"
+
+
+def test_a_price_outside_the_published_bounds_still_reaches_the_store_and_costs_an_operation(ep):
+    product = ep.products[0].id
+    calls = ep.calls
+    is_error, text = run(call(build_server(lambda: ep), "set_price", {"product_id": product, "price": 1000.01}))
+    assert is_error and "price_out_of_range" in text
+    assert ep.calls == calls + 1
 
 
 def test_annotations_on_the_wire_are_camel_case(shared_ep):
@@ -414,7 +449,7 @@ def test_storebench_mcp_over_stdio_meters_like_the_core():
     """The official client against the `storebench mcp` command: 29 tools, the free probe
     leaves the budget alone, any other call spends one, every result starts with the header."""
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "environment", "mcp", "--task", TASK, "--seed", str(SEED)],
+                                   args=["-m", "mcp_client", "mcp", "--task", TASK, "--seed", str(SEED), "--no-trial"],
                                    cwd=str(REPO_ROOT))
 
     def ops(text: str) -> int:

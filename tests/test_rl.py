@@ -30,6 +30,8 @@ def act(tool, **arguments):
 
 
 def make(task="short-runway", task_seed=7, **kw):
+    """The absolute dense channel unless a test asks for another (the default is dense-relative)."""
+    kw.setdefault("reward", "dense")
     return gym.make("StoreBench-v0", task=task, task_seed=task_seed, **kw)
 
 
@@ -257,7 +259,7 @@ def openenv():
 def test_openenv_lists_exactly_the_29_tools_and_rolls_out_to_the_composite(openenv):
     from openenv.core.env_server.mcp_types import RESERVED_TOOL_NAMES, CallToolAction, ListToolsAction
 
-    env = openenv["StoreBenchEnvironment"](task="counter-punch", task_seed=13)
+    env = openenv["StoreBenchEnvironment"](task="counter-punch", task_seed=13, reward="composite")
     listed = env.step(ListToolsAction()).tools  # discovery needs no reset
     assert sorted(t.name for t in listed) == sorted(REGISTRY) and len(listed) == 29
     assert not {t.name for t in listed} & (set(RESERVED_TOOL_NAMES) | set(NOT_TOOLS))
@@ -293,7 +295,7 @@ def test_openenv_server_plays_an_episode_over_a_websocket_session(openenv):
     from mcp_client.openenv_env import create_app
 
     with TestClient(create_app(max_concurrent_envs=2)) as client, client.websocket_connect("/ws") as ws:
-        ws.send_json({"type": "reset", "data": {"task": "counter-punch", "task_seed": 7}})
+        ws.send_json({"type": "reset", "data": {"task": "counter-punch", "task_seed": 7, "reward": "composite"}})
         assert ws.receive_json()["data"]["observation"]["tool_name"] == "store_status"
         ws.send_json({"type": "step", "data": {"type": "list_tools"}})
         assert len(ws.receive_json()["data"]["observation"]["tools"]) == 29
@@ -304,6 +306,30 @@ def test_openenv_server_plays_an_episode_over_a_websocket_session(openenv):
             done = message["done"]
     assert message["reward"] == message["observation"]["score"]["reward_composite"]
     assert message["reward"] == public_cell("counter-punch", 7)["anchors"]["absentee"]["reward_composite"]
+
+
+def test_gymnasium_and_openenv_default_to_the_same_channel(openenv):
+    from environment.rl.session import DEFAULT_REWARD
+
+    gym_env = gym.make("StoreBench-v0", task="short-runway", task_seed=7)
+    _obs, info = gym_env.reset()
+    open_env = openenv["StoreBenchEnvironment"](task="short-runway", task_seed=7)
+    open_env.reset()
+    assert info["reward_mode"] == open_env.session.reward_mode == DEFAULT_REWARD == "dense-relative"
+
+
+def test_idling_earns_zero_on_the_relative_dense_channel_and_acting_is_measured_against_it():
+    env = gym.make("StoreBench-v0", task="short-runway", task_seed=7)
+    _, idle = play(env, [])  # end every window untouched: the idle store itself
+    assert len(idle) == 30 and all(step[1] == 0.0 for step in idle)
+    assert idle[-1][4]["dense_relative_return"] == 0.0 and idle[-1][4]["business_raw"] > 0  # the idle store earns
+    _, acted = play(env, [act("list_orders", page_size=5), act("fulfill_order", order_id="nope")])
+    info = acted[-1][4]
+    absolute = gym.make("StoreBench-v0", task="short-runway", task_seed=7, reward="dense")
+    _, same = play(absolute, [act("list_orders", page_size=5), act("fulfill_order", order_id="nope")])
+    # Relative rewards sum to what the actions changed against the idle store, window by window.
+    assert abs(sum(s[1] for s in acted) - (same[-1][4]["business_raw"] - idle[-1][4]["business_raw"])) < 1e-6
+    assert info["dense_relative_return"] == round(sum(s[1] for s in acted), 2)
 
 
 def test_importing_the_adapters_loads_neither_openenv_nor_mcp():

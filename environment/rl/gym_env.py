@@ -23,7 +23,9 @@ docstring is the one statement of those rules.  In short: one action is one tool
 a malformed action is answered with a structured error and costs one operation;
 ``reset``/``score``/``stop`` are never actions; ``terminated`` when the store ends
 (horizon or suspension), ``truncated`` at ``max_steps`` (the store is then settled as
-if the operator walked away); ``reward="dense"`` (default) pays each window's change
+if the operator walked away); ``reward="dense-relative"`` (default, as for OpenEnv) pays
+the dense channel minus the idle store's, so idling earns 0; ``reward="dense"`` pays each
+window's change
 of net assets + salvage x inventory at cost in dollars on the step that closes it,
 summing to ``business_raw``; ``reward="shaped"`` pays only at the end, the business
 term clipped to [-2, 1]; ``reward="composite"`` pays only at the end, the official
@@ -47,7 +49,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from ..tasks import PUBLIC_SEEDS
-from .session import OBSERVATION_CHARSET, Session, tool_specs
+from .session import DEFAULT_REWARD, OBSERVATION_CHARSET, Session, tool_specs
 
 ENV_ID = "StoreBench-v0"
 #: The longest observation: four times the longest tool result (a 100-row supply catalogue page).
@@ -62,7 +64,7 @@ class StoreBenchEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"]}
 
-    def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = "dense",
+    def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = DEFAULT_REWARD,
                  calibration: str | Path | dict | None = "public", calibrate_missing: bool = False,
                  max_steps: int | None = None, seeds: Sequence[int] = PUBLIC_SEEDS,
                  tasks: Sequence[str] | None = None, render_mode: str | None = None) -> None:

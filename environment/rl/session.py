@@ -60,6 +60,13 @@ the step reports ``truncated``.
 
 Rewards
 -------
+Every adapter (Gymnasium, OpenEnv, the vector runner) defaults to the same channel,
+``reward="dense-relative"``: the dense channel below minus, window by window, the
+dense channel of the idle store, the same cell with every window ended untouched
+(the absentee anchor; computed once per cell and process).  Idling therefore earns
+exactly 0 on every step, and a finished episode's rewards sum to its business_raw
+minus the idle store's: what the agent's actions added.
+
 ``reward="dense"``: on each step, the dense channel's change for the window(s)
 that step closed, in dollars: per window, the change of net assets plus salvage
 rate x inventory at cost (:meth:`Episode.dense_rewards`).  Steps that close no
@@ -96,8 +103,10 @@ from ..world import load_world
 
 #: The refused call that carries a malformed action's operation (see the module docstring).
 CHARGE_TOOL = "finance_summary"
-#: Reward modes: per-window dollars, terminal shaped business, terminal official composite.
-REWARD_MODES = ("dense", "shaped", "composite")
+#: Reward modes: per-window dollars against the idle store (the default of every adapter),
+#: per-window dollars, terminal shaped business, terminal official composite.
+REWARD_MODES = ("dense-relative", "dense", "shaped", "composite")
+DEFAULT_REWARD = "dense-relative"
 #: The calibration shipped with the repository (absent from an installed wheel).
 PUBLIC_CALIBRATION = Path(__file__).resolve().parents[2] / "calibration" / "public.json"
 #: What a step's observation may contain: printable ASCII and newlines.  Tool results are
@@ -198,6 +207,21 @@ def _excerpt(action: Any) -> str:
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + f"... ({len(text)} characters)"
 
 
+_idle_dense: dict[tuple[str, int], list[int]] = {}
+
+
+def idle_dense_rewards(task: Task, seed: int) -> list[int]:
+    """The dense channel of the idle store (every window ended untouched), per window, in cents."""
+    key = (task.id, seed)
+    if key not in _idle_dense:
+        from ..anchors import get_anchor
+
+        ep = Episode(task, seed, load_world())
+        get_anchor("absentee").run(ep)
+        _idle_dense[key] = ep.dense_rewards()
+    return _idle_dense[key]
+
+
 class Step:
     """What one action did: the text the agent reads, and the reward bookkeeping."""
 
@@ -212,7 +236,7 @@ class Step:
 class Session:
     """Cell choice, action dispatch and rewards for one adapter (reused across resets)."""
 
-    def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = "dense",
+    def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = DEFAULT_REWARD,
                  calibration: str | Path | dict | None = "public", calibrate_missing: bool = False,
                  max_steps: int | None = None, seeds: Sequence[int] = PUBLIC_SEEDS,
                  tasks: Sequence[str] | None = None, max_observation: int | None = None) -> None:
@@ -239,6 +263,8 @@ class Session:
         self.steps = 0
         self.step_cap = 0
         self.paid_cents = 0
+        self.paid_relative_cents = 0
+        self.idle: list[int] | None = None
         self.truncated = False
         self.last_text = ""
 
@@ -288,6 +314,8 @@ class Session:
         self.steps = 0
         self.step_cap = self.max_steps if self.max_steps is not None else 2 * task.windows * task.ops_per_window
         self.paid_cents = 0
+        self.paid_relative_cents = 0
+        self.idle = idle_dense_rewards(task, seed) if self.reward_mode == "dense-relative" else None
         self.truncated = False
         status = self.ep.call("store_status")
         self.last_text = _fit(task.prompt.strip() + "\n\n" + observation_text(status.header, status.data),
@@ -331,7 +359,8 @@ class Session:
         dense = self._dense_delta()
         text = _fit(observation_text(header, body), self.max_observation)
         self.last_text = text
-        reward = self._reward(dense, ended=ended_now)
+        reward = self._relative_delta() / 100 if self.reward_mode == "dense-relative" else \
+            self._reward(dense, ended=ended_now)
         return Step(tool=tool, ok=ok, error_code=code, header=header, body=body, text=text, reward=reward,
                     dense_cents=dense, terminated=ep.over and not self.truncated,
                     truncated=ep.over and self.truncated, ended=ended_now, malformed=malformed is not None)
@@ -349,6 +378,14 @@ class Session:
         total = sum(self.ep.dense_rewards())
         delta = total - self.paid_cents
         self.paid_cents = total
+        return delta
+
+    def _relative_delta(self) -> int:
+        """This step's change of (dense channel - the idle store's), in cents, window by window."""
+        assert self.idle is not None
+        total = sum(d - (self.idle[i] if i < len(self.idle) else 0) for i, d in enumerate(self.ep.dense_rewards()))
+        delta = total - self.paid_relative_cents
+        self.paid_relative_cents = total
         return delta
 
     def _reward(self, dense_cents: int, *, ended: bool) -> float:
@@ -394,6 +431,7 @@ class Session:
         out = {
             "end_reason": ep.end_reason or None, "business_raw": float(s.business_raw),
             "dense_return": self.paid_cents / 100, "dense_rewards": [c / 100 for c in ep.dense_rewards()],
+            "dense_relative_return": None if self.idle is None else self.paid_relative_cents / 100,
             "calibration_source": self.calibration_source,
             "score": s.as_json() if has_constants else None,
             "reward_composite": float(s.reward_composite) if has_constants else None,

@@ -10,7 +10,7 @@ from ..engine.copy import copy_quality
 from ..engine.ledger import Account
 from ..engine.state import POState, ProductRec, VariantRec
 from .format import usd, when
-from .registry import Args, Family, Money, PageArgs, ToolError, ToolKind, page_of, tool
+from .registry import Args, Family, PageArgs, Price, ToolError, ToolKind, page_of, tool
 from ..engine.dynamics import median_price
 
 MIN_PRICE, MAX_PRICE = 100, 100_000
@@ -121,7 +121,7 @@ def get_product(ep, args: ProductArgs) -> dict:
 
 class SetPriceArgs(Args):
     product_id: str = Field(..., max_length=40, description="The product to reprice.")
-    price: Money = Field(..., description="New price in dollars, e.g. 49.50.")
+    price: Price = Field(..., description="New price in dollars, 1.00 to 1000.00, e.g. 49.50.")
     variant_id: str | None = Field(None, max_length=60,
                                    description="Reprice only this variant; omit to reprice every variant.")
 
@@ -209,7 +209,7 @@ def update_listing_copy(ep, args: CopyArgs) -> dict:
 
 class ListSupplyArgs(Args):
     supply_product_id: str = Field(..., max_length=40, description="An unlisted supply product, e.g. SP-0150.")
-    price: Money = Field(..., description="Shelf price in dollars for every variant.")
+    price: Price = Field(..., description="Shelf price in dollars for every variant, 1.00 to 1000.00.")
 
 
 @tool("list_supply_product", title="List a supply product", family=Family.CATALOG, kind=ToolKind.WRITE,

@@ -44,7 +44,9 @@ def finance_summary(ep, args: Args) -> dict:
 
 
 class LedgerArgs(PageArgs):
-    account: Literal["cash", "receivable", "in_transit", "deposit", "all"] = Field("all")
+    account: Literal["cash", "receivable", "in_transit", "deposit", "all"] = Field(
+        "all", description="Only entries on this account: cash, receivable (sales awaiting payout), in_transit "
+                           "(purchase orders on the way), deposit (held by the platform), or all.")
     kind: str | None = Field(None, max_length=40, description="Only entries of this kind, e.g. payout.")
 
 
@@ -81,7 +83,8 @@ def history_sales(world) -> tuple[list[int], list]:
 
 class SalesArgs(PageArgs):
     days: int = Field(7, ge=1, le=550, description="Look back this many days from now (history included).")
-    group_by: Literal["product", "category", "variant", "day"] = Field("product")
+    group_by: Literal["product", "category", "variant", "day"] = Field(
+        "product", description="One row per product, category, variant (size and colour) or day.")
     product_id: str | None = Field(None, max_length=40, description="Only this product.")
 
 

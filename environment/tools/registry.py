@@ -70,6 +70,18 @@ def _money(value: Any) -> Decimal:
 
 Money = Annotated[Decimal, BeforeValidator(_money)]
 
+# The shelf-price range the store accepts (catalog.MIN_PRICE and MAX_PRICE, in cents).  It is
+# published in the schema so an agent knows it, and enforced by the store, not by the schema:
+# a price outside it reaches the store, which refuses it and, as for any refusal, charges the
+# operation (an MCP client's own validation may refuse it first).
+PRICE_RANGE = (Decimal("1.00"), Decimal("1000.00"))
+Price = Annotated[Decimal, BeforeValidator(_money),
+                  Field(json_schema_extra={"minimum": float(PRICE_RANGE[0]), "maximum": float(PRICE_RANGE[1])})]
+RefundAmount = Annotated[Decimal, BeforeValidator(_money), Field(json_schema_extra={"minimum": 0.01})]
+
+COSTS_ONE = ("Costs one operation, as every call but store_status does (a refused call too); the window's last "
+             "operation ends the window and moves the world on.")
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -82,11 +94,18 @@ class ToolSpec:
     description: str
     free: bool = False
     destructive: bool = False
-    idempotent: bool = False
+    idempotent: bool = False  # as declared: repeating it changes nothing more in the store itself
 
     @property
     def read_only(self) -> bool:
-        return self.kind == ToolKind.READ
+        """True only for a free read: a metered read spends an operation and may end the window."""
+        return self.kind == ToolKind.READ and self.free
+
+    @property
+    def idempotent_hint(self) -> bool:
+        """What MCP's ``idempotentHint`` may honestly say: a second identical call has no further
+        effect.  Only a free call qualifies; every other call spends another operation."""
+        return self.idempotent and self.free
 
     def input_schema(self) -> dict:
         schema = self.args.model_json_schema()
@@ -102,8 +121,11 @@ def tool(name: str, *, title: str, family: Family, kind: ToolKind, args: type[Ar
     def register(fn: Callable[[Any, Any], dict]) -> Callable[[Any, Any], dict]:
         if name in REGISTRY:
             raise RuntimeError(f"tool {name!r} is declared twice")
+        description = cleandoc(fn.__doc__ or "")
+        if not free:
+            description += "\n\n" + COSTS_ONE
         REGISTRY[name] = ToolSpec(name=name, title=title, family=family, kind=kind, args=args, handler=fn,
-                                  description=cleandoc(fn.__doc__ or ""), free=free,
+                                  description=description, free=free,
                                   destructive=destructive, idempotent=idempotent)
         return fn
 

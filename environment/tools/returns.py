@@ -10,7 +10,7 @@ from ..engine.dynamics import refund_money, restock_return
 from ..engine.state import ReturnRec, ReturnState
 from ..simtime import HOUR
 from .format import usd, when
-from .registry import Args, Family, Money, PageArgs, ToolError, ToolKind, page_of, tool
+from .registry import Args, Family, PageArgs, RefundAmount, ToolError, ToolKind, page_of, tool
 
 
 def return_row(ep, r: ReturnRec) -> dict:
@@ -63,7 +63,8 @@ def get_return(ep, args: ReturnArgs) -> dict:
 
 
 class RefundArgs(ReturnArgs):
-    amount: Money | None = Field(None, description="Dollars to refund now; omit to refund everything refundable.")
+    amount: RefundAmount | None = Field(None, description="Dollars to refund now, at least 0.01 and at most what is "
+                                        "still refundable (get_return); omit to refund everything refundable.")
 
 
 @tool("refund_return", title="Refund a return", family=Family.RETURNS, kind=ToolKind.WRITE, args=RefundArgs)

@@ -1,0 +1,220 @@
+"""The baseline LLM runner: any OpenAI-compatible chat-completions endpoint plays one cell.
+
+    storebench agent --model NAME --base-url http://127.0.0.1:8000/v1 --task short-runway --seed 7
+
+The harness follows the paper's settings:
+
+* the model sees exactly what an MCP agent sees: the server's ``instructions`` (the
+  merchant's brief) as the system prompt, and the 29 tools as function tools whose
+  parameters are the published input schemas.  Every call goes through an MCP client
+  session to the server (:func:`mcp_client.server.build_server`, connected in memory), so
+  metering, refusals and the action log are those of any MCP host;
+* at most ``max_turns`` (150) turns; a turn is one chat-completions request and the tool
+  calls it asks for, run in order;
+* context compaction keeps the last three turns: older turns are dropped from the request
+  and replaced by one short note saying how many were dropped (the brief and the opening
+  message always stay);
+* a reply without tool calls is answered with a reminder that the shift is running; tool
+  arguments that are not a JSON object are answered with an error and not sent;
+* tokens (``usage`` of every response) and turns are summed and logged per turn on stderr.
+
+The episode is a graded session (:mod:`mcp_client.sessions`): when it reaches the horizon,
+the turn cap, or the endpoint fails, the runner ends it, which writes its trial folder with the labels ``model``, ``harness``, ``context_policy``, ``max_turns``,
+``turns_taken``, ``metrics`` and ``ended_by``.  Only ``httpx`` is needed, no SDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from environment.suite import public_calibration
+
+from .client import episode_client
+from .server import build_server
+from .sessions import Session
+
+__all__ = ["AgentRun", "HARNESS", "add_agent_command", "compact", "play"]
+
+HARNESS = "storebench-agent"
+MAX_TURNS = 150
+KEEP_TURNS = 3
+OPENING = ("Your shift has started. Run the store with the tools until the shift ends; call store_status "
+           "(free) whenever you need to see where things stand.")
+NUDGE = ("The shift is still running and only tool calls act on the store. Continue with the tools, or call "
+         "end_window to let the world move on.")
+
+
+class EndpointError(RuntimeError):
+    """The chat-completions endpoint failed or answered something that is not a completion."""
+
+
+@dataclass
+class AgentRun:
+    """What the runner did: the session it played and its own account."""
+
+    session: Session
+    turns: int = 0
+    tool_calls: int = 0
+    metrics: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
+                                                             "total_tokens": 0, "requests": 0})
+    ended_by: str = ""
+    result: dict | None = None
+
+
+def openai_tools(tools: list[Any]) -> list[dict]:
+    """MCP tools as chat-completions function tools (name, description, the input schema)."""
+    return [{"type": "function", "function": {"name": t.name, "description": t.description or "",
+                                              "parameters": t.input_schema}} for t in tools]
+
+
+def compact(head: list[dict], turns: list[list[dict]], keep: int = KEEP_TURNS) -> list[dict]:
+    """The messages of one request: ``head`` (brief and opening), a note for dropped turns, the last ``keep``."""
+    dropped = len(turns) - keep
+    messages = list(head)
+    if dropped > 0:
+        messages.append({"role": "user", "content": f"[{dropped} earlier turn(s) were removed to save context. "
+                                                    "Call store_status to re-orient if needed.]"})
+    for turn in turns[-keep:] if keep else []:
+        messages.extend(turn)
+    return messages
+
+
+async def _complete(http: httpx.AsyncClient, url: str, body: dict) -> dict:
+    try:
+        response = await http.post(url, json=body)
+    except httpx.HTTPError as exc:
+        raise EndpointError(f"the endpoint {url} did not answer: {exc}") from exc
+    if response.status_code != 200:
+        raise EndpointError(f"the endpoint {url} answered {response.status_code}: {response.text[:300]}")
+    try:
+        data = response.json()
+        message = data["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise EndpointError(f"the endpoint {url} answered something that is not a chat completion: "
+                            f"{response.text[:300]}") from exc
+    if not isinstance(message, dict):
+        raise EndpointError(f"the endpoint {url} answered a completion without a message")
+    return data
+
+
+async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str | None = None,
+               trials: str | Path = "trials", max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
+               temperature: float | None = None, log: IO[str] | None = None, timeout: float = 300.0) -> AgentRun:
+    """Play ``task`` at ``seed`` with ``model`` behind ``base_url``; write the trial folder."""
+    log = log or sys.stderr
+    calibration, calibration_hash = public_calibration()
+    session = Session.open(task, seed, out=Path(trials), state_root=None, calibration=calibration,
+                           calibration_hash=calibration_hash)
+    session.auto_settle = False  # the folder is written once, with the runner's totals, by end() below
+    run = AgentRun(session)
+    server = build_server(lambda: session.episode, after_call=lambda _ep: session.record())
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with episode_client(server) as client, httpx.AsyncClient(headers=headers, timeout=timeout) as http:
+        brief = client.client.instructions or ""
+        tools = openai_tools(await client.list_tools())
+        head = [{"role": "system", "content": brief}, {"role": "user", "content": OPENING}]
+        turns: list[list[dict]] = []
+        try:
+            while run.turns < max_turns and not session.episode.over:
+                body: dict[str, Any] = {"model": model, "messages": compact(head, turns, keep_turns),
+                                        "tools": tools, "tool_choice": "auto"}
+                if temperature is not None:
+                    body["temperature"] = temperature
+                data = await _complete(http, url, body)
+                run.turns += 1
+                run.metrics["requests"] += 1
+                usage = data.get("usage") or {}
+                for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+                    if isinstance(usage.get(key), int):
+                        run.metrics[key] += usage[key]
+                message = data["choices"][0]["message"]
+                calls = message.get("tool_calls") or []
+                turn: list[dict] = [{"role": "assistant", "content": message.get("content"),
+                                     **({"tool_calls": calls} if calls else {})}]
+                for call in calls:
+                    turn.append({"role": "tool", "tool_call_id": call.get("id", ""),
+                                 "content": await _run_tool(client, call)})
+                    run.tool_calls += 1
+                    if session.episode.over:
+                        break
+                if not calls:
+                    turn.append({"role": "user", "content": NUDGE})
+                turns.append(turn)
+                print(f"turn {run.turns}: {len(calls)} tool call(s), window {session.episode.window + 1} of "
+                      f"{session.episode.n_windows}, tokens {run.metrics['prompt_tokens']} in / "
+                      f"{run.metrics['completion_tokens']} out", file=log, flush=True)
+            run.ended_by = "horizon" if session.episode.over else "turn cap"
+        except EndpointError as exc:
+            print(f"storebench agent: {exc}; ending the episode", file=log, flush=True)
+            run.ended_by = "endpoint error"
+    labels = {"model": model, "harness": HARNESS, "context_policy": f"keep last {keep_turns} turns",
+              "max_turns": max_turns, "turns_taken": run.turns,
+              "metrics": {**run.metrics, "tool_calls": run.tool_calls}, "ended_by": run.ended_by}
+    run.result = session.end(labels)
+    return run
+
+
+async def _run_tool(client: Any, call: dict) -> str:
+    function = call.get("function") or {}
+    name = function.get("name", "")
+    raw = function.get("arguments") or "{}"
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return f"Error: the arguments of {name} are not valid JSON ({raw[:200]!r}); nothing was called."
+    if not isinstance(arguments, dict):
+        return f"Error: the arguments of {name} must be a JSON object; nothing was called."
+    outcome = await client.call(name, arguments)
+    return outcome.text
+
+
+# --- the command ---------------------------------------------------------------------------------------------
+
+
+def _cmd_agent(args: argparse.Namespace) -> int:
+    from environment.tasks import get_task
+
+    get_task(args.task)
+    if args.max_turns < 1:
+        print("storebench: --max-turns must be at least 1", file=sys.stderr)
+        return 2
+    run = asyncio.run(play(args.task, args.seed, model=args.model, base_url=args.base_url,
+                           api_key=args.api_key or os.environ.get("OPENAI_API_KEY"), trials=args.trials,
+                           max_turns=args.max_turns, keep_turns=args.keep_turns, temperature=args.temperature))
+    result = run.result or {}
+    summary = {"out": result.get("out"), "reward_composite": result.get("reward_composite"),
+               "pass": result.get("pass"), "turns": run.turns, "tool_calls": run.tool_calls,
+               "ended_by": run.ended_by, "metrics": run.metrics}
+    print(json.dumps(summary, indent=2))
+    return 0 if run.ended_by != "endpoint error" else 1
+
+
+def add_agent_command(sub: Any) -> None:
+    agent = sub.add_parser(
+        "agent", help="play one cell with an LLM behind any OpenAI-compatible chat-completions endpoint",
+        description="The baseline runner: the model gets the merchant's brief as its system prompt and the 29 "
+                    "MCP tools as function tools, plays up to --max-turns turns with context compaction keeping "
+                    "the last --keep-turns turns, and the episode is graded into a trial folder under --trials "
+                    "(labels: model, harness, token metrics, turns). Exits 1 if the endpoint failed.")
+    agent.add_argument("--model", required=True, help="model name sent to the endpoint")
+    agent.add_argument("--base-url", required=True,
+                       help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions)")
+    agent.add_argument("--api-key", help="bearer key for the endpoint (default: $OPENAI_API_KEY, if set)")
+    agent.add_argument("--task", default="short-runway", help="task id (default short-runway)")
+    agent.add_argument("--seed", type=int, default=7, help="task seed (default 7)")
+    agent.add_argument("--trials", default="trials", help="where the trial folder is written (default ./trials)")
+    agent.add_argument("--max-turns", type=int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
+    agent.add_argument("--keep-turns", type=int, default=KEEP_TURNS,
+                       help=f"turns kept in context by compaction (default {KEEP_TURNS})")
+    agent.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
+    agent.set_defaults(func=_cmd_agent)

@@ -1,0 +1,173 @@
+"""``storebench``, the installed command: the core's subcommands plus those that need MCP.
+
+:func:`environment.cli.build_parser` builds every core subcommand (world, tasks, run,
+batch, replay, analyze, calibrate, regrade, search, bench); this module adds
+
+* ``mcp``: serve episodes over MCP, on stdio (one episode) or streamable HTTP (many,
+  one bearer token each, an operator API, durable sessions).  Every episode served
+  ends as a graded trial folder (:mod:`mcp_client.sessions`);
+* ``agent``: the baseline LLM runner (:mod:`mcp_client.agent`), any OpenAI-compatible
+  chat-completions endpoint playing one cell over the MCP tools.
+
+The split keeps the layer rule: ``environment`` never imports the MCP SDK, and the
+console entry point ``storebench`` lives here, one layer up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from environment.cli import build_parser as core_parser
+from environment.cli import main as core_main
+
+OPERATOR_TOKEN_ENV = "STOREBENCH_OPERATOR_TOKEN"
+ALLOWED_HOSTS_ENV = "STOREBENCH_ALLOWED_HOSTS"
+
+
+def _labels(args: argparse.Namespace) -> dict:
+    labels: dict[str, Any] = {}
+    if getattr(args, "model", None):
+        labels["model"] = args.model
+    if getattr(args, "harness", None):
+        labels["harness"] = args.harness
+    return labels
+
+
+def _read_labels_file(path: str | None) -> dict:
+    """Labels a harness wrote while it played (token usage, say); read when the session settles."""
+    if not path or not Path(path).exists():
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except ValueError as exc:
+        print(f"storebench: --labels-file {path} is not JSON ({exc}); labels left out", file=sys.stderr)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from environment.tasks import get_task
+
+    if args.http:
+        episodes = []
+        for spec in args.episode or ([f"{args.task}:{args.seed}"] if args.task else []):
+            task_id, _, seed = spec.partition(":")
+            if not seed.isdigit() or task_id in ("", "None"):
+                print(f"storebench: --episode takes TASK:SEED, got {spec!r}", file=sys.stderr)
+                return 2
+            get_task(task_id)
+            episodes.append((task_id, int(seed)))
+        operator_token = args.operator_token or os.environ.get(OPERATOR_TOKEN_ENV)
+        if operator_token is not None and len(operator_token) < 16:
+            print("storebench: the operator token must be at least 16 characters", file=sys.stderr)
+            return 2
+        if not episodes and not operator_token:
+            print("storebench: nothing to serve: give --episode TASK:SEED, or an operator token "
+                  f"(--operator-token or {OPERATOR_TOKEN_ENV}) to open sessions through the operator API",
+                  file=sys.stderr)
+            return 2
+        from .http import host_security, serve_http
+        from .limits import ServerLimits
+
+        allowed_hosts = list(args.allowed_host or []) + [
+            h for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()]
+        try:
+            host_security(args.host, args.port, allowed_hosts)
+        except ValueError as exc:
+            print(f"storebench: {exc}", file=sys.stderr)
+            return 2
+
+        hub = serve_http(args.host, args.port, episodes, state=args.state,
+                         trials=None if args.no_trial else (args.trials or (None if args.state else "trials")),
+                         operator_token=operator_token, allowed_hosts=allowed_hosts, fsync=not args.no_fsync,
+                         limits=ServerLimits(header_timeout=args.header_timeout,
+                                             max_sessions_per_token=args.max_sessions_per_token,
+                                             **({"max_connections": args.max_connections}
+                                                if args.max_connections else {})))
+        if args.state is None:  # nothing durable: settle what is still open rather than lose it
+            for session in hub.sessions():
+                if not session.settled:
+                    session.end()
+        return 0
+    if args.task is None or args.seed is None:
+        print("storebench: stdio serving needs --task and --seed", file=sys.stderr)
+        return 2
+    get_task(args.task)  # refuse an unknown task before the server starts
+    from .server import serve_stdio
+
+    session = serve_stdio(args.task, args.seed, trials=None if args.no_trial else args.trials or "trials",
+                          labels=_labels(args))
+    result = session.end(_read_labels_file(args.labels_file))
+    if result.get("out"):
+        print(f"storebench: wrote {result['out']} (composite {result['reward_composite']:.3f})", file=sys.stderr)
+    return 0
+
+
+def _add_mcp(sub: Any) -> None:
+    mcp = sub.add_parser(
+        "mcp", help="serve episodes to MCP clients (stdio, or streamable HTTP with --http)",
+        description="Serve the 29 tools over the Model Context Protocol. The server's instructions, the prompt "
+                    "'brief' and the resource storebench://brief carry the merchant's brief. Without --http: one "
+                    "episode of --task/--seed on stdin/stdout, for any MCP-capable harness; when the host hangs "
+                    "up (or the horizon is reached) the episode is graded and its trial folder written under "
+                    "--trials. With --http: every --episode TASK:SEED on http://HOST:PORT/mcp, each behind its "
+                    "own bearer token (printed at start); a token reaches its episode only; with an operator "
+                    "token, /operator opens, ends, settles and lists sessions; with --state every session's "
+                    "calls are kept on disk and a restarted server resumes them. Grading, calibration and "
+                    "reset are never reachable through a tool.")
+    mcp.add_argument("--task", help="task id (stdio)")
+    mcp.add_argument("--seed", type=int, help="task seed (stdio)")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
+                     help="an episode to open at start (repeatable; --http only)")
+    mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on")
+    mcp.add_argument("--port", type=int, default=8765, help="--http: port (0 picks a free one)")
+    mcp.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
+                     help="--http: a host name clients use to reach the server (repeatable; or "
+                          f"{ALLOWED_HOSTS_ENV}=a,b); needed when listening on 0.0.0.0 behind a real name")
+    mcp.add_argument("--max-sessions-per-token", type=int, default=8,
+                     help="--http: live handshake-era MCP sessions one token may hold (default 8)")
+    mcp.add_argument("--header-timeout", type=float, default=10.0,
+                     help="--http: seconds a connection has to send a complete request head (default 10)")
+    mcp.add_argument("--max-connections", type=int,
+                     help="--http: open connections at most (default: half the file-descriptor limit, <= 1000)")
+    mcp.add_argument("--state", metavar="DIR", help="--http: keep every session's calls here and resume them "
+                                                    "on restart")
+    mcp.add_argument("--no-fsync", action="store_true",
+                     help="--state: write each call without fsync (survives the server being killed, not the "
+                          "machine crashing; saves a disk flush per operation)")
+    mcp.add_argument("--trials", metavar="DIR", help="where trial folders are written (default ./trials, or "
+                                                     "STATE/trials with --state)")
+    mcp.add_argument("--no-trial", action="store_true", help="write no trial folder (a throwaway episode)")
+    mcp.add_argument("--operator-token", metavar="TOKEN",
+                     help=f"--http: serve the operator API behind this bearer token (or set {OPERATOR_TOKEN_ENV})")
+    mcp.add_argument("--model", help="label: the model playing (recorded in summary.json)")
+    mcp.add_argument("--harness", help="label: the harness driving it (recorded in summary.json)")
+    mcp.add_argument("--labels-file", metavar="FILE",
+                     help="stdio: a JSON object of labels (e.g. token metrics) read when the episode ends")
+    mcp.set_defaults(func=_cmd_mcp)
+
+
+def _extend(sub: Any) -> None:
+    from .agent import add_agent_command
+
+    _add_mcp(sub)
+    add_agent_command(sub)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return core_parser(_extend)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return core_main(argv, build_parser())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

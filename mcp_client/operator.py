@@ -1,0 +1,133 @@
+"""The operator API of the HTTP episode server: open, label, end, settle and list sessions.
+
+Apart from the agents' tools in every way: its own routes under ``/operator``, its own
+credential (``Authorization: Bearer <operator token>``, from ``--operator-token`` or
+``STOREBENCH_OPERATOR_TOKEN``), compared in constant time against its digest.  An
+episode's token is refused here and the operator token is refused at ``/mcp``, so an
+agent can never end, settle or relabel its own episode, and no tool can.
+
+Routes (JSON in and out; errors are ``{"error": {"code", "message"}}``)::
+
+    GET  /operator/sessions                      every session, live and settled
+    POST /operator/sessions                      {"task", "seed", "labels"?} -> {"id", "token", ...}
+    GET  /operator/sessions/{id}                 one session
+    POST /operator/sessions/{id}/labels          {"model"?, "harness"?, "metrics"?, ...}
+    POST /operator/sessions/{id}/end             freeze the store now, settle, revoke the token
+    POST /operator/sessions/{id}/settle          settle a session that reached its horizon
+
+Labels (model, harness, token ``metrics`` and the like) are the client's account of
+itself; they land in the trial's ``summary.json`` and are never graded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from environment.errors import StoreBenchError
+
+__all__ = ["OPERATOR_PATH", "operator_routes"]
+
+OPERATOR_PATH = "/operator"
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def operator_routes(hub: Any, operator_token: str) -> list[Route]:
+    """The ``/operator`` routes over ``hub`` (an :class:`~mcp_client.http.EpisodeHub`)."""
+    if len(operator_token) < 16:
+        raise ValueError("the operator token must be at least 16 characters")
+    expected = hashlib.sha256(operator_token.encode()).digest()
+
+    def authorised(request: Request) -> bool:
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not presented:
+            return False
+        return hmac.compare_digest(hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest(), expected)
+
+    async def body_of(request: Request) -> dict:
+        raw = await request.body()
+        if not raw:
+            return {}
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise StoreBenchError("the request body is not JSON; send an object such as "
+                                  "{\"task\": \"steady\", \"seed\": 7}") from None
+        if not isinstance(data, dict):
+            raise StoreBenchError("the request body must be a JSON object")
+        return data
+
+    def guarded(handler):
+        async def endpoint(request: Request) -> JSONResponse:
+            if not authorised(request):
+                return JSONResponse({"error": {"code": "unauthorised",
+                                               "message": "the operator API needs the operator token as a bearer "
+                                                          "token"}},
+                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            try:
+                return await handler(request)
+            except StoreBenchError as exc:
+                status = 404 if getattr(exc, "code", "") == "unknown_session" else 400
+                return _error(status, getattr(exc, "code", "invalid_request"), exc.message)
+
+        return endpoint
+
+    async def list_sessions(request: Request) -> JSONResponse:
+        return JSONResponse({"sessions": [s.as_json() for s in hub.sessions()]})
+
+    async def open_session(request: Request) -> JSONResponse:
+        data = await body_of(request)
+        task, seed = data.get("task"), data.get("seed")
+        if not isinstance(task, str) or isinstance(seed, bool) or not isinstance(seed, int):
+            raise StoreBenchError("give the task id as a string and the seed as an integer, e.g. "
+                                  "{\"task\": \"steady\", \"seed\": 7}")
+        unknown = sorted(set(data) - {"task", "seed", "labels"})
+        if unknown:
+            raise StoreBenchError(f"unknown field(s) {', '.join(unknown)}; send task, seed and labels")
+        token, session = await anyio.to_thread.run_sync(
+            lambda: hub.open_session(task, seed, labels=data.get("labels")))
+        return JSONResponse({**session.as_json(), "token": token}, status_code=201)
+
+    async def get_session(request: Request) -> JSONResponse:
+        return JSONResponse(hub.session(request.path_params["sid"]).as_json())
+
+    async def set_labels(request: Request) -> JSONResponse:
+        session = hub.session(request.path_params["sid"])
+        session.set_labels(await body_of(request))
+        return JSONResponse(session.as_json())
+
+    async def end_session(request: Request) -> JSONResponse:
+        data = await body_of(request)
+        sid = request.path_params["sid"]
+        hub.session(sid)
+        result = await anyio.to_thread.run_sync(lambda: hub.end(sid, data.get("labels")))
+        return JSONResponse({**hub.session(sid).as_json(), "score": result})
+
+    async def settle_session(request: Request) -> JSONResponse:
+        sid = request.path_params["sid"]
+        session = hub.session(sid)
+        if not session.episode.over:
+            return _error(409, "session_open", f"session {sid} is still open (window "
+                          f"{session.episode.window + 1} of {session.episode.n_windows}); end it first with "
+                          f"POST {OPERATOR_PATH}/sessions/{sid}/end")
+        result = await anyio.to_thread.run_sync(lambda: hub.end(sid))
+        return JSONResponse({**session.as_json(), "score": result})
+
+    return [
+        Route(f"{OPERATOR_PATH}/sessions", guarded(list_sessions), methods=["GET"]),
+        Route(f"{OPERATOR_PATH}/sessions", guarded(open_session), methods=["POST"]),
+        Route(f"{OPERATOR_PATH}/sessions/{{sid}}", guarded(get_session), methods=["GET"]),
+        Route(f"{OPERATOR_PATH}/sessions/{{sid}}/labels", guarded(set_labels), methods=["POST"]),
+        Route(f"{OPERATOR_PATH}/sessions/{{sid}}/end", guarded(end_session), methods=["POST"]),
+        Route(f"{OPERATOR_PATH}/sessions/{{sid}}/settle", guarded(settle_session), methods=["POST"]),
+    ]

@@ -1,0 +1,244 @@
+"""Graded MCP sessions: every episode served over MCP ends as a trial folder.
+
+A :class:`Session` is one live episode as an MCP front end holds it: the episode, who
+plays it (labels given by the operator or the command line, never by a tool), where
+its calls are kept and where its trial folder goes.  The MCP server calls
+:meth:`Session.record` after every tool call, under the episode's lock:
+
+* the call's action-log entry is appended to ``calls.jsonl`` in the session's state
+  folder (one ``os.write`` of one line; an operation is also ``fsync``-ed before its
+  answer leaves, a free ``store_status`` only written, which already survives the
+  process being killed; ``fsync=False`` writes operations the same way, trading the
+  machine-crash guarantee for about 4 ms per operation on this machine's disk).  The log is the episode: replaying it on a fresh episode of
+  the same task and seed rebuilds the store exactly (the engine is deterministic), which
+  is how a restarted HTTP server resumes every live episode (:func:`restore_sessions`);
+* when the call reached the horizon (or suspended the store), the session settles:
+  :func:`environment.trial.settle` grades it and writes the trial folder, the same
+  writer, layout, manifest and checksums as ``storebench run``.
+
+Ending a session early (the operator, or a stdio host hanging up) appends a ``stop``
+line, freezes the store and settles it the same way.  A settled session writes
+``settled.json`` (its folder and score) beside its log, so a restart lists it as
+settled and does not serve it again.
+
+Folder names follow the release: ``<task>__s<seed>__<id>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from environment.api import arm
+from environment.artifacts import SUMMARY_LABELS
+from environment.engine import Episode
+from environment.errors import StoreBenchError
+from environment.trial import play_actions, settle
+
+__all__ = ["CALLS", "META", "SETTLED", "Session", "SessionError", "new_session_id", "restore_session",
+           "session_folder_name"]
+
+CALLS = "calls.jsonl"
+META = "meta.json"
+SETTLED = "settled.json"
+STOP = {"stop": True}
+
+
+class SessionError(StoreBenchError):
+    code = "session_error"
+
+
+def new_session_id() -> str:
+    return secrets.token_hex(4)
+
+
+def session_folder_name(task_id: str, seed: int, session_id: str) -> str:
+    return f"{task_id}__s{seed}__{session_id}"
+
+
+def check_labels(labels: Any) -> dict:
+    """Labels as the operator gives them: an object with known keys only."""
+    if labels is None:
+        return {}
+    if not isinstance(labels, dict):
+        raise SessionError("labels must be an object such as {\"model\": \"...\", \"harness\": \"...\"}")
+    unknown = sorted(set(labels) - set(SUMMARY_LABELS))
+    if unknown:
+        raise SessionError(f"unknown label(s) {', '.join(unknown)}; known: {', '.join(SUMMARY_LABELS)}")
+    return dict(labels)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+    _fsync_dir(path.parent)
+
+
+@dataclass
+class Session:
+    """One live MCP episode; see the module docstring."""
+
+    id: str
+    episode: Episode
+    out: Path | None  # where trial folders go (None: never written, e.g. a throwaway test hub)
+    state: Path | None = None  # this session's state folder (None: not durable)
+    labels: dict = field(default_factory=dict)
+    calibration: dict | None = None
+    calibration_hash: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+    result: dict | None = None  # the settled score, once settled
+    auto_settle: bool = True  # settle as soon as the horizon is reached (off: the owner calls end())
+    fsync: bool = True  # fsync each operation's line (off: written only; survives a killed process, not a crash)
+    _logged: int = 0
+    _fd: int | None = None
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    # --- durable log -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, task: str, seed: int, *, out: Path | None, state_root: Path | None, labels: dict | None = None,
+             calibration: dict | None = None, calibration_hash: str | None = None,
+             token_digest: str | None = None, session_id: str | None = None, fsync: bool = True) -> Session:
+        episode = arm(task, seed, record=True)
+        session = cls(session_id or new_session_id(), episode, out, labels=check_labels(labels),
+                      calibration=calibration, calibration_hash=calibration_hash, fsync=fsync)
+        if state_root is not None:
+            session.state = state_root / session.id
+            session.state.mkdir(parents=True, exist_ok=False)
+            _write_json(session.state / META, {"id": session.id, "task": episode.task.id, "seed": seed,
+                                               "labels": session.labels, "token_sha256": token_digest,
+                                               "task_file_hash": episode.task.file_hash})
+            session._open_log()
+        return session
+
+    def _open_log(self) -> None:
+        assert self.state is not None
+        self._fd = os.open(self.state / CALLS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        _fsync_dir(self.state)
+
+    def _append(self, rows: list[dict], *, sync: bool) -> None:
+        if self._fd is None or not rows:
+            return
+        data = "".join(json.dumps(row, separators=(",", ":"), sort_keys=True) + "\n" for row in rows).encode()
+        os.write(self._fd, data)
+        if sync and self.fsync:
+            os.fsync(self._fd)
+
+    @property
+    def settled(self) -> bool:
+        return self.result is not None
+
+    @property
+    def folder(self) -> Path | None:
+        if self.out is None:
+            return None
+        return self.out / session_folder_name(self.episode.task.id, self.episode.seed, self.id)
+
+    def record(self) -> None:
+        """After each call (under the episode's lock): log what the call did; settle at the horizon."""
+        with self._lock:
+            log = self.episode.action_log
+            new = log[self._logged:]
+            self._logged = len(log)
+            self._append([{"tool": e["tool"], "arguments": e["arguments"]} for e in new],
+                         sync=any(e.get("op") for e in new))
+            if self.episode.over and not self.settled and self.auto_settle:
+                self._settle(ended_by="horizon" if not self.episode.bankrupt else "suspended")
+
+    def set_labels(self, labels: dict) -> None:
+        with self._lock:
+            if self.settled:
+                raise SessionError(f"session {self.id} is already settled; labels go in before it ends")
+            self.labels.update(check_labels(labels))
+            if self.state is not None:
+                meta = json.loads((self.state / META).read_text())
+                meta["labels"] = self.labels
+                _write_json(self.state / META, meta)
+
+    def end(self, labels: dict | None = None) -> dict:
+        """The client or the operator ends the session: freeze the store, settle, return the score."""
+        with self._lock:
+            if labels:
+                self.set_labels(labels)
+            if self.settled:
+                return self.result  # type: ignore[return-value]
+            if not self.episode.over:
+                self._append([STOP], sync=True)
+                self.episode.stop()
+            return self._settle(ended_by="client")
+
+    def _settle(self, *, ended_by: str) -> dict:
+        labels = {"env": "storebench-mcp", "ended_by": ended_by, **self.labels}
+        if self.out is None:
+            self.result = {"out": None}
+            return self.result
+        self.result = settle(self.episode, self.folder, policy="mcp session", calibration=self.calibration,
+                             calibration_hash=self.calibration_hash,
+                             wall_seconds=time.perf_counter() - self.started, labels=labels)
+        if self.state is not None:
+            _write_json(self.state / SETTLED, self.result)
+        self.close_log()
+        return self.result
+
+    def close_log(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def as_json(self) -> dict:
+        ep = self.episode
+        return {"id": self.id, "task": ep.task.id, "seed": ep.seed, "window": min(ep.window + 1, ep.n_windows),
+                "windows_total": ep.n_windows, "calls": len(ep.action_log), "over": ep.over,
+                "settled": self.settled, "labels": self.labels,
+                "folder": None if self.result is None else self.result.get("out"),
+                "reward_composite": None if self.result is None else self.result.get("reward_composite")}
+
+
+def restore_session(state: Path, *, out: Path | None, calibration: dict | None = None,
+                    calibration_hash: str | None = None, fsync: bool = True) -> tuple[Session, str | None]:
+    """Rebuild a session from its state folder by replaying its calls; also its token digest.
+
+    A torn last line (the process died inside ``os.write``) is dropped: its call never
+    answered, so the client never saw it.
+    """
+    meta = json.loads((state / META).read_text())
+    episode = arm(meta["task"], int(meta["seed"]), record=True)
+    if episode.task.file_hash != meta.get("task_file_hash"):
+        raise SessionError(f"{state}: the task file of {meta['task']} changed since the session opened; "
+                           "it cannot be resumed exactly")
+    raw = (state / CALLS).read_bytes() if (state / CALLS).exists() else b""
+    lines = raw.split(b"\n")
+    complete, torn = lines[:-1], lines[-1]
+    if torn:
+        with (state / CALLS).open("r+b") as fh:
+            fh.truncate(len(raw) - len(torn))
+    rows = [json.loads(line) for line in complete if line.strip()]
+    stopped = bool(rows) and rows[-1] == STOP
+    play_actions(episode, [r for r in rows if r != STOP], stop=stopped)
+    session = Session(meta["id"], episode, out, state=state, labels=meta.get("labels") or {},
+                      calibration=calibration, calibration_hash=calibration_hash, fsync=fsync)
+    session._logged = len(episode.action_log)
+    if (state / SETTLED).exists():
+        session.result = json.loads((state / SETTLED).read_text())
+    else:
+        session._open_log()
+    return session, meta.get("token_sha256")

@@ -1,0 +1,148 @@
+"""The baseline LLM runner against a scripted chat-completions endpoint on loopback.
+
+The fake endpoint is a tiny HTTP server in this test (the standard library's), speaking the
+chat-completions wire format: it reads the tool results the runner sends back and plays
+short-runway to its horizon (list orders; ship the first one listed; end the window),
+with one reply without tool calls and one with arguments that are not JSON along the way.
+What is checked: the brief is the system prompt and the tools are the MCP tools; the whole
+cell is played; compaction keeps the last three turns; tokens and turns are summed; and the
+trial folder is graded, labelled, replays exactly and re-grades.
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from environment.brief import brief
+from environment.tasks import get_task
+from environment.tools import REGISTRY
+from mcp_client.agent import play
+
+REPO = Path(__file__).resolve().parent.parent
+TASK, SEED = "short-runway", 7
+
+
+class Script:
+    """Decides each reply from the conversation so far, and keeps every request it saw."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.n = 0
+
+    def reply(self, request: dict) -> dict:
+        self.requests.append(request)
+        self.n += 1
+        last = request["messages"][-1]
+        if self.n == 2:
+            return {"role": "assistant", "content": "Let me think about the shop first."}
+        if self.n == 3:
+            return self._calls(("list_orders", "{not json"))
+        if last["role"] == "tool" and last["content"].startswith("20") and '"rows"' in last["content"]:
+            rows = json.loads(last["content"].split("\n", 1)[1])["rows"]
+            if rows:
+                return self._calls(("fulfill_order", json.dumps({"order_id": rows[0]["order_id"]})),
+                                   ("end_window", "{}"))
+            return self._calls(("end_window", "{}"))
+        return self._calls(("list_orders", json.dumps({"page_size": 3})))
+
+    def _calls(self, *calls: tuple[str, str]) -> dict:
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call-{self.n}-{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(calls)]}
+
+
+@pytest.fixture
+def endpoint():
+    script = Script()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the standard library's name)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path != "/v1/chat/completions" or self.headers.get("Authorization") != "Bearer k-test":
+                self.send_response(404)
+                self.end_headers()
+                return
+            data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
+                               "choices": [{"index": 0, "message": script.reply(body), "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", script
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_runner_plays_a_whole_short_cell_and_writes_a_graded_folder(endpoint, tmp_path):
+    base_url, script = endpoint
+    log = io.StringIO()
+    run = asyncio.run(play(TASK, SEED, model="scripted-1", base_url=base_url, api_key="k-test",
+                           trials=tmp_path / "trials", log=log))
+    first = script.requests[0]
+    assert first["model"] == "scripted-1"
+    assert first["messages"][0] == {"role": "system", "content": brief(get_task(TASK))}
+    assert {t["function"]["name"] for t in first["tools"]} == set(REGISTRY)
+    # The whole cell: the horizon was reached within the cap.
+    assert run.ended_by == "horizon" and run.session.episode.window == run.session.episode.n_windows
+    assert run.turns == len(script.requests) <= 150
+    # Compaction: never more than three earlier turns in a request.
+    for request in script.requests:
+        assert sum(m["role"] == "assistant" for m in request["messages"]) <= 3
+    assert any("earlier turn(s) were removed" in str(m.get("content")) for m in script.requests[-1]["messages"])
+    # The reply without tool calls got the reminder; the bad arguments were answered, not sent.
+    assert "shift is still running" in script.requests[2]["messages"][-1]["content"]
+    assert "not valid JSON" in script.requests[3]["messages"][-1]["content"]
+    shipped = [e for e in run.session.episode.action_log if e["tool"] == "fulfill_order"]
+    assert shipped and any(e["ok"] for e in shipped)
+    assert run.metrics["prompt_tokens"] == 100 * run.turns and run.metrics["total_tokens"] == 107 * run.turns
+    assert f"turn {run.turns}:" in log.getvalue()
+
+    folder = Path(run.result["out"])
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["model"] == "scripted-1" and summary["harness"] == "storebench-agent"
+    assert summary["max_turns"] == 150 and summary["context_policy"] == "keep last 3 turns"
+    assert summary["turns_taken"] == run.turns and summary["ended_by"] == "horizon"
+    assert summary["metrics"]["total_tokens"] == 107 * run.turns
+    assert summary["termination"] == "horizon"
+    for command in (["replay", str(folder)],
+                    ["regrade", "--calibration", str(REPO / "calibration" / "public.json"), str(folder)]):
+        out = subprocess.run([sys.executable, "-m", "mcp_client", *command], cwd=REPO, capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_turn_cap_ends_the_episode(endpoint, tmp_path):
+    base_url, _script = endpoint
+    run = asyncio.run(play(TASK, SEED, model="scripted-1", base_url=base_url, api_key="k-test",
+                           trials=tmp_path / "trials", max_turns=5, log=io.StringIO()))
+    assert run.turns == 5 and run.ended_by == "turn cap"
+    summary = json.loads((Path(run.result["out"]) / "summary.json").read_text())
+    assert summary["termination"] == "stopped" and summary["turns_taken"] == 5
+
+
+def test_a_failing_endpoint_ends_the_episode_with_a_clear_message(endpoint, tmp_path):
+    base_url, _script = endpoint
+    out = subprocess.run([sys.executable, "-m", "mcp_client", "agent", "--model", "m", "--base-url", base_url,
+                          "--api-key", "wrong", "--trials", str(tmp_path / "trials")],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1
+    assert "answered 404" in out.stderr
+    assert json.loads(out.stdout)["ended_by"] == "endpoint error"
+    assert len(list((tmp_path / "trials").iterdir())) == 1

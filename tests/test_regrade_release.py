@@ -1,0 +1,144 @@
+"""Re-grading trajectories as the release publishes them, and refusing edited folders.
+
+``fixtures/release-trajectories`` holds ten trials of ours in the release's layout
+(``fixtures/make_release_trajectories.py``): folders ``<task>__s<seed>__<id>``, a float
+seed and no task in ``score.json``, ``"task": null`` in ``summary.json``.  They must all
+re-grade.  A folder whose manifest carries per-file checksums is refused when a file was
+edited, even when the edit is consistent (a forged ledger with a score that matches it);
+NaN and malformed fields answer a clear problem for that folder and the run goes on.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from environment.calibration import cell_of, load_calibration
+from environment.engine.settlement import business_normalized, compose
+from environment.grading import regrade
+from environment.trial import run_trial
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures" / "release-trajectories"
+CALIBRATION = REPO / "calibration" / "public.json"
+FOLDERS = sorted(FIXTURES.iterdir())
+
+
+def storebench(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "environment", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    return load_calibration(CALIBRATION)
+
+
+def test_the_fixtures_are_in_the_release_layout():
+    assert len(FOLDERS) == 10
+    for folder in FOLDERS:
+        score = json.loads((folder / "score.json").read_text())
+        summary = json.loads((folder / "summary.json").read_text())
+        assert "task" not in score and isinstance(score["seed"], float) and isinstance(score["windows_played"], float)
+        assert summary["task"] is None and summary["seed"] is None
+        assert not (folder / "manifest.json").exists()
+        task, _, rest = folder.name.partition("__s")
+        assert rest.split("__")[0] == str(int(score["seed"]))
+
+
+def test_all_ten_release_trajectories_regrade():
+    out = storebench("regrade", "--calibration", CALIBRATION, "--json", *FOLDERS)
+    assert out.returncode == 0, out.stdout
+    trials = json.loads(out.stdout)["trials"]
+    assert [(t["task"], t["seed"]) for t in trials] == [
+        (f.name.split("__s")[0], int(f.name.split("__s")[1].split("__")[0])) for f in FOLDERS]
+    assert all(t["reproduces"] for t in trials)
+    assert {t["pass"] for t in trials} == {True, False}  # both outcomes are represented
+
+
+def test_a_tampered_release_score_is_caught(tmp_path, calibration):
+    folder = shutil.copytree(FOLDERS[0], tmp_path / FOLDERS[0].name)
+    score = json.loads((folder / "score.json").read_text())
+    score["reward_composite"] = round(score["reward_composite"] + 0.05, 6)
+    (folder / "score.json").write_text(json.dumps(score))
+    result = regrade(folder, *calibration)
+    assert not result.reproduces and any(p.startswith("reward_composite:") for p in result.problems)
+
+
+def _forge(folder: Path, doc: dict) -> None:
+    """Zero the largest cost in the ledger and rewrite score.json to match it exactly."""
+    lines = (folder / "ledger.jsonl").read_text().splitlines(keepends=True)
+    rows = [json.loads(line) for line in lines]
+    victim = min(range(len(rows)), key=lambda i: rows[i]["amount_cents"])
+    gain = -rows[victim]["amount_cents"]
+    assert gain > 0
+    rows[victim]["amount_cents"] = 0
+    lines[victim] = json.dumps(rows[victim], separators=(",", ":"), sort_keys=True) + "\n"
+    (folder / "ledger.jsonl").write_text("".join(lines))
+    score = json.loads((folder / "score.json").read_text())
+    cell = cell_of(doc, score["task"], score["seed"])
+    raw = Decimal(str(score["business_raw"])) + Decimal(gain) / 100
+    business = business_normalized(raw, Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"])))
+    score.update(net_assets=float(Decimal(str(score["net_assets"])) + Decimal(gain) / 100), business_raw=float(raw),
+                 business=float(business),
+                 reward_composite=float(compose(business, Decimal(str(score["reliability"])),
+                                                Decimal(str(score["continuity"])))))
+    (folder / "score.json").write_text(json.dumps(score, indent=2) + "\n")
+
+
+def test_a_forged_ledger_with_a_matching_score_is_refused_by_the_checksums(tmp_path, calibration):
+    doc, digest = calibration
+    folder = tmp_path / "trial"
+    run_trial("counter-punch", 7, folder, policy="blast-list", calibration=doc, calibration_hash=digest)
+    assert regrade(folder, doc, digest).reproduces
+    _forge(folder, doc)
+    refused = regrade(folder, doc, digest)
+    assert not refused.reproduces and refused.composite == 0 and refused.passed is False
+    assert any("ledger.jsonl does not match its checksum" in p for p in refused.problems), refused.problems
+    # The forgery is consistent: without the checksums nothing else would have caught it.
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.pop("files")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert regrade(folder, doc, digest).reproduces
+
+
+BAD_SCORES = {
+    "nan-business": ({"business": float("nan")}, "score.json business must be a finite number, got nan"),
+    "string-composite": ({"reward_composite": "0.9"}, "score.json reward_composite must be a number"),
+    "half-seed": ({"seed": 13.5}, "score.json seed must be a whole number, got 13.5"),
+    "nan-seed": ({"seed": float("nan")}, "score.json seed must be a whole number, got nan"),
+    "infinite-rate": ({"on_time_rate": float("inf")}, "score.json on_time_rate must be a finite number"),
+}
+
+
+def test_malformed_folders_answer_a_clear_error_each_and_the_run_goes_on(tmp_path):
+    good = FOLDERS[0]  # cash-crunch seed 11
+    bad = []
+    for name, (changes, _message) in BAD_SCORES.items():
+        folder = shutil.copytree(good, tmp_path / name / good.name)
+        score = json.loads((folder / "score.json").read_text())
+        score.update(changes)
+        (folder / "score.json").write_text(json.dumps(score))  # json writes NaN and Infinity as the release did
+        bad.append(folder)
+    broken = shutil.copytree(good, tmp_path / "broken-summary" / good.name)
+    (broken / "summary.json").write_text("{not json")
+    unreadable = shutil.copytree(good, tmp_path / "broken-score" / good.name)
+    (unreadable / "score.json").write_text("")
+    wrong_name = shutil.copytree(good, tmp_path / "renamed" / good.name.replace("__s11__", "__s13__"))
+
+    out = storebench("regrade", "--calibration", CALIBRATION, "--json", *bad, good, broken, unreadable, wrong_name)
+    assert out.returncode == 1
+    trials = {t["path"]: t for t in json.loads(out.stdout)["trials"]}
+    assert trials[str(good)]["reproduces"] is True
+    for folder, (_changes, message) in zip(bad, BAD_SCORES.values()):
+        problems = trials[str(folder)]["problems"]
+        assert any(message in p for p in problems), (folder, problems)
+        assert trials[str(folder)]["pass"] in (False, None)
+    assert any("summary.json unreadable" in p for p in trials[str(broken)]["problems"])
+    assert any("score.json unreadable" in p for p in trials[str(unreadable)]["problems"])
+    assert any("the folder is named for cash-crunch seed 13" in p for p in trials[str(wrong_name)]["problems"])
