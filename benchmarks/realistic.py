@@ -106,7 +106,7 @@ def _database_url() -> str:
 
 def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "DATABASE_URL": _database_url()}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings"  # the site's, with errors logged
     env.setdefault("DJANGO_DEBUG", "0")
     env["DJANGO_SECRET_KEY"] = settings.SECRET_KEY  # the sessions made here are signed with it
     env.setdefault("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
