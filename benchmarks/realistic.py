@@ -27,6 +27,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from django.conf import settings
@@ -44,7 +45,7 @@ from shifts.models import BriefingAcknowledgement, Shift, ShiftCall
 REPO = Path(__file__).resolve().parent.parent
 TASK, SEED = "steady", 7
 # What participants do: reads, a refused read, writes that spend an operation.
-MOVES = [("list_orders", {"page_size": 5}), ("finance_summary", {}), ("list_returns", {}),
+MOVES: list[tuple[str, dict[str, Any]]] = [("list_orders", {"page_size": 5}), ("finance_summary", {}), ("list_returns", {}),
          ("store_status", {}), ("list_inventory", {"page_size": 5}), ("get_product", {"product_id": "nope"})]
 WEIGHTS = [4, 2, 2, 1, 2, 1]
 
@@ -82,10 +83,10 @@ def _session_for(user) -> str:
     session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
-    return session.session_key
+    return str(session.session_key)
 
 
-def _setup(participants: int, run: str) -> list[tuple[object, Shift, str]]:
+def _setup(participants: int, run: str) -> list[tuple[Any, Shift, str]]:
     User = get_user_model()
     hashed = make_password(uuid.uuid4().hex)  # one hash for all: hashing is not what is measured
     people = []
@@ -106,7 +107,7 @@ def _database_url() -> str:
 
 def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "DATABASE_URL": _database_url()}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings"  # the site's, with errors logged
     env.setdefault("DJANGO_DEBUG", "0")
     env["DJANGO_SECRET_KEY"] = settings.SECRET_KEY  # the sessions made here are signed with it
     env.setdefault("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
