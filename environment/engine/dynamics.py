@@ -270,6 +270,32 @@ def _escalation(ep, at: int, ref: str) -> None:
         escalate(ep, ret, at)
 
 
+MIN_ACCEPTABLE_BP = 8_000  # the lowest share of a payment any customer accepts as settlement
+SHORT_REFUND_RATING = 0.02  # rating a customer's review takes off for an 80% refund (pro rata)
+
+
+def apply_refund(ep, ret: ReturnRec, amount: int) -> bool:
+    """Pay a refund on an open return; True when the customer accepts and the return closes.
+
+    Refunds accumulate toward the customer's hidden floor.  The return's credit toward
+    reliability scales with the refunded share above the lowest acceptable refund, so a
+    refund paid in full earns full credit and one that barely clears acceptance earns
+    almost none; a short-changed customer also reviews the store accordingly.
+    """
+    refund_money(ep, ret.order, amount, ep.now, "refund")
+    paid = max(1, ret.order.paid_cents)
+    if ret.order.refunded * 10_000 < ret.floor_bp * paid:
+        return False
+    share_bp = min(10_000, ret.order.refunded * 10_000 // paid)
+    ret.status = ReturnState.RESOLVED
+    ret.resolved_at = ep.now
+    ret.credit_bp = max(0, share_bp - MIN_ACCEPTABLE_BP) * 10_000 // (10_000 - MIN_ACCEPTABLE_BP)
+    if share_bp < 10_000:
+        ep.adjust_rating(-SHORT_REFUND_RATING * (10_000 - share_bp) / (10_000 - MIN_ACCEPTABLE_BP))
+    restock_return(ep, ret)
+    return True
+
+
 def restock_return(ep, ret: ReturnRec) -> None:
     """A resolved, non-defective return goes back on the shelf."""
     if ret.defective:
