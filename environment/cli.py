@@ -94,14 +94,14 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_tasks_list(args: argparse.Namespace) -> int:
-    from .tasks import HELD_OUT_SEEDS, PUBLIC_SEEDS, all_tasks
+    from .tasks import PUBLIC_SEEDS, all_tasks, held_out_seeds
 
     rows = [{"id": t.id, "split": t.split, "title": t.title, "days": t.horizon_days, "windows": t.windows,
              "window_hours": t.window_hours, "ops_per_window": t.ops_per_window, "events": len(t.events),
              "competition": bool(t.competitors), "file_hash": t.file_hash}
             for t in all_tasks(args.split)]
     if args.json:
-        _print_json({"public_seeds": list(PUBLIC_SEEDS), "held_out_seeds": len(HELD_OUT_SEEDS), "tasks": rows})
+        _print_json({"public_seeds": list(PUBLIC_SEEDS), "held_out_seeds": len(held_out_seeds()), "tasks": rows})
     else:
         for r in rows:
             print(f"{r['id']:<16} {r['split']:<5} {r['days']:>3} days {r['windows']:>3} windows "

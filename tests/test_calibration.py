@@ -624,12 +624,35 @@ def test_absentee_and_do_nothing_sit_at_the_bottom_of_every_shipped_cell():
         assert (_composite(c, "absentee"), _composite(c, "do-nothing")) == (Decimal("0.1"), Decimal("0"))
 
 
-def test_held_out_seeds_are_calibrated_apart_from_the_public_file():
+def test_held_out_seeds_stay_out_of_the_repository_and_the_public_file(tmp_path, monkeypatch):
+    """The held-out list and calibration live where STOREBENCH_HELDOUT points, never in git."""
+    import subprocess
+
+    from environment.tasks import HELDOUT_ENV, PUBLIC_SEEDS, held_out_seeds
+
+    monkeypatch.delenv(HELDOUT_ENV, raising=False)
+    assert held_out_seeds() == ()
+    (tmp_path / "seeds.txt").write_text("# kept back\n4242\n\n977 # second\n")
+    monkeypatch.setenv(HELDOUT_ENV, str(tmp_path))
+    seeds = held_out_seeds()
+    assert seeds == (4242, 977)
     public, _ = load_calibration(SHIPPED / "public.json")
-    held, _ = load_calibration(SHIPPED / "held-out.json")
-    held_seeds = {s for seeds in held["tasks"].values() for s in seeds}
-    assert held_seeds == {"101", "211"}
-    assert not held_seeds & {s for seeds in public["tasks"].values() for s in seeds}
+    assert {s for cells in public["tasks"].values() for s in cells} == {str(s) for s in PUBLIC_SEEDS}
+    tracked = subprocess.run(["git", "ls-files", "calibration"], cwd=SHIPPED.parent, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert tracked and not [p for p in tracked if "held-out" in p]
+
+
+def test_a_bad_held_out_seed_list_is_refused_naming_the_line(tmp_path, monkeypatch):
+    from environment.tasks import HELDOUT_ENV, held_out_seeds
+    from environment.tasks.heldout import HeldOutError
+
+    monkeypatch.setenv(HELDOUT_ENV, str(tmp_path))
+    with pytest.raises(HeldOutError, match="cannot be read"):
+        held_out_seeds()
+    (tmp_path / "seeds.txt").write_text("12\nseven\n")
+    with pytest.raises(HeldOutError, match="line 2: 'seven' is not a seed"):
+        held_out_seeds()
 
 
 @pytest.mark.parametrize("task_id,seed", [("counter-punch", 11), ("short-runway", 13)])
