@@ -93,6 +93,19 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
 # --- tasks, runs, calibration, grading ------------------------------------------------
 
 
+def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
+    from .ablation import ablate, render
+    from .tasks import get_task
+    from .world import load_world
+
+    result = ablate(get_task(args.task), args.seed, load_world())
+    if args.json:
+        _print_json(result)
+    else:
+        print(render(result))
+    return 0
+
+
 def _cmd_tasks_list(args: argparse.Namespace) -> int:
     from .tasks import PUBLIC_SEEDS, all_tasks, held_out_seeds
 
@@ -419,6 +432,16 @@ def build_parser() -> argparse.ArgumentParser:
     tlist.add_argument("--json", action="store_true", help="print JSON")
     tlist.add_argument("--split", choices=("train", "eval"), help="only this split")
     tlist.set_defaults(func=_cmd_tasks_list)
+    tabl = tsub.add_parser("ablate", help="remove each ingredient of a lens and show how the anchors change",
+                           description="Ablate a lens: for each defining ingredient (an event, the rivals, the "
+                                       "cash or terms overrides, a trimmed or empty shelf) replay blast-list, "
+                                       "rule-based and smart-triage without it, graded with the lens's own "
+                                       "zero and scale. An ingredient bites when removing it moves an anchor's "
+                                       "composite by at least 0.02.")
+    tabl.add_argument("task", help="task id (see: storebench tasks list)")
+    tabl.add_argument("--seed", type=int, default=7, help="seed (default 7)")
+    tabl.add_argument("--json", action="store_true", help="print JSON")
+    tabl.set_defaults(func=_cmd_tasks_ablate)
 
     run = sub.add_parser("run", help="run a scripted policy on one task and seed and write its trial folder",
                          description="Run an anchor policy through the tool surface, grade it and write the "
