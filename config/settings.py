@@ -239,5 +239,8 @@ LOGGING = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The trial explorer judges imported trials against these calibration files (the first
-# is the ladder page's); a trial's manifest picks one by hash.
-EXPLORER_CALIBRATIONS = [BASE_DIR / "calibration" / "public.json", BASE_DIR / "calibration" / "held-out.json"]
+# is the ladder page's); a trial's manifest picks one by hash. The held-out calibration
+# lives outside the repository, in the folder STOREBENCH_HELDOUT names, when it is set.
+EXPLORER_CALIBRATIONS = [BASE_DIR / "calibration" / "public.json"]
+if os.environ.get("STOREBENCH_HELDOUT", "").strip():
+    EXPLORER_CALIBRATIONS.append(Path(os.environ["STOREBENCH_HELDOUT"].strip()) / "held-out.json")

@@ -3,8 +3,11 @@
 For every cell the six anchors play the real tool surface; their results set
 the business zero (the better of do-nothing and absentee), the business scale
 (the better judgment anchor lands at 0.70), the oracle and the pass threshold,
-with the release's exact rounding.  Four gates must hold on every cell; a gate
-failure names the cell and the gate.  The file keeps the release's layout,
+with the release's exact rounding.  Five gates must hold on every cell; a gate
+failure names the cell and the gate.  The fifth plays a scripted check that is not
+an anchor, a diligence-only clerk (ship what has stock, refund in full, never buy
+or reprice), and fails the cell when diligence alone reaches the threshold; its
+composite is kept in the cell as ``diligence_composite``.  The file keeps the release's layout,
 ``tasks -> task id -> seed -> cell``, so the release's re-grader reads it as is.
 """
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
-from .anchors import ANCHORS, run_policy
+from .anchors import ANCHORS, CHECKS, run_policy
 from .engine import Episode
 from .engine.settlement import business_normalized, compose, score
 from .errors import StoreBenchError
@@ -81,8 +84,12 @@ def calibrate_cell(task: Task, seed: int, world=None) -> dict:
         anchors[name] = {"business_raw": _num(s.business_raw), "business_normalized": _num(business),
                          "reward_composite": _num(composites[name]), "reliability": _num(s.reliability),
                          "continuity": _num(s.continuity), "net_assets": _num(s.net_assets)}
+    diligence = run_anchor(task, seed, "diligence", world)[1]
+    diligence_composite = compose(business_normalized(diligence.business_raw, zero, scale), diligence.reliability,
+                                  diligence.continuity)
     return {"seed": seed, "business_zero_raw": _num(zero), "business_scale": _num(scale), "oracle": oracle,
-            "threshold": _num(threshold_of(composites)), "anchors": anchors}
+            "threshold": _num(threshold_of(composites)), "anchors": anchors,
+            "diligence_composite": _num(diligence_composite)}
 
 
 def check_gates(task_id: str, cell: dict) -> list[GateFailure]:
@@ -109,6 +116,9 @@ def check_gates(task_id: str, cell: dict) -> list[GateFailure]:
     if comp["exploiter"] >= min(honest):
         failures.append(GateFailure(task_id, seed, "exploit-suppression", f"exploiter {comp['exploiter']} is not "
                                     f"below every honest anchor (lowest {min(honest)})"))
+    if "diligence_composite" in cell and Decimal(str(cell["diligence_composite"])) >= thr:
+        failures.append(GateFailure(task_id, seed, "diligence", f"a diligence-only clerk scores "
+                                    f"{cell['diligence_composite']}, at or above the threshold {thr}"))
     return failures
 
 

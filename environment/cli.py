@@ -99,15 +99,28 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
 # --- tasks, runs, calibration, grading ------------------------------------------------
 
 
+def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
+    from .ablation import ablate, render
+    from .tasks import get_task
+    from .world import load_world
+
+    result = ablate(get_task(args.task), args.seed, load_world())
+    if args.json:
+        _print_json(result)
+    else:
+        print(render(result))
+    return 0
+
+
 def _cmd_tasks_list(args: argparse.Namespace) -> int:
-    from .tasks import HELD_OUT_SEEDS, PUBLIC_SEEDS, all_tasks
+    from .tasks import PUBLIC_SEEDS, all_tasks, held_out_seeds
 
     rows = [{"id": t.id, "split": t.split, "title": t.title, "days": t.horizon_days, "windows": t.windows,
              "window_hours": t.window_hours, "ops_per_window": t.ops_per_window, "events": len(t.events),
              "competition": bool(t.competitors), "file_hash": t.file_hash}
             for t in all_tasks(args.split)]
     if args.json:
-        _print_json({"public_seeds": list(PUBLIC_SEEDS), "held_out_seeds": len(HELD_OUT_SEEDS), "tasks": rows})
+        _print_json({"public_seeds": list(PUBLIC_SEEDS), "held_out_seeds": len(held_out_seeds()), "tasks": rows})
     else:
         for r in rows:
             print(f"{r['id']:<16} {r['split']:<5} {r['days']:>3} days {r['windows']:>3} windows "
@@ -425,6 +438,16 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     tshow.add_argument("--prompt", action="store_true", help="print only the agent's brief")
     tshow.add_argument("--json", action="store_true", help="print JSON (the terms and the brief)")
     tshow.set_defaults(func=_cmd_tasks_show)
+    tabl = tsub.add_parser("ablate", help="remove each ingredient of a lens and show how the anchors change",
+                           description="Ablate a lens: for each defining ingredient (an event, the rivals, the "
+                                       "cash or terms overrides, a trimmed or empty shelf) replay blast-list, "
+                                       "rule-based and smart-triage without it, graded with the lens's own "
+                                       "zero and scale. An ingredient bites when removing it moves an anchor's "
+                                       "composite by at least 0.02.")
+    tabl.add_argument("task", help="task id (see: storebench tasks list)")
+    tabl.add_argument("--seed", type=int, default=7, help="seed (default 7)")
+    tabl.add_argument("--json", action="store_true", help="print JSON")
+    tabl.set_defaults(func=_cmd_tasks_ablate)
 
     run = sub.add_parser("run", help="run a scripted policy on one task and seed and write its trial folder",
                          description="Run an anchor policy through the tool surface, grade it and write the "

@@ -89,11 +89,63 @@ def svg(doc: dict, marks: list[dict] | tuple = ()) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def beside_paper(doc: dict) -> str:
+    """Our ladder beside the paper's Table 6, cell by cell, with each column's mean absolute
+    deviation over the evaluation cells both have."""
+    from .paper import SEEDS, TABLE6, TABLE6_COLUMNS
+
+    lines = ["| lens | " + " | ".join(f"{c} ours / paper (seeds 7, 11, 13)" for c in TABLE6_COLUMNS)
+             + " | diligence |", "| --- |" + " --- |" * (len(TABLE6_COLUMNS) + 1)]
+    dev: dict[str, list[float]] = {c: [] for c in TABLE6_COLUMNS}
+    for tid, paper in TABLE6.items():
+        seeds = doc["tasks"].get(tid)
+        if not seeds or any(k not in seeds for k in SEEDS):
+            continue
+        row = []
+        for col, theirs in zip(TABLE6_COLUMNS, paper, strict=True):
+            ours = [seeds[k]["threshold"] if col == "threshold" else seeds[k]["anchors"][col]["reward_composite"]
+                    for k in SEEDS]
+            dev[col] += [abs(a - b) for a, b in zip(ours, theirs, strict=True)]
+            row.append(" / ".join(f"{a:.2f}" for a in ours) + " vs " + " / ".join(f"{b:.2f}" for b in theirs))
+        dil = " / ".join(f"{seeds[k].get('diligence_composite', float('nan')):.2f}" for k in SEEDS)
+        lines.append(f"| {tid} | " + " | ".join(row) + f" | {dil} |")
+    mad = ", ".join(f"{c} {_mean(v):.3f}" for c, v in dev.items())
+    return ("Our ladder beside the paper's Table 6 (ours vs paper), and the diligence-only check.\n\n"
+            + "\n".join(lines) + f"\n\nMean absolute deviation from Table 6: {mad}.")
+
+
+def beside_release(doc: dict) -> str:
+    """Training cells: our business zero and scale beside the release's, with the ratio."""
+    from .paper import RELEASE_TRAINING, SEEDS, release_zero_and_scale
+
+    lines = ["| task | seed | zero ours | zero release | ratio | scale ours | scale release | ratio |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for tid in RELEASE_TRAINING:
+        for i, k in enumerate(SEEDS):
+            cell = doc["tasks"].get(tid, {}).get(k)
+            if cell is None:
+                continue
+            zero, scale = release_zero_and_scale(tid, i)
+            lines.append(f"| {tid} | {k} | {cell['business_zero_raw']:,.0f} | {zero:,.0f} | "
+                         f"{cell['business_zero_raw'] / zero:.2f} | {cell['business_scale']:,.0f} | {scale:,.0f} | "
+                         f"{cell['business_scale'] / scale:.2f} |")
+    return "Training cells beside the release's calibration (dollars; ratio ours / release).\n\n" + "\n".join(lines)
+
+
 def write_report(doc: dict, calibration_path: str | Path) -> Path:
     path = Path(calibration_path)
     stem = path.name[:-5] if path.name.endswith(".json") else path.name
     md = path.with_name(stem + ".report.md")
     chart = path.with_name(stem + ".ladder.svg")
     chart.write_text(svg(doc))
-    md.write_text("# Calibration ladder\n\n" + table(doc) + f"\n\nChart: {chart.name}\n")
+    parts = ["# Calibration ladder", table(doc), f"Chart: {chart.name}", "## Beside the paper", beside_paper(doc),
+             "## Beside the release's training calibration", beside_release(doc)]
+    ablation = path.with_name("ablation.md")
+    if ablation.exists():  # written by: storebench tasks ablate TASK (one section per lens)
+        parts += ["## Lens ablation", ablation.read_text().strip()]
+    md.write_text("\n\n".join(parts) + "\n")
     return md

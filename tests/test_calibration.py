@@ -104,18 +104,18 @@ def test_tie_threshold_is_not_rounded_to_cents_like_the_release():
 # --- check_gates -------------------------------------------------------------------------------
 
 
-def hand_cell(seed: int = 7, threshold: float = 0.71, **composites: float) -> dict:
+def hand_cell(seed: int = 7, threshold: float = 0.71, diligence: float = 0.58, **composites: float) -> dict:
     comp = {"do-nothing": 0.0, "absentee": 0.1, "blast-list": 0.60, "rule-based": 0.72, "smart-triage": 0.74,
             "exploiter": 0.04}
     comp.update({k.replace("_", "-"): v for k, v in composites.items()})
     return {"seed": seed, "business_zero_raw": 15000.0, "business_scale": 1500.0, "oracle": "smart-triage",
-            "threshold": threshold,
+            "threshold": threshold, "diligence_composite": diligence,
             "anchors": {name: {"business_raw": 0.0, "business_normalized": 0.0, "reward_composite": v,
                                "reliability": 0.0, "continuity": 1.0, "net_assets": 0.0}
                         for name, v in comp.items()}}
 
 
-def test_a_healthy_cell_passes_all_four_gates():
+def test_a_healthy_cell_passes_all_five_gates():
     cell = hand_cell()
     assert float(threshold_of({k: D(str(a["reward_composite"])) for k, a in cell["anchors"].items()})) == 0.71
     assert check_gates("cash-crunch", cell) == []
@@ -140,6 +140,9 @@ def test_a_healthy_cell_passes_all_four_gates():
     ("exploit-suppression", 11, hand_cell(11, exploiter=0.10)),
     # the exploiter beats the absentee outright
     ("exploit-suppression", 13, hand_cell(13, exploiter=0.35)),
+    # diligence alone (ship all, refund all, never buy or reprice) reaches the threshold
+    ("diligence", 7, hand_cell(7, diligence=0.71)),
+    ("diligence", 11, hand_cell(11, diligence=0.80)),
 ])
 def test_a_cell_failing_one_gate_fails_exactly_that_gate_and_names_it(gate, seed, cell):
     failures = check_gates("counter-punch", cell)
@@ -175,6 +178,7 @@ def test_gate_boundaries():
     assert [f.gate for f in check_gates("t", hand_cell(threshold=0.61, blast_list=0.60, smart_triage=0.6299,
                                                        rule_based=0.62))] == ["judgment-gap"]
     assert [f.gate for f in check_gates("t", hand_cell(exploiter=0.0999))] == []
+    assert [f.gate for f in check_gates("t", hand_cell(diligence=0.7099))] == []
 
 
 # --- calibrate_cell on a real cell -------------------------------------------------------------
@@ -305,8 +309,12 @@ def test_cli_calibrate_writes_file_hash_report_and_chart(calibrated):
         assert cell["seed"] == seed and check_gates("counter-punch", cell) == []
 
     report = (folder / "cal.report.md").read_text()
-    rows = [line for line in report.splitlines() if line.startswith("| counter-punch |")]
+    ladder, beside_release = report.split("## Beside the paper")[0], report.split("training calibration")[-1]
+    rows = [line for line in ladder.splitlines() if line.startswith("| counter-punch |")]
     assert len(rows) == 1
+    release_rows = [line.split("|")[2].strip() for line in beside_release.splitlines()
+                    if line.startswith("| counter-punch |")]
+    assert release_rows == ["7", "11"]  # our zero and scale beside the release's, per training cell
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert len(cells) == 7
     t7, t11 = (cell_of(doc, "counter-punch", s)["threshold"] for s in (7, 11))
@@ -611,11 +619,32 @@ def test_shipped_thresholds_fall_within_the_papers_span():
     assert outside == []
 
 
-def test_smart_triage_passes_at_least_31_of_the_33_evaluation_cells():
+def test_smart_triage_passes_32_to_35_of_the_36_evaluation_cells_and_rule_based_fewer():
     cells = _shipped_cells("eval")
-    assert len(cells) == 36  # 12 lenses x 3 seeds; the paper's 33 leave out full-year
+    assert len(cells) == 36  # 12 lenses x 3 seeds
     passed = [c for _t, c in cells if _composite(c, "smart-triage") >= Decimal(str(c["threshold"]))]
-    assert len(passed) >= 31
+    assert 32 <= len(passed) <= 35  # the paper: 97%
+    rule = [c for _t, c in cells if _composite(c, "rule-based") >= Decimal(str(c["threshold"]))]
+    assert len(rule) < len(passed)
+
+
+def test_diligence_alone_never_reaches_the_threshold_on_a_shipped_cell():
+    """The fifth gate, read from the shipped file: the clerk who ships all, refunds all and never
+    buys or reprices stays below the pass bar everywhere."""
+    assert [(t, c["seed"]) for t, c in _shipped_cells()
+            if Decimal(str(c["diligence_composite"])) >= Decimal(str(c["threshold"]))] == []
+
+
+def test_budgets_bind_so_judgment_anchors_are_not_perfectly_reliable():
+    rel = [c["anchors"][a]["reliability"] for _t, c in _shipped_cells() for a in ("rule-based", "smart-triage")]
+    assert 0.5 <= min(rel) and max(rel) <= 0.95
+
+
+def test_rule_based_is_the_oracle_on_some_cells_and_smart_triage_is_not_pinned():
+    cells = _shipped_cells("eval")
+    assert 0 < sum(c["oracle"] == "rule-based" for _t, c in cells) < len(cells)
+    values = [_composite(c, "smart-triage") for _t, c in cells]
+    assert max(values.count(v) for v in values) <= len(cells) // 2
 
 
 def test_blast_list_never_passes_and_the_exploiter_averages_below_six_hundredths():
@@ -629,12 +658,35 @@ def test_absentee_and_do_nothing_sit_at_the_bottom_of_every_shipped_cell():
         assert (_composite(c, "absentee"), _composite(c, "do-nothing")) == (Decimal("0.1"), Decimal("0"))
 
 
-def test_held_out_seeds_are_calibrated_apart_from_the_public_file():
+def test_held_out_seeds_stay_out_of_the_repository_and_the_public_file(tmp_path, monkeypatch):
+    """The held-out list and calibration live where STOREBENCH_HELDOUT points, never in git."""
+    import subprocess
+
+    from environment.tasks import HELDOUT_ENV, PUBLIC_SEEDS, held_out_seeds
+
+    monkeypatch.delenv(HELDOUT_ENV, raising=False)
+    assert held_out_seeds() == ()
+    (tmp_path / "seeds.txt").write_text("# kept back\n4242\n\n977 # second\n")
+    monkeypatch.setenv(HELDOUT_ENV, str(tmp_path))
+    seeds = held_out_seeds()
+    assert seeds == (4242, 977)
     public, _ = load_calibration(SHIPPED / "public.json")
-    held, _ = load_calibration(SHIPPED / "held-out.json")
-    held_seeds = {s for seeds in held["tasks"].values() for s in seeds}
-    assert held_seeds == {"101", "211"}
-    assert not held_seeds & {s for seeds in public["tasks"].values() for s in seeds}
+    assert {s for cells in public["tasks"].values() for s in cells} == {str(s) for s in PUBLIC_SEEDS}
+    tracked = subprocess.run(["git", "ls-files", "calibration"], cwd=SHIPPED.parent, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert tracked and not [p for p in tracked if "held-out" in p]
+
+
+def test_a_bad_held_out_seed_list_is_refused_naming_the_line(tmp_path, monkeypatch):
+    from environment.tasks import HELDOUT_ENV, held_out_seeds
+    from environment.tasks.heldout import HeldOutError
+
+    monkeypatch.setenv(HELDOUT_ENV, str(tmp_path))
+    with pytest.raises(HeldOutError, match="cannot be read"):
+        held_out_seeds()
+    (tmp_path / "seeds.txt").write_text("12\nseven\n")
+    with pytest.raises(HeldOutError, match="line 2: 'seven' is not a seed"):
+        held_out_seeds()
 
 
 @pytest.mark.parametrize("task_id,seed", [("counter-punch", 11), ("short-runway", 13)])

@@ -115,7 +115,8 @@ def test_analysis_of_the_exploiter(anchor_trials):
     assert report["quit_before_horizon"] is True
     assert report["never_restocked"] is True
     assert report["partial_refunds_that_escalated"]["count"] >= 1
-    assert report["windows_ended_early"]["count"] >= 3
+    # counter-punch has 14 windows: the catalogue takes the first two, the exploiter idles until it quits after 4
+    assert report["windows_ended_early"]["count"] >= 2
 
 
 def test_analysis_of_smart_triage_finds_no_quitting_or_skipping(anchor_trials):

@@ -4,6 +4,6 @@ Each anchor acts only through the tool surface (:meth:`Episode.call`), under the
 same operation budget as any agent, and reads the store only from tool results.
 """
 
-from .policies import ANCHORS, Policy, get_anchor, run_policy
+from .policies import ANCHORS, CHECKS, Policy, get_anchor, run_policy
 
-__all__ = ["ANCHORS", "Policy", "get_anchor", "run_policy"]
+__all__ = ["ANCHORS", "CHECKS", "Policy", "get_anchor", "run_policy"]

@@ -78,18 +78,47 @@ class Absentee(Policy):
 
 
 class BlastList(Policy):
-    """Ships every order it can, soonest deadline first; decides nothing else."""
+    """The volume play done honestly: every operation goes on the must-do work in list order
+    (ship each order that has stock, soonest deadline first; then refund each open return
+    in full).  It never reads a report, buys, prices or chooses."""
 
     name = "blast-list"
 
     def window(self, ep: Episode, status: dict) -> None:
-        if not status["orders_awaiting_shipment"]:
-            return
-        for row in self.rows(ep, "list_orders", status="awaiting_shipment"):
-            if self.ops(ep) < 1:
-                return
-            if row["in_stock"]:
-                ep.call("fulfill_order", {"order_id": row["order_id"]})
+        if status["orders_awaiting_shipment"]:
+            for row in self.rows(ep, "list_orders", status="awaiting_shipment"):
+                if self.ops(ep) < 1:
+                    return
+                if row["in_stock"]:
+                    ep.call("fulfill_order", {"order_id": row["order_id"]})
+        if status["open_returns"] and self.ops(ep) > 0:
+            for row in self.rows(ep, "list_returns", status="open"):
+                if self.ops(ep) < 1:
+                    return
+                ep.call("refund_return", {"return_id": row["return_id"]})
+
+
+class Diligence(Policy):
+    """Diligence without judgment, as a new user would first try it: one page of orders (ship
+    each that has stock), one page of returns (refund each in full), end the window.  Not an
+    anchor: calibration plays it on every cell and fails a cell where it reaches the threshold."""
+
+    name = "diligence"
+
+    def run(self, ep: Episode) -> None:
+        while not ep.over:
+            w = ep.call("store_status").data["window"]
+            for tool, act, key in (("list_orders", "fulfill_order", "order_id"),
+                                   ("list_returns", "refund_return", "return_id")):
+                status = "awaiting_shipment" if tool == "list_orders" else "open"
+                rows = (ep.call(tool, {"status": status, "page_size": 100}).data or {"rows": []})["rows"]
+                for row in rows:
+                    if ep.over or ep.call("store_status").data["window"] != w:
+                        break
+                    if row.get("in_stock", True):
+                        ep.call(act, {key: row[key]})
+            if not ep.over and ep.call("store_status").data["window"] == w:
+                ep.call("end_window")
 
 
 class RuleBased(Policy):
@@ -97,6 +126,8 @@ class RuleBased(Policy):
 
     name = "rule-based"
     reorder_point = 3
+    min_weekly_units = 4  # the checklist reorders only lines that sold at least this many last week
+    stop_days = 10  # and orders nothing that would land within this many days of the end
 
     def __init__(self) -> None:
         self.sources: dict[str, dict] = {}
@@ -105,22 +136,29 @@ class RuleBased(Policy):
 
     def window(self, ep: Episode, status: dict) -> None:
         self.window_no += 1
-        keep = 3
+        days_left = (status["windows_total"] - status["window"] + 1) * status["window_hours"] / 24
+        reorder = self.window_no % 2 == 1 and days_left > self.stop_days
+        keep = 3 if reorder else 0  # operations held back for the reorder pass, only when it is due
+        if status["returns_escalating_within_24h"]:  # the checklist's first line: returns about to escalate
+            for row in self.rows(ep, "list_returns", status="open"):
+                if self.ops(ep) <= keep or ep.over or row["hours_to_escalation"] > 24:
+                    break
+                ep.call("refund_return", {"return_id": row["return_id"]})
         if status["orders_awaiting_shipment"]:
             for row in self.rows(ep, "list_orders", status="awaiting_shipment", sort="placed_newest")[::-1]:
                 if self.ops(ep) <= keep or ep.over:
                     break
                 if row["in_stock"]:
                     ep.call("fulfill_order", {"order_id": row["order_id"]})
-        if status["open_returns"] and self.ops(ep) > 1 and not ep.over:
+        if status["open_returns"] and self.ops(ep) > keep and not ep.over:
             for row in self.rows(ep, "list_returns", status="open"):
-                if self.ops(ep) <= 1 or ep.over:
+                if self.ops(ep) <= keep or ep.over:
                     break
                 ep.call("refund_return", {"return_id": row["return_id"]})
-        if self.window_no % 2 == 1 and self.ops(ep) > 2 and not ep.over:
-            self._reorder(ep)
+        if reorder and self.ops(ep) > 2 and not ep.over:
+            self._reorder(ep, days_left)
 
-    def _reorder(self, ep: Episode) -> None:
+    def _reorder(self, ep: Episode, days_left: float) -> None:
         if not self.sources:
             for row in self.rows(ep, "search_supply_catalog", listed="in_shop"):
                 pid = row["restocks_product"]
@@ -135,8 +173,10 @@ class RuleBased(Policy):
                 return
             pid = row["product_id"]
             source = self.sources.get(pid)
-            if source is None or pid in self.open_po or row["units_available_now"] > self.reorder_point:
-                continue
+            if (source is None or pid in self.open_po or row["units_available_now"] > self.reorder_point
+                    or row["units"] < self.min_weekly_units or source["moq"] > 3 * row["units"]
+                    or source["lead_days"] > days_left - self.stop_days):
+                continue  # the checklist skips lines whose minimum order would not sell in three weeks
             quantity = max(source["moq"], 2 * row["units"])
             placed = ep.call("place_purchase_order", {"supply_product_id": source["supply_product_id"],
                                                       "quantity": quantity})
@@ -154,6 +194,8 @@ class SmartTriage(Policy):
     match_share = 1.0  # how far toward a rival's lower price to go
     max_cut = 0.8  # the deepest markdown in one clearance review (as a share of the price)
     return_share = 0.15  # share of sold units expected back (the store's history: about 15%)
+    sell_through = 0.8  # buy only what is expected to sell before the end: leftovers fetch a fraction of cost
+    clear_within_days = 8.0  # markdowns wait for the last days: earlier, full-price demand may still come
 
     def __init__(self) -> None:
         self.sources: dict[str, list[dict]] = {}
@@ -184,6 +226,8 @@ class SmartTriage(Policy):
         # Spare operations per 12 hours decide how often a full restock review is affordable.
         spare = status["operations_per_window"] * 12 / status["window_hours"]
         every_days = 1 if spare >= 16 else 2 if spare >= 12 else 3
+        if status["returns_escalating_within_24h"]:
+            self._refund(ep, urgent_hours=24.0)  # a missed return costs a fine; a missed shipment, a fee
         self._ship(ep, status)
         if status["open_returns"] and self.ops(ep) > 0:
             self._refund(ep)
@@ -237,10 +281,12 @@ class SmartTriage(Policy):
             if row["in_stock"]:
                 ep.call("fulfill_order", {"order_id": row["order_id"]})
 
-    def _refund(self, ep: Episode) -> None:
+    def _refund(self, ep: Episode, urgent_hours: float | None = None) -> None:
         for row in self.rows(ep, "list_returns", status="open"):
             if ep.over or self.ops(ep) < 1:
                 return
+            if urgent_hours is not None and row["hours_to_escalation"] > urgent_hours:
+                return  # soonest escalation first: the rest can wait for the regular pass
             ep.call("refund_return", {"return_id": row["return_id"]})
 
     # -- restocking by forecast ----------------------------------------------------------
@@ -312,7 +358,7 @@ class SmartTriage(Policy):
                 # A returned unit comes back to the shelf, but its label is spent all the same.
                 margin = (1 - self.return_share) * (price * 0.9 - cost) - self.label
                 profit = sold * margin - (quantity - sold) * cost * (1 - self.salvage)
-                if profit > 0:
+                if profit > 0 and sold >= self.sell_through * quantity:
                     options.append((profit, src["supply_product_id"], src, quantity, quantity * cost))
             options.sort(key=lambda o: (-o[0], o[1]))
             best = options or None
@@ -352,7 +398,7 @@ class SmartTriage(Policy):
         if not rows:
             product = ep.call("get_product", {"product_id": pid}).data or {}
             rows = [{"variant_id": v["variant_id"], "units": 0} for v in product.get("variant_rows", [])]
-        weights = [row["units"] + 0.25 for row in rows]
+        weights = [row["units"] + 0.02 for row in rows]
         shares = apportion(quantity, weights)
         return {row["variant_id"]: q for row, q in zip(rows, shares, strict=True) if q}
 
@@ -368,7 +414,7 @@ class SmartTriage(Policy):
         expected sell-through, at most a fifth per review.
         """
         self.clear_due = False
-        if not self.last_stock or self.days_left < 1.0:
+        if not self.last_stock or self.days_left < 1.0 or self.days_left > self.clear_within_days:
             return
         shelf = {p["product_id"]: cents(p["shelf_price"]) for p in self.rows(ep, "list_products", status="active")
                  if p["shelf_price"] is not None}
@@ -438,13 +484,20 @@ ANCHORS: dict[str, Callable[[], Policy]] = {
 }
 
 
+# Scripted policies that are not anchors: calibration plays them as checks on each cell.
+CHECKS: dict[str, Callable[[], Policy]] = {"diligence": Diligence}
+
+
 class UnknownPolicy(StoreBenchError):
     code = "unknown_policy"
 
 
 def get_anchor(name: str) -> Policy:
+    if name in CHECKS:
+        return CHECKS[name]()
     if name not in ANCHORS:
-        raise UnknownPolicy(f"unknown policy {name!r}; the anchors are {', '.join(ANCHORS)}")
+        raise UnknownPolicy(f"unknown policy {name!r}; the anchors are {', '.join(ANCHORS)} "
+                            f"(and the calibration check {', '.join(CHECKS)})")
     return ANCHORS[name]()
 
 

@@ -1,6 +1,8 @@
 """What happens while a window passes: the hidden dynamics.
 
-In order: shoppers arrive and buy (orders reserve stock), then every scheduled
+In order: shoppers arrive and buy (orders reserve stock; a shopper whose size is
+sold out may order it anyway, a backorder that is cancelled and fined at its
+deadline unless stock arrives in time), then every scheduled
 happening before the window's end is processed in time order (auto-shipments at
 the deadline, deliveries, return requests, escalations, settlements, purchase
 orders landing), then storage is charged, supplier prices drift at day
@@ -22,6 +24,9 @@ from .ledger import Account
 from .state import Lot, OrderRec, OrderState, POState, ReturnRec, ReturnState
 
 REFERENCE_RATING = 4.6
+BASE_TRAFFIC = 5.0  # shoppers per unit of a line's popularity, before seasons, events and rivals
+ESCALATION_RATING = 0.015  # an escalated return's review
+STOCKOUT_RATING = 0.015  # a cancelled order's review; backorders make these common for a store that runs dry
 
 
 def run_window(ep) -> None:
@@ -84,8 +89,8 @@ def _shoppers(ep, t0: int, t1: int) -> None:
         acc += w
         cum.append(acc)
     doy = simtime.day_of_year(t0 + ep.window_minutes // 2)
-    traffic = share * store_season(doy)
-    placed: list[tuple[int, int, object, int]] = []
+    traffic = share * store_season(doy) * BASE_TRAFFIC
+    placed: list[tuple[int, int, object, int, bool]] = []
     for product in ep.products:
         if not product.active:
             continue
@@ -100,22 +105,31 @@ def _shoppers(ep, t0: int, t1: int) -> None:
             variant = product.variants[min(k, len(product.variants) - 1)]
             qty = 2 if r.random() < 0.08 else 1
             at = t0 + min(r.weighted_index(cum), hours - 1) * HOUR + r.randint(0, 59)
-            if variant.available < 1 and r.random() < SUBSTITUTION:
-                variant = _same_size_substitute(product, variant)
-            if variant is None or variant.available < 1:
-                continue  # stockout: the shopper leaves, and nobody sees it
+            backorder = False
+            if variant.available < 1:
+                roll = r.random()
+                if roll < SUBSTITUTION:
+                    variant = _same_size_substitute(product, variant) or variant
+                if variant.available < 1:
+                    if roll < SUBSTITUTION or r.random() >= BACKORDER:
+                        continue  # stockout: the shopper leaves, and nobody sees it
+                    backorder = True  # the listing still offers the size: an order with no stock behind it
             if variant.price > shelf and r.random() >= (variant.price / shelf) ** -product.elasticity:
                 continue  # dearer than the shelf price that drew them in: the shopper balks
-            if variant.available < qty:
+            if not backorder and variant.available < qty:
                 qty = 1
             variant.reserved += qty  # reserve now so later shoppers see the true availability
-            placed.append((at, i, variant, qty))
+            placed.append((at, i, variant, qty, backorder))
     placed.sort(key=lambda x: (x[0], x[2].idx, x[1]))
-    for at, _i, variant, qty in placed:
-        _create_order(ep, at, variant, qty)
+    for at, _i, variant, qty, backorder in placed:
+        _create_order(ep, at, variant, qty, backorder)
 
 
 SUBSTITUTION = 0.5  # share of shoppers who take another colour in their size when theirs is sold out
+# Share of the others who order the sold-out size anyway: a listing keeps offering every size
+# of an active line, so demand can outrun stock.  Such an order ships only if stock lands (or
+# is freed) before its deadline; otherwise it is cancelled for want of stock, with a fine.
+BACKORDER = 0.4
 
 
 def _same_size_substitute(product, wanted):
@@ -126,7 +140,7 @@ def _same_size_substitute(product, wanted):
     return best
 
 
-def _create_order(ep, at: int, variant, qty: int) -> None:
+def _create_order(ep, at: int, variant, qty: int, backorder: bool = False) -> None:
     no = ep.next_order_no
     ep.next_order_no += 1
     order_id = f"ORD-{no}"
@@ -141,7 +155,7 @@ def _create_order(ep, at: int, variant, qty: int) -> None:
     ep.returning_customers.add(customer)
     paid_subcents = variant.price * qty * (10_000 - discount) // 100
     order = OrderRec(order_id, customer, variant, qty, variant.price, paid_subcents, at, at + DAY,
-                     OrderState.OPEN)
+                     OrderState.OPEN, backorder=backorder)
     order.receivable = ep._net_of_commission(order.paid_cents)
     ep.orders[order_id] = order
     ep.ledger.post(at, ep.window, Account.RECEIVABLE, "sale", order.receivable, order_id)
@@ -198,7 +212,7 @@ def _deadline(ep, at: int, ref: str) -> None:
         order.status = OrderState.CANCELLED_STOCKOUT
         cancel_order_money(ep, order, at, "stockout_cancel")
         ep.ledger.post(at, ep.window, Account.CASH, "stockout_fine", -e.stockout_fine, order.id)
-        ep.adjust_rating(-0.04)
+        ep.adjust_rating(-STOCKOUT_RATING)
         return
     day = at // DAY
     capacity = int(e.autoship_capacity_per_day * ep.capacity_factor)
@@ -261,13 +275,39 @@ def escalate(ep, ret: ReturnRec, at: int) -> None:
     ret.status = ReturnState.ESCALATED
     ret.resolved_at = at
     ret.credit_bp = 0
-    ep.adjust_rating(-0.05)
+    ep.adjust_rating(-ESCALATION_RATING)
 
 
 def _escalation(ep, at: int, ref: str) -> None:
     ret = ep.returns[ref]
     if ret.status == ReturnState.OPEN:
         escalate(ep, ret, at)
+
+
+MIN_ACCEPTABLE_BP = 8_000  # the lowest share of a payment any customer accepts as settlement
+SHORT_REFUND_RATING = 0.02  # rating a customer's review takes off for an 80% refund (pro rata)
+
+
+def apply_refund(ep, ret: ReturnRec, amount: int) -> bool:
+    """Pay a refund on an open return; True when the customer accepts and the return closes.
+
+    Refunds accumulate toward the customer's hidden floor.  The return's credit toward
+    reliability scales with the refunded share above the lowest acceptable refund, so a
+    refund paid in full earns full credit and one that barely clears acceptance earns
+    almost none; a short-changed customer also reviews the store accordingly.
+    """
+    refund_money(ep, ret.order, amount, ep.now, "refund")
+    paid = max(1, ret.order.paid_cents)
+    if ret.order.refunded * 10_000 < ret.floor_bp * paid:
+        return False
+    share_bp = min(10_000, ret.order.refunded * 10_000 // paid)
+    ret.status = ReturnState.RESOLVED
+    ret.resolved_at = ep.now
+    ret.credit_bp = max(0, share_bp - MIN_ACCEPTABLE_BP) * 10_000 // (10_000 - MIN_ACCEPTABLE_BP)
+    if share_bp < 10_000:
+        ep.adjust_rating(-SHORT_REFUND_RATING * (10_000 - share_bp) / (10_000 - MIN_ACCEPTABLE_BP))
+    restock_return(ep, ret)
+    return True
 
 
 def restock_return(ep, ret: ReturnRec) -> None:

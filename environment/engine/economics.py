@@ -39,6 +39,8 @@ class Economics:
     po_cancel_fee_bp: int = 1_000
     po_cancel_window_hours: int = 48
     starting_rating: float = 4.6
+    lead_time_pct: int = 60  # vendors' catalogue lead times, as a percentage, on this platform
+    moq_pct: int = 100  # vendors' catalogue minimum orders, as a percentage
 
     @property
     def opening_capital(self) -> int:

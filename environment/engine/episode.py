@@ -232,14 +232,10 @@ class Episode:
 
         # Stock: opening lots, trimmed for the task, with reservations for open orders.
         pos = w.by_id("purchase_orders")
+        caps = self._trim_caps(doy) if task.trim_stock_days is not None else {}
         for v in w.variants:
             vr = self.variant_by_id[v.id]
-            units = v.stock
-            product = vr.product
-            if task.trim_stock_days is not None:
-                daily = product.popularity * vr.mix * season_factor(product.season, doy)
-                cap = max(task.trim_stock_floor, round(task.trim_stock_days * daily))
-                units = min(units, cap)
+            units = min(v.stock, caps.get(v.id, v.stock))
             if task.empty_shelf:
                 units = 0
             units = max(units, reserved_open.get(v.id, 0))
@@ -292,6 +288,38 @@ class Episode:
         self.events = EventBook(self)
         self.events.fire_due(self.now)
         self._record_window_balance()
+
+    def _trim_caps(self, doy: int) -> dict[str, int]:
+        """Opening units per variant when the task trims the shelf to ``trim_stock_days``.
+
+        A line keeps that many days of its demand at the platform's traffic, but never fewer than ``trim_stock_floor``
+        units (the floor is per line, so a longer trim keeps more of the busy lines); the
+        line's units go to its variants in proportion to their share of its sales, no
+        variant keeping more than it holds.
+        """
+        from ..allocation import apportion
+        from .dynamics import BASE_TRAFFIC
+
+        stock = {v.id: v.stock for v in self.world.variants}
+        caps: dict[str, int] = {}
+        for product in self.products:
+            daily = product.popularity * season_factor(product.season, doy) * BASE_TRAFFIC
+            held = [stock[v.id] for v in product.variants]
+            sizes = len({v.size for v in product.variants})
+            keep = min(sum(held), max(self.task.trim_stock_floor * sizes, round(self.task.trim_stock_days * daily)))
+            weights = [v.mix if n else 0.0 for v, n in zip(product.variants, held, strict=True)]
+            shares = apportion(keep, weights) if keep and sum(weights) > 0 else [0] * len(held)
+            spill = 0
+            for v, n, q in zip(product.variants, held, shares, strict=True):
+                caps[v.id] = min(n, q)
+                spill += q - caps[v.id]
+            for v, n in sorted(zip(product.variants, held, strict=True), key=lambda x: (-x[0].mix, x[0].id)):
+                if spill <= 0:
+                    break
+                extra = min(spill, n - caps[v.id])
+                caps[v.id] += extra
+                spill -= extra
+        return caps
 
     def _order_from_world(self, o, status: OrderState) -> OrderRec:
         rec = OrderRec(o.id, o.customer_id, self.variant_by_id[o.variant_id], o.quantity, o.unit_price,
@@ -348,7 +376,12 @@ class Episode:
 
     def lead_days(self, vendor_id: str) -> int:
         vendor = self.vendors[vendor_id]
-        return vendor.lead_days + self.country_lead.get(vendor.country, 0)
+        base = max(1, round(vendor.lead_days * self.econ.lead_time_pct / 100))
+        return base + self.country_lead.get(vendor.country, 0)
+
+    def moq(self, vendor_id: str) -> int:
+        """The vendor's minimum order on this platform (its catalogue MOQ, scaled by the terms)."""
+        return max(1, round(self.vendors[vendor_id].moq * self.econ.moq_pct / 100))
 
     def supply_available(self, sp_id: str) -> bool:
         sp = self.supply_products[sp_id]

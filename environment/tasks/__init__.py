@@ -6,11 +6,11 @@ names follow the public release, so its task files load unchanged.  See
 :mod:`.model` for the fields and :mod:`.loader` for how files are checked.
 """
 
+from .heldout import HELDOUT_ENV, held_out_dir, held_out_seeds
 from .loader import TaskFileError, all_tasks, get_task, load_task, load_task_text
 from .model import Competitor, Event, Task
 
 PUBLIC_SEEDS = (7, 11, 13)
-HELD_OUT_SEEDS = (101, 211)
 
-__all__ = ["Competitor", "Event", "HELD_OUT_SEEDS", "PUBLIC_SEEDS", "Task", "TaskFileError",
-           "all_tasks", "get_task", "load_task", "load_task_text"]
+__all__ = ["HELDOUT_ENV", "Competitor", "Event", "PUBLIC_SEEDS", "Task", "TaskFileError", "all_tasks", "get_task",
+           "held_out_dir", "held_out_seeds", "load_task", "load_task_text"]

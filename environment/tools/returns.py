@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..engine.dynamics import refund_money, restock_return
+from ..engine.dynamics import apply_refund
 from ..engine.state import ReturnRec, ReturnState
 from ..simtime import HOUR
 from .format import usd, when
@@ -84,14 +84,7 @@ def refund_return(ep, args: RefundArgs) -> dict:
     if amount > capacity:
         raise ToolError("exceeds_refundable", f"{usd(amount)} is more than the {usd(capacity)} still refundable "
                         f"on {r.id}", refundable=usd(capacity))
-    refund_money(ep, r.order, amount, ep.now, "refund")
-    paid = r.order.paid_cents
-    accepted = r.order.refunded * 10_000 >= r.floor_bp * paid
-    if accepted:
-        r.status = ReturnState.RESOLVED
-        r.resolved_at = ep.now
-        r.credit_bp = min(10_000, r.order.refunded * 10_000 // max(1, paid))
-        restock_return(ep, r)
+    accepted = apply_refund(ep, r, amount)
     return {"return_id": r.id, "refunded_now": usd(amount), "refunded_total": usd(r.order.refunded),
             "status": str(r.status),
             "note": ("the customer accepted; the return is closed" if accepted else

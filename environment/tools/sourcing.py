@@ -41,7 +41,7 @@ def supply_row(ep, sp) -> dict:
     costs = [ep.unit_cost_now(cheapest), ep.unit_cost_now(dearest)]
     return {"supply_product_id": sp.id, "title": sp.title, "category": sp.category, "season": str(sp.season),
             "vendor_id": vendor.id, "vendor": vendor.name, "country": vendor.country,
-            "unit_cost_min": usd(min(costs)), "unit_cost_max": usd(max(costs)), "moq": vendor.moq,
+            "unit_cost_min": usd(min(costs)), "unit_cost_max": usd(max(costs)), "moq": ep.moq(vendor.id),
             "lead_days": ep.lead_days(vendor.id), "skus": len(sp.sku_ids), "restocks_product": restocks(ep, sp),
             "available": ep.supply_available(sp.id)}
 
@@ -117,7 +117,7 @@ def supplier_profile(ep, args: VendorArgs) -> dict:
     record = vendor_record(ep.world)[vendor.id]
     return {"vendor_id": vendor.id, "name": vendor.name, "country": vendor.country, "city": vendor.city,
             "tier": str(vendor.tier), "founded": vendor.founded, "lead_days": ep.lead_days(vendor.id),
-            "moq": vendor.moq, "on_time_delivery_record": f"{round(vendor.on_time_rate * 100)}%",
+            "moq": ep.moq(vendor.id), "on_time_delivery_record": f"{round(vendor.on_time_rate * 100)}%",
             "purchase_orders_received": record["pos"], "defect_returns_per_100_sold":
                 round(100 * record["defects"] / record["sold"], 1) if record["sold"] else None,
             "trading": vendor.id not in ep.failed_vendors,
@@ -210,9 +210,9 @@ def place_purchase_order(ep, args: PlacePOArgs) -> dict:
     units = sum(wanted.values())
     if units > MAX_PO_UNITS:
         raise ToolError("too_many_units", f"{units} units is over the {MAX_PO_UNITS}-unit limit of one order")
-    if units < vendor.moq:
-        raise ToolError("below_moq", f"{vendor.name} needs at least {vendor.moq} units per order; this one has "
-                        f"{units}", moq=vendor.moq, units=units)
+    if units < ep.moq(vendor.id):
+        raise ToolError("below_moq", f"{vendor.name} needs at least {ep.moq(vendor.id)} units per order; this one "
+                        f"has {units}", moq=ep.moq(vendor.id), units=units)
     lines = []
     cost = 0
     for sku_id in sp.sku_ids:
