@@ -22,8 +22,7 @@ from environment.calibration import CalibrationError, load_calibration
 
 from . import calibrations
 from .charts import SLOT_COLOURS, Marker, Series, window_chart
-from .measures import (BY_SLUG, MEASURES, SERIES_COLOURS, WINDOW_COLUMNS, Measure, points, recorded,
-                       running_total)
+from .measures import BY_SLUG, MEASURES, SERIES_COLOURS, WINDOW_COLUMNS, Measure, points, recorded, running_total
 from .models import ToolFamily, Trial, TrialCall, TrialEvent, TrialWindow
 from .tables import Table
 

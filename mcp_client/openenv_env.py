@@ -72,7 +72,7 @@ does :func:`classes`).  Serve it with ``python -m mcp_client.openenv_env``.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from environment.rl.session import DEFAULT_REWARD, Session, tool_specs
 
@@ -80,6 +80,12 @@ __all__ = ["StoreBenchClient", "StoreBenchEnvironment", "StoreBenchObservation",
            "classes", "create_app"]
 
 _built: dict[str, Any] = {}
+
+if TYPE_CHECKING:  # built on first access by the module ``__getattr__`` below
+    StoreBenchClient: type[Any]
+    StoreBenchEnvironment: type[Any]
+    StoreBenchObservation: type[Any]
+    StoreBenchState: type[Any]
 
 
 class _Draws:
@@ -96,8 +102,6 @@ def classes() -> dict[str, Any]:
     """Import OpenEnv and build the adapter's classes (once)."""
     if _built:
         return _built
-    from pydantic import Field
-
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.mcp_types import (
         RESERVED_TOOL_NAMES,
@@ -111,6 +115,7 @@ def classes() -> dict[str, Any]:
     )
     from openenv.core.env_server.types import EnvironmentMetadata, State
     from openenv.core.mcp_client import MCPToolClient
+    from pydantic import Field
 
     specs = tool_specs()
     clash = {t["name"] for t in specs} & set(RESERVED_TOOL_NAMES)
