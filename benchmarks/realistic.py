@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import make_password
 from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
@@ -44,7 +45,7 @@ from shifts.models import BriefingAcknowledgement, Shift, ShiftCall
 REPO = Path(__file__).resolve().parent.parent
 TASK, SEED = "steady", 7
 # What participants do: reads, a refused read, writes that spend an operation.
-MOVES = [("list_orders", {"page_size": 5}), ("finance_summary", {}), ("list_returns", {}),
+MOVES: list[tuple[str, dict[str, object]]] = [("list_orders", {"page_size": 5}), ("finance_summary", {}), ("list_returns", {}),
          ("store_status", {}), ("list_inventory", {"page_size": 5}), ("get_product", {"product_id": "nope"})]
 WEIGHTS = [4, 2, 2, 1, 2, 1]
 
@@ -76,19 +77,21 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-def _session_for(user) -> str:
+def _session_for(user: AbstractBaseUser) -> str:
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
-    return session.session_key
+    key = session.session_key
+    assert key is not None, "create() gives the session a key"
+    return key
 
 
-def _setup(participants: int, run: str) -> list[tuple[object, Shift, str]]:
+def _setup(participants: int, run: str) -> list[tuple[AbstractBaseUser, Shift, str]]:
     User = get_user_model()
     hashed = make_password(uuid.uuid4().hex)  # one hash for all: hashing is not what is measured
-    people = []
+    people: list[tuple[AbstractBaseUser, Shift, str]] = []
     for index in range(participants):
         user = User.objects.create(username=f"bench-{run}-{index:03d}", password=hashed)
         BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())

@@ -32,7 +32,7 @@ def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, pol
     if calibration is not None:
         load_calibration(calibration)  # a bad file is refused now, not in every worker
     task_ids = [t.id for t in all_tasks()] if list(tasks) == ["all"] else list(tasks)
-    label = policy or Path(actions).stem
+    label = policy if actions is None else Path(actions).stem  # exactly one of the two is given
     root = Path(out).resolve()
     cells = cells_for(task_ids, seeds)
     with transaction.atomic():
