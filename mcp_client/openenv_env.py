@@ -169,9 +169,11 @@ def classes() -> dict[str, Any]:
                 raise ValueError(f"unknown reset keywords {sorted(kwargs)}; they are task, task_seed, reward")
             task, task_seed = self.session.resolve(_Draws(seed), options)
             text = self.session.start(task, task_seed, options.get("reward"))
+            ep = self.session.ep
+            assert ep is not None, "start() opens an episode"
             self._episode_id = episode_id or f"{task}-{task_seed}"
             return StoreBenchObservation(tool_name="store_status", result={"data": text, "is_error": False},
-                                         prompt=self.session.ep.task.prompt.strip(), done=False, reward=None)
+                                         prompt=ep.task.prompt.strip(), done=False, reward=None)
 
         def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any):
             if isinstance(action, ListToolsAction):
@@ -183,6 +185,8 @@ def classes() -> dict[str, Any]:
                     error=ToolError(error_type=ToolErrorType.EXECUTION_ERROR,
                                     message="no episode: reset first (a plain HTTP /step is stateless; "
                                             "play an episode in a WebSocket session)"))
+            # Any: environment.rl.session.Step fills its slots in a loop, so mypy sees none of them.
+            step: Any
             if isinstance(action, CallToolAction):
                 name = action.tool_name
                 step = self.session.act({"tool": name, "arguments": action.arguments})
