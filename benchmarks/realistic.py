@@ -32,6 +32,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import make_password
 from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
@@ -77,7 +78,7 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-def _session_for(user) -> str:
+def _session_for(user: AbstractBaseUser) -> str:
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
@@ -89,7 +90,7 @@ def _session_for(user) -> str:
 def _setup(participants: int, run: str) -> list[tuple[Any, Shift, str]]:
     User = get_user_model()
     hashed = make_password(uuid.uuid4().hex)  # one hash for all: hashing is not what is measured
-    people = []
+    people: list[tuple[AbstractBaseUser, Shift, str]] = []
     for index in range(participants):
         user = User.objects.create(username=f"bench-{run}-{index:03d}", password=hashed)
         BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())

@@ -27,6 +27,7 @@ those three off and nothing else.
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -38,9 +39,9 @@ def _env_bool(name: str, default: str) -> bool:
     return os.environ.get(name, default).strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _postgres_from_url(url: str) -> dict:
+def _postgres_from_url(url: str) -> dict[str, str | dict[str, str]]:
     parsed = urlparse(url)
-    config = {
+    config: dict[str, str | dict[str, str]] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
         "USER": unquote(parsed.username or ""),
@@ -131,6 +132,7 @@ ASGI_APPLICATION = "config.asgi.application"
 
 # Database
 _database_url = os.environ.get("DATABASE_URL", "")
+DATABASES: dict[str, dict[str, Any]]
 if _database_url.startswith(("postgres://", "postgresql://")):
     DATABASES = {"default": _postgres_from_url(_database_url)}
 else:

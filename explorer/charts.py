@@ -12,6 +12,7 @@ and counts, converted to dollars here, for drawing only.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
@@ -81,7 +82,7 @@ def _value_range(values: list[float], *, from_zero: bool, bars: bool) -> tuple[f
     return lo - pad, hi + pad, clip
 
 
-def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, markers: list[Marker] = (),
+def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, markers: Sequence[Marker] = (),
                  bars: bool = False, from_zero: bool = True, chart_id: str = "chart") -> str:
     x_max = max(x_max, 1)
     values = [v for s in series for _, v in s.points if v is not None]
@@ -103,7 +104,7 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
            f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
            f'<text x="{LEFT}" y="20" font-size="13" font-weight="600" fill="{INK}">{escape(title)}</text>']
     # Legend, right-aligned on the title line.
-    lx = WIDTH - RIGHT
+    lx: float = WIDTH - RIGHT
     for s in reversed(series):
         label = s.label if len(s.label) <= 34 else s.label[:33] + "…"
         lx -= 14 + 6.2 * len(label)
@@ -152,7 +153,8 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
                            f'y="{min(y, zero):.1f}" width="{width:.1f}" height="{max(abs(zero - y), 0.5):.1f}" '
                            f'fill="{s.colour if value >= 0 else "#dc2626"}"/>')
             continue
-        runs, run = [], []
+        runs: list[list[str]] = []
+        run: list[str] = []
         for window, value in s.points:
             if value is None:
                 if run:

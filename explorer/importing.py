@@ -52,6 +52,7 @@ class ImportOutcome:
         if self.status == ImportStatus.REFUSED:
             return f"refused    {self.path}: {self.reason}"
         t = self.trial
+        assert t is not None, "only a refused folder has no trial"
         return (f"{self.status.value:<10} {self.path} -> trial {t.pk} ({t.task_id} seed {t.seed}, {t.player}, "
                 f"composite {t.reward_composite:.6f})")
 

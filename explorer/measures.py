@@ -63,7 +63,8 @@ def points(rows: list[dict], measure: Measure, field: str) -> list[tuple[float, 
 def running_total(rows: list[dict], measure: Measure, field: str) -> list[tuple[float, float | None]]:
     """A flow summed from the opening, at the end of each window (the dense reward's ends at business_raw)."""
     scale = 100 if measure.unit == "usd" else 1
-    total, out = 0, [(0, 0.0)]
+    total = 0
+    out: list[tuple[float, float | None]] = [(0, 0.0)]
     for row in rows:
         if row["window"] == 0 or row[field] is None:
             continue

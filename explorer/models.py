@@ -135,6 +135,13 @@ class TrialCall(models.Model):
     arguments = models.JSONField(default=dict)
     result = models.TextField(blank=True)  # the tool result as returned; blank without an observation stream
 
+    # Not columns: the trial page's action log annotates its page of calls with a cut of the
+    # result (preview, result_length) and sets these from it for display (explorer.services).
+    arguments_text: str
+    preview_header: str
+    preview_body: str
+    truncated: bool
+
     class Meta:
         ordering = ["trial", "seq"]
         constraints = [models.UniqueConstraint(fields=["trial", "seq"], name="explorer_one_row_per_call")]
@@ -154,6 +161,8 @@ class TrialEvent(models.Model):
     at = models.CharField(max_length=24)
     window = models.PositiveIntegerField()  # the window it fired at the start of
     detail = models.TextField(blank=True)  # the alert or rumour text, from the task file when it still matches
+
+    tag: str  # not a column: E1, E2, ... in firing order, set by explorer.services for display
 
     class Meta:
         ordering = ["trial", "window", "index"]

@@ -22,8 +22,7 @@ from environment.calibration import CalibrationError, load_calibration
 
 from . import calibrations
 from .charts import SLOT_COLOURS, Marker, Series, window_chart
-from .measures import (BY_SLUG, MEASURES, SERIES_COLOURS, WINDOW_COLUMNS, Measure, points, recorded,
-                       running_total)
+from .measures import BY_SLUG, MEASURES, SERIES_COLOURS, WINDOW_COLUMNS, Measure, points, recorded, running_total
 from .models import ToolFamily, Trial, TrialCall, TrialEvent, TrialWindow
 from .tables import Table
 
@@ -85,9 +84,9 @@ class ComparePage:
 class LadderRow:
     task: str
     seed: int
-    threshold: Decimal
+    threshold: Decimal | None
     oracle: str
-    anchors: list[tuple[str, Decimal]]
+    anchors: list[tuple[str, Decimal | None]]
     results: list[Trial]
 
 
@@ -155,10 +154,12 @@ def _ladder_strip(trial: Trial) -> str:
 
 
 def _events(trials: list[Trial], researcher: bool) -> list[TrialEvent] | None:
-    if not researcher:
-        return None
+    return _task_events(trials) if researcher else None
+
+
+def _task_events(trials: list[Trial]) -> list[TrialEvent]:
     # The same task fires the same events; a trial that stopped early saw fewer of them.
-    by_index = {}
+    by_index: dict[int, TrialEvent] = {}
     for event in TrialEvent.objects.filter(trial__in=trials).order_by("window", "index", "trial_id"):
         by_index.setdefault(event.index, event)
     events = sorted(by_index.values(), key=lambda e: (e.window, e.index))
@@ -207,14 +208,16 @@ def _calls(trial: Trial, family: str, page: int) -> Page:
     calls = TrialCall.objects.filter(trial=trial)
     if family:
         calls = calls.filter(family=family)
-    calls = (calls.order_by("seq").defer("result")
-             .annotate(preview=Substr("result", 1, PREVIEW), result_length=Length("result")))
-    current = Paginator(calls, PAGE_SIZE).get_page(page)
+    previews = (calls.order_by("seq").defer("result")
+                .annotate(preview=Substr("result", 1, PREVIEW), result_length=Length("result")))
+    current = Paginator(previews, PAGE_SIZE).get_page(page)
+    # django-stubs types the page's items as the annotated model, yet finds no annotated
+    # attribute on them once they come through a Paginator (direct iteration works).
     for call in current.object_list:
         call.arguments_text = json.dumps(call.arguments, separators=(", ", ": "), ensure_ascii=False)
-        header, _, body = call.preview.partition("\n")
+        header, _, body = call.preview.partition("\n")  # type: ignore[attr-defined]
         call.preview_header, call.preview_body = header, body
-        call.truncated = call.result_length > PREVIEW
+        call.truncated = call.result_length > PREVIEW  # type: ignore[attr-defined]
     return current
 
 
@@ -238,7 +241,7 @@ def trial_chart(trial_id: int, slug: str, *, researcher: bool) -> str:
 
 def components_table(trial_id: int) -> Table:
     trial = get_object_or_404(Trial, pk=trial_id)
-    rows = [("reward_composite", trial.reward_composite, None, None)]
+    rows: list[tuple] = [("reward_composite", trial.reward_composite, None, None)]
     rows += [(r["key"], r["value"], r["weight"], r["contribution"]) for r in _components(trial)]
     rows += [("business_raw_usd", trial.business_raw, None, None), ("net_assets_usd", trial.net_assets, None, None),
              ("threshold", trial.threshold, None, None),
@@ -267,7 +270,7 @@ def actions_table(trial_id: int, family: str = "") -> Table:
 def events_table(trial_id: int) -> Table:
     """The task's events as they fired in this trial; for researchers only (the view checks)."""
     trial = get_object_or_404(Trial, pk=trial_id)
-    events = _events([trial], researcher=True)
+    events = _task_events([trial])
     return Table(f"trial-{trial.pk}-events", ("tag", "window", "at", "channel", "kind", "detail"),
                  [(e.tag, e.window, e.at, e.channel, e.kind, e.detail) for e in events])
 
@@ -392,7 +395,7 @@ def ladder_svg() -> str:
 
 def ladder_table() -> Table:
     page = ladder_page()
-    rows = []
+    rows: list[tuple] = []
     for r in page.rows:
         rows.append((r.task, r.seed, "threshold", "threshold", r.threshold, None, None))
         rows += [(r.task, r.seed, "anchor", name, value, None, None) for name, value in r.anchors]

@@ -43,5 +43,6 @@ class Table:
         return out.getvalue()
 
     def as_json(self) -> str:
-        rows = [{c: (str(v) if isinstance(v, Decimal) else v) for c, v in zip(self.columns, row)} for row in self.rows]
+        rows = [{c: (str(v) if isinstance(v, Decimal) else v) for c, v in zip(self.columns, row, strict=False)}
+                for row in self.rows]
         return json.dumps({"table": self.name, "columns": list(self.columns), "rows": rows}, indent=1) + "\n"

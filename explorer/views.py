@@ -104,7 +104,7 @@ def trial_call(request: HttpRequest, pk: int, seq: int) -> JsonResponse:
 def _compare_ids(request: HttpRequest) -> tuple[list[int] | None, str]:
     form = CompareForm(request.GET)
     if not form.is_valid():
-        return None, " ".join(form.errors["trial"])
+        return None, " ".join(str(message) for message in form.errors["trial"])
     return form.cleaned_data["trial"], ""
 
 

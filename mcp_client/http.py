@@ -55,18 +55,16 @@ The benchmark (a store call against a no-op tool over both transports) is in
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import itertools
-import os
 import secrets
 import socket
 import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 

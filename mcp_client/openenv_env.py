@@ -72,7 +72,7 @@ does :func:`classes`).  Serve it with ``python -m mcp_client.openenv_env``.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from environment.rl.session import DEFAULT_REWARD, Session, tool_specs
 
@@ -80,6 +80,12 @@ __all__ = ["StoreBenchClient", "StoreBenchEnvironment", "StoreBenchObservation",
            "classes", "create_app"]
 
 _built: dict[str, Any] = {}
+
+if TYPE_CHECKING:  # built on first access by the module ``__getattr__`` below
+    StoreBenchClient: type[Any]
+    StoreBenchEnvironment: type[Any]
+    StoreBenchObservation: type[Any]
+    StoreBenchState: type[Any]
 
 
 class _Draws:
@@ -96,8 +102,6 @@ def classes() -> dict[str, Any]:
     """Import OpenEnv and build the adapter's classes (once)."""
     if _built:
         return _built
-    from pydantic import Field
-
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.mcp_types import (
         RESERVED_TOOL_NAMES,
@@ -111,6 +115,7 @@ def classes() -> dict[str, Any]:
     )
     from openenv.core.env_server.types import EnvironmentMetadata, State
     from openenv.core.mcp_client import MCPToolClient
+    from pydantic import Field
 
     specs = tool_specs()
     clash = {t["name"] for t in specs} & set(RESERVED_TOOL_NAMES)
@@ -164,9 +169,11 @@ def classes() -> dict[str, Any]:
                 raise ValueError(f"unknown reset keywords {sorted(kwargs)}; they are task, task_seed, reward")
             task, task_seed = self.session.resolve(_Draws(seed), options)
             text = self.session.start(task, task_seed, options.get("reward"))
+            ep = self.session.ep
+            assert ep is not None, "start() opens an episode"
             self._episode_id = episode_id or f"{task}-{task_seed}"
             return StoreBenchObservation(tool_name="store_status", result={"data": text, "is_error": False},
-                                         prompt=self.session.ep.task.prompt.strip(), done=False, reward=None)
+                                         prompt=ep.task.prompt.strip(), done=False, reward=None)
 
         def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any):
             if isinstance(action, ListToolsAction):
@@ -178,6 +185,8 @@ def classes() -> dict[str, Any]:
                     error=ToolError(error_type=ToolErrorType.EXECUTION_ERROR,
                                     message="no episode: reset first (a plain HTTP /step is stateless; "
                                             "play an episode in a WebSocket session)"))
+            # Any: environment.rl.session.Step fills its slots in a loop, so mypy sees none of them.
+            step: Any
             if isinstance(action, CallToolAction):
                 name = action.tool_name
                 step = self.session.act({"tool": name, "arguments": action.arguments})

@@ -54,16 +54,16 @@ from __future__ import annotations
 import inspect
 import threading
 import weakref
-from pathlib import Path
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
 
 import anyio.to_thread
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.resources.types import FunctionResource
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -84,6 +84,9 @@ BriefProvider = Callable[[], str]
 BRIEF_PROMPT = "brief"
 BRIEF_URI = "storebench://brief"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+# Parameter annotations are built at run time from the registry's fields; through this
+# alias mypy does not read them as static type expressions.
+_Annotated: Any = Annotated
 
 
 # --- serialising calls per episode -------------------------------------------------------
@@ -171,8 +174,8 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
     parameters: list[inspect.Parameter] = []
     annotations: dict[str, Any] = {}
     for name, field in fields.items():
-        annotation = Annotated[(field.annotation, *field.metadata,
-                                Field(description=field.description, json_schema_extra=field.json_schema_extra))]
+        annotation = _Annotated[(field.annotation, *field.metadata,
+                                 Field(description=field.description, json_schema_extra=field.json_schema_extra))]
         default = inspect.Parameter.empty if field.is_required() else field.default
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                             annotation=annotation))
@@ -264,7 +267,7 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
     if type(lowlevel) is not Server:
         raise RuntimeError("the MCP SDK's low-level server is not the class this adapter extends")
     lowlevel.__class__ = _BriefedServer
-    lowlevel._brief = current_brief
+    cast(_BriefedServer, lowlevel)._brief = current_brief  # the class swap above is invisible to mypy
 
     async def brief_prompt() -> str:
         return current_brief()

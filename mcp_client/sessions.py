@@ -188,10 +188,11 @@ class Session:
 
     def _settle(self, *, ended_by: str) -> dict:
         labels = {"env": "storebench-mcp", "ended_by": ended_by, **self.labels}
-        if self.out is None:
+        folder = self.folder
+        if folder is None:  # no out folder: nothing is written
             self.result = {"out": None}
             return self.result
-        self.result = settle(self.episode, self.folder, policy="mcp session", calibration=self.calibration,
+        self.result = settle(self.episode, folder, policy="mcp session", calibration=self.calibration,
                              calibration_hash=self.calibration_hash,
                              wall_seconds=time.perf_counter() - self.started, labels=labels)
         if self.state is not None:

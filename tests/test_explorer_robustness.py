@@ -6,10 +6,10 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from test_explorer_import import folder, resign  # noqa: F401
 
 from explorer.importing import ImportStatus, import_trial, import_trials
 from explorer.models import Trial
-from test_explorer_import import folder, resign  # noqa: F401
 
 
 def _rows(path, change):

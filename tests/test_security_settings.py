@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from console_helpers import briefed_user, call
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from shifts import lifecycle
-from console_helpers import briefed_user, call
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "a-test-secret-that-is-long-and-random-enough-0123456789-abcdefghijkl"

@@ -16,20 +16,20 @@ counts: the compare pages need two trials).
 from __future__ import annotations
 
 import pytest
+from console_helpers import briefed_user
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import URLResolver, get_resolver
+from test_explorer_import import folder  # noqa: F401
 
-from shifts import lifecycle
-from console_helpers import briefed_user
 from explorer.access import RESEARCHER_GROUP
 from explorer.importing import import_trial
+from shifts import lifecycle
 from studies import assignment, participants
 from studies.design import add_member, create_study
 from studies.export_jobs import request_export
 from studies.models import Role
-from test_explorer_import import folder  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-
 from serverprocs import BIN, make_participants, server_env, wait_for
 
 pytestmark = pytest.mark.services

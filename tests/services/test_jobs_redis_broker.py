@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from serverprocs import BIN, endpoint, server_env
 
 from environment.cli import main as storebench
-from serverprocs import BIN, endpoint, server_env
 
 pytestmark = pytest.mark.services
 

@@ -16,9 +16,9 @@ import signal
 import time
 
 import pytest
+from serverprocs import BIN, children, server_env, wait_for
 
 from environment.cli import main as storebench
-from serverprocs import BIN, children, server_env, wait_for
 
 pytestmark = pytest.mark.services
 

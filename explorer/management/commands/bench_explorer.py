@@ -81,6 +81,7 @@ class Command(BaseCommand):
         if outcome.status == ImportStatus.REFUSED:
             raise CommandError(f"the trial folder was refused: {outcome.reason}")
         trial = outcome.trial
+        assert trial is not None, "only a refused folder has no trial"
         report["trial"] = {"task": trial.task_id, "seed": trial.seed, "player": trial.player,
                            "windows": trial.windows_played, "calls": trial.calls.count(),
                            "events": trial.events.count()}
