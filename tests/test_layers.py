@@ -7,22 +7,9 @@ from layers import LAYERS, violations
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Imports the split of ``environment/cli.py`` (issue 17) removes: the MCP serving
-# commands still live in the core's CLI on this branch.  Listed exactly, so any other
-# upward import fails, and an entry that disappears must be removed from here.
-PENDING_CLI_SPLIT = {"environment/cli.py -> mcp_client.http", "environment/cli.py -> mcp_client.server"}
-
-
-def _key(violation: str) -> str:
-    where, _, arrow = violation.partition(": ")
-    return f"{where.split(':')[0]} -> {arrow.split(' -> ')[1].split(' (')[0]}"
-
-
 def test_every_import_points_down():
     found = violations(ROOT)
-    unexpected = [v for v in found if _key(v) not in PENDING_CLI_SPLIT]
-    assert unexpected == [], "imports against the layers:\n" + "\n".join(unexpected)
-    assert {_key(v) for v in found} <= PENDING_CLI_SPLIT
+    assert found == [], "imports against the layers:\n" + "\n".join(found)
 
 
 def test_every_package_of_ours_has_a_layer():
