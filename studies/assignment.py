@@ -41,6 +41,7 @@ from .models import (
     Study,
 )
 from .build import build_id
+from .notifications import schedule_assignment_notice
 from .participants import needs_consent
 from .permissions import Action, require
 from .policies import CellLoad, Person, choose
@@ -78,12 +79,14 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
             raise StudyError(f"cell {cell.key} is full: {cell.quota} of {cell.quota} attempts assigned")
         number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
         shift = assign_shift(participant.user, cell.task_id, cell.seed, practice=practice)
-        return Attempt.objects.create(
+        attempt = Attempt.objects.create(
             study=study, cell=cell, participant=participant, shift=shift, number=number, kind=kind,
             replaces=replaces, coach=coach, coach_note=note, is_practice=practice,
             is_bot=participant.is_bot, completion_code=secrets.token_hex(5).upper(), assigned_by=actor,
             build_id=build_id(),
         )
+        schedule_assignment_notice(attempt)
+        return attempt
 
 
 def can_start(participant: Participant, *, include_bots: bool = False) -> bool:

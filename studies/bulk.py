@@ -1,7 +1,7 @@
 """Bulk work for a coordinator: CSV import, invitations as a CSV of links, one action on
 many attempts or people with one reason, and withdrawal.
 
-* **Import**: a CSV with a header; ``label`` is required, ``years_ecommerce``,
+* **Import**: a CSV with a header; ``label`` is required, ``email``, ``years_ecommerce``,
   ``role``, ``platforms``, ``notes`` and ``PROLIFIC_PID``/``STUDY_ID``/``SESSION_ID``
   are optional (unknown columns are refused up front, naming them).  Each row is
   added in its own savepoint: a bad row is reported with its line number and the
@@ -22,6 +22,8 @@ import io
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
@@ -30,7 +32,7 @@ from .errors import StudyError
 from .models import Attempt, AttemptStatus, AuditAction, Participant, Study
 from .permissions import Action, require
 
-IMPORT_COLUMNS = ("label", *participants.QUALIFICATION_KEYS, *participants.EXTERNAL_ID_KEYS)
+IMPORT_COLUMNS = ("label", "email", *participants.QUALIFICATION_KEYS, *participants.EXTERNAL_ID_KEYS)
 MAX_IMPORT_ROWS = 5000
 
 
@@ -64,12 +66,19 @@ def import_participants(actor, study: Study, text: str) -> list[RowReport]:
         label = row.get("label", "")
         try:
             ids = participants.external_ids_from(row)
+            email = row.get("email", "")
+            if email:
+                try:
+                    validate_email(email)
+                except ValidationError as exc:
+                    raise StudyError(f"email {email[:80]!r} is not an e-mail address") from exc
             with transaction.atomic():
                 person = participants.add_participant(
                     actor, study, label, {k: row[k] for k in participants.QUALIFICATION_KEYS if row.get(k)})
-                if ids:
+                if ids or email:
                     person.external_ids = ids
-                    person.save(update_fields=["external_ids"])
+                    person.email = email
+                    person.save(update_fields=["external_ids", "email"])
         except StudyError as exc:
             reports.append(RowReport(line, label, False, str(exc)))
         else:

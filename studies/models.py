@@ -126,6 +126,7 @@ class Participant(models.Model):
     consented_at = models.DateTimeField(null=True, blank=True)
     is_bot = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    email = models.EmailField(blank=True)  # for notices; else the account's address
     entered_via_link = models.BooleanField(default=False)  # came through the study-level entry link
     returned_at = models.DateTimeField(null=True, blank=True)  # left through the return path
     withdrawn_at = models.DateTimeField(null=True, blank=True)  # data excluded from figures and exports
@@ -447,6 +448,26 @@ class PayRecord(models.Model):
     @property
     def total_cents(self) -> int:
         return self.base_cents + self.bonus_cents + self.compensation_cents
+
+
+class NoticeKind(models.TextChoices):
+    ASSIGNED = "assigned", "Cell assigned"
+    REASSIGNED = "reassigned", "Shift reassigned"
+    DEADLINE = "deadline", "Deadline in two hours"
+    CODE_READY = "code_ready", "Completion code ready"
+
+
+class Notice(models.Model):
+    """An e-mail notice sent about an attempt (one per attempt and kind: sends are idempotent)."""
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="notices")
+    kind = models.CharField(max_length=16, choices=NoticeKind.choices)
+    address = models.EmailField()
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sent_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "kind"], name="notice_once_per_attempt_kind")]
 
 
 class ExportJob(models.Model):

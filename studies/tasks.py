@@ -9,6 +9,7 @@ from .attempts import settle_study
 from .exports import job_dir, write_export
 from .figures import Filters
 from .models import ExportJob
+from .notifications import notify, sweep_notices  # noqa: F401  (registers the notice tasks)
 
 
 @shared_task(acks_late=True)
