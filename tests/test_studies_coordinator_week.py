@@ -144,7 +144,10 @@ def test_import_100_rows_reports_each_row(study, coordinator):
     assert study.participants.count() == 97
     assert study.participants.get(label="person-042").external_ids == {"PROLIFIC_PID": "pid0042"}
     with pytest.raises(StudyError, match="unknown column"):
-        bulk.import_participants(coordinator, study, "label,email\nx,y\n")
+        bulk.import_participants(coordinator, study, "label,phone\nx,y\n")
+    (bad_mail, good_mail) = bulk.import_participants(coordinator, study, "label,email\nm1,nope\nm2,m2@example.org\n")
+    assert not bad_mail.ok and "is not an e-mail address" in bad_mail.message
+    assert good_mail.ok and study.participants.get(label="m2").email == "m2@example.org"
 
 
 def test_import_view_shows_the_report(client, study, coordinator):
