@@ -170,3 +170,8 @@ def ids_of(values) -> list[int]:
                 raise forms.ValidationError(f"{part!r} is not a row id")
             out.append(int(part))
     return out
+
+
+class RehearsalForm(forms.Form):
+    bots = forms.IntegerField(min_value=1, max_value=20, initial=3)
+    skill = forms.ChoiceField(choices=[(k, k) for k in ("idle", "novice", "clerk", "expert")], initial="clerk")

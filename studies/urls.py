@@ -41,6 +41,7 @@ urlpatterns = [
     path("<rowid:pk>/monitor/", _(views.monitor), name="monitor"),
     path("<rowid:pk>/monitor/act/", _(views.monitor_act), name="monitor_act"),
     path("<rowid:pk>/monitor/rows/", _(views.monitor_partial), name="monitor_rows"),
+    path("<rowid:pk>/rehearse/", _(views.rehearse), name="rehearse"),
     path("<rowid:pk>/entry/", _(views.entry_settings), name="entry_settings"),
     path("<rowid:pk>/pay/", _(views.pay_page), name="pay"),
     path("<rowid:pk>/pay/approve/", _(views.pay_approve), name="pay_approve"),

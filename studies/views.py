@@ -15,7 +15,8 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay
+from . import (assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay,
+               rehearsal)
 from .errors import InvitationUsed, StudyError, StudyPermissionDenied
 from .exports import zip_bytes
 from .figures import Filters
@@ -682,3 +683,19 @@ def attempt_shift(request: HttpRequest, pk: int, attempt_pk: int) -> HttpRespons
     attempt = get_object_or_404(Attempt.objects.select_related("shift", "cell", "participant", "study"),
                                 pk=attempt_pk, study=study)
     return render(request, "studies/coach_shift.html", {"study": study, **coaching.shift_view(request.user, attempt)})
+
+
+@login_required
+@require_POST
+def rehearse(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.RehearsalForm(request.POST)
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "rehearsal")
+    try:
+        rehearsal.schedule(request.user, study, form.cleaned_data["bots"], form.cleaned_data["skill"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "rehearsal")
+    messages.success(request, f"Rehearsal with {form.cleaned_data['bots']} bot(s) started; their attempts "
+                              "appear below as they finish (bots are left out of figures by default).")
+    return _back(study, "attempts")

@@ -232,3 +232,20 @@ def test_coach_views_are_read_only_and_for_staff(client, study, admin, coordinat
     participant.force_login(bot.user)
     assert participant.get(f"/studies/{study.pk}/attempts/{attempt.pk}/shift/").status_code == 403
     assert client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/shift/").status_code == 405
+
+
+def test_rehearsal_from_the_study_page_plays_bots(client, study, coordinator, django_capture_on_commit_callbacks):
+    client.force_login(coordinator)
+    html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 0, "skill": "clerk"}, follow=True).content.decode()
+    assert "bots: Ensure this value is greater than or equal to 1." in html
+    html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 1, "skill": "wizard"}, follow=True).content.decode()
+    assert "skill: Select a valid choice." in html and not Attempt.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "clerk"})
+    assert response.status_code == 302
+    played = list(Attempt.objects.filter(study=study))
+    assert len(played) == 2 and all(a.is_bot and a.status == AttemptStatus.SUBMITTED for a in played)
+    assert len({a.cell_id for a in played}) == 2
+    assert list(AuditEvent.objects.filter(action=AuditAction.ASSIGNED).values_list("reason", flat=True)) == [
+        "rehearsal", "rehearsal"]
+    assert list(figures.attempts(study)) == [] and len(list(figures.attempts(study, figures.Filters(include_bots=True)))) == 2
