@@ -28,6 +28,7 @@ from shifts.briefing import acknowledgement, practice_completed
 from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
+from .build import build_id
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -40,7 +41,6 @@ from .models import (
     Participant,
     Study,
 )
-from .build import build_id
 from .notifications import schedule_assignment_notice
 from .participants import needs_consent
 from .permissions import Action, require

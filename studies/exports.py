@@ -34,11 +34,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from environment.csvcells import CODEBOOK_NOTE, safe_cell
 from shifts.briefing import BRIEFING_VERSION
 from shifts.models import BriefingAcknowledgement, Shift
 
 from . import reference
-from environment.csvcells import CODEBOOK_NOTE, safe_cell
 from .figures import Filters, attempts, reference_rows
 from .models import AuditEvent, Study
 

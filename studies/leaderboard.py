@@ -20,9 +20,9 @@ Reading the rows costs one query; the resampling is what is saved.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 import hashlib
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 

@@ -34,7 +34,7 @@ def rehearse(actor, study: Study, count: int, skill: str) -> list[Attempt]:
     """Give up to ``count`` bots one cell each and play them; the attempts played."""
     check(actor, study, count, skill)
     people = list(study.participants.filter(is_bot=True, withdrawn_at=None).order_by("pk")[:count])
-    for n in range(len(people), count):
+    for _ in range(len(people), count):
         people.append(bots.add_bot(actor, study, f"rehearsal-bot-{study.participants.filter(is_bot=True).count() + 1}"))
     played = []
     for bot in people:

@@ -2,6 +2,7 @@ from django.urls import path, register_converter
 
 from . import views
 
+
 class RowId:
     """A row id: at most 18 digits, so a larger number is a 404 rather than an overflow."""
     regex = "[0-9]{1,18}"

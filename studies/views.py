@@ -15,8 +15,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import (assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay,
-               rehearsal)
+from . import assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay, rehearsal
 from .errors import InvitationUsed, StudyError, StudyPermissionDenied
 from .exports import zip_bytes
 from .figures import Filters
@@ -453,7 +452,8 @@ def enter(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _me(request: HttpRequest) -> Participant:
-    participant = Participant.objects.filter(user=request.user).select_related("study").first()
+    participant = (Participant.objects.filter(user_id=request.user.pk).select_related("study").first()
+                   if request.user.pk is not None else None)
     if participant is None:
         raise Http404("you are not a participant in any study")
     return participant
@@ -580,8 +580,8 @@ def invite_many(request: HttpRequest, pk: int) -> HttpResponse:
         ids = forms.ids_of([form.cleaned_data["participants"], *request.POST.getlist("participant")])
     except forms.forms.ValidationError as exc:
         return _fail(request, study, " ".join(exc.messages), "bulk")
-    people = study.participants.filter(withdrawn_at=None, is_bot=False)
-    people = list(people.filter(pk__in=ids) if ids else people.filter(user=None))
+    candidates = study.participants.filter(withdrawn_at=None, is_bot=False)
+    people = list(candidates.filter(pk__in=ids) if ids else candidates.filter(user=None))
     try:
         text = bulk.invite_many(request.user, study, people, form.cleaned_data["days"],
                                 lambda token: request.build_absolute_uri(reverse("studies:join", args=[token])))

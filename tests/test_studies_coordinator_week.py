@@ -6,6 +6,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from test_studies_support import admin, bot, bot2, cell, coordinator, study  # noqa: F401
 
 from shifts.briefing import BRIEFING_VERSION
 from shifts.models import Shift
@@ -13,7 +14,6 @@ from studies import assignment, bots, bulk, entry, exports, figures, participant
 from studies.design import add_consent_version
 from studies.errors import StudyError
 from studies.models import Attempt, AttemptStatus, AuditAction, AuditEvent, Participant, PayRecord
-from test_studies_support import admin, bot, bot2, cell, coordinator, study  # noqa: F401
 
 IDS = "PROLIFIC_PID=pid0001&STUDY_ID=study42&SESSION_ID=sess1"
 

@@ -4,12 +4,12 @@ from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
+from test_studies_support import admin  # noqa: F401
 
 from studies import attempts as attempt_actions
 from studies import leaderboard as lb
 from studies.forest import forest_svg
 from studies.management.commands.bench_leaderboard import build
-from test_studies_support import admin  # noqa: F401
 
 RESAMPLES = 200
 

@@ -4,12 +4,12 @@ from datetime import timedelta
 import pytest
 from django.core import mail
 from django.utils import timezone
+from test_studies_support import admin, cell, coordinator, make_user, study  # noqa: F401
 
 from shifts import briefing, ending, lifecycle
 from shifts.models import Shift
 from studies import assignment, attempts, notifications, participants
 from studies.models import Notice, NoticeKind
-from test_studies_support import admin, cell, coordinator, make_user, study  # noqa: F401
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ import json
 import random
 import statistics
 import time
+from datetime import timedelta
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
@@ -77,7 +78,7 @@ def build(admin) -> tuple:
                       for name in ("business", "reliability", "on_time_rate", "return_handled_rate", "continuity")}
         components["threshold"] = str(cell.threshold)
         Shift.objects.filter(pk=attempt.shift_id).update(
-            status=Shift.Status.ENDED, started_at=now, ended_at=now + timezone.timedelta(seconds=n),
+            status=Shift.Status.ENDED, started_at=now, ended_at=now + timedelta(seconds=n),
             score_composite=composite, score_components=components, calibration_hash=study.calibration_hash,
             end_reason="submitted", passed=composite >= cell.threshold)
     attempt_actions.settle_study(study)
