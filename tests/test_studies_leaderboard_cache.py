@@ -79,3 +79,21 @@ def test_leaderboard_page_and_svg(client, admin, built):
     response = client.get(f"/studies/{built.pk}/leaderboard.svg")
     assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
     assert client.get(f"/studies/{built.pk}/leaderboard.svg?include_x=1").status_code == 400
+
+
+def test_a_withdrawal_or_a_regrade_is_not_served_from_the_cache(admin, built):
+    from shifts.models import Shift
+    from studies import bulk
+
+    before, _ = lb.leaderboard(admin, built, resamples=RESAMPLES)
+    person = built.participants.get(label="person 3")
+    bulk.withdraw(admin, person, "asked to leave")
+    after, _ = lb.leaderboard(admin, built, resamples=RESAMPLES)
+    n = {e.name: e.estimate.n for e in before}["Humans (equal-cell mean)"]
+    assert {e.name: e.estimate.n for e in after}["Humans (equal-cell mean)"] < n
+    open_attempt = built.attempts.filter(participant__withdrawn_at=None, is_selected=True).first()
+    # A shift regraded in place (its stored score changes; the attempt's decision stays) changes the key.
+    Shift.objects.filter(pk=open_attempt.shift_id).update(score_composite=Decimal("0.123456"))
+    keys = _keys()
+    lb.leaderboard(admin, built, resamples=RESAMPLES)
+    assert len(_keys()) == len(keys) + 1
