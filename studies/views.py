@@ -434,7 +434,9 @@ def enter(request: HttpRequest, slug: str) -> HttpResponse:
     except StudyError as exc:
         return render(request, "studies/enter.html", {"error": str(exc)}, status=400)
     consent = participants.current_consent(study)
-    known = entry.find(study, ids["PROLIFIC_PID"])
+    found = entry.find(study, ids["PROLIFIC_PID"])
+    # Only the same PID in the same session is greeted as returning (the page reveals no one else).
+    known = found if found is not None and found.external_ids.get("SESSION_ID") == ids.get("SESSION_ID") else None
     context = {"study": study, "consent": consent, "known": known, "query": request.GET.urlencode()}
     if request.method == "POST":
         form = forms.EnterForm(request.POST)

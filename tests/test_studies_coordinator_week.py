@@ -8,9 +8,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from test_studies_support import admin, bot, bot2, cell, coordinator, study  # noqa: F401
 
+from shifts import briefing, ending, lifecycle
 from shifts.briefing import BRIEFING_VERSION
 from shifts.models import Shift
 from studies import assignment, bots, bulk, entry, exports, figures, participants, pay
+from studies import attempts as attempt_actions
 from studies.design import add_consent_version
 from studies.errors import StudyError
 from studies.models import Attempt, AttemptStatus, AuditAction, AuditEvent, Participant, PayRecord
@@ -249,3 +251,43 @@ def test_rehearsal_from_the_study_page_plays_bots(client, study, coordinator, dj
     assert list(AuditEvent.objects.filter(action=AuditAction.ASSIGNED).values_list("reason", flat=True)) == [
         "rehearsal", "rehearsal"]
     assert list(figures.attempts(study)) == [] and len(list(figures.attempts(study, figures.Filters(include_bots=True)))) == 2
+
+
+def test_consent_versions_are_published_from_the_study_page(client, study, coordinator):
+    client.force_login(coordinator)
+    html = client.post(f"/studies/{study.pk}/consent/", {"text": ""}, follow=True).content.decode()
+    assert "text: This field is required." in html
+    client.post(f"/studies/{study.pk}/consent/", {"text": "Version one."})
+    client.post(f"/studies/{study.pk}/consent/", {"text": "Version two: recordings kept 5 years."})
+    assert list(study.consent_versions.values_list("version", flat=True)) == [2, 1]
+    assert "Version two: recordings kept 5 years." in client.get(f"/studies/{study.pk}/").content.decode()
+    assert AuditEvent.objects.filter(action=AuditAction.CONSENT_PUBLISHED).count() == 2
+
+
+def test_bulk_assign_gives_each_chosen_person_a_cell_with_one_reason(client, study, admin, coordinator):
+    people = []
+    for i in range(3):
+        person = bots.add_bot(admin, study, f"b{i}")
+        people.append(person)
+    ready = people[:2]
+    for person in ready:  # ready for a scored cell: briefing read and practice played
+        briefing.acknowledge_briefing(person.user, BRIEFING_VERSION)
+        practice = Shift.objects.get(participant=person.user, is_practice=True)
+        lifecycle.begin_shift(practice)
+        ending.end_shift(practice, "done")
+        Participant.objects.filter(pk=person.pk).update(is_bot=False)
+    client.force_login(coordinator)
+    client.post(f"/studies/{study.pk}/assign-many/", {"participant": [p.pk for p in people], "reason": "week 1"})
+    assigned = Attempt.objects.filter(study=study)
+    assert sorted(a.participant_id for a in assigned) == sorted(p.pk for p in ready)
+    assert set(AuditEvent.objects.filter(action=AuditAction.ASSIGNED).values_list("reason", flat=True)) == {"week 1"}
+
+
+def test_fault_compensation_is_proposed_for_a_reassigned_attempt(linked, coordinator, admin, cell, bot, bot2):
+    for person in (bot, bot2):
+        participants.give_consent(person.user, person, 1)
+    attempt = assignment.assign(admin, bot, cell)
+    attempt_actions.reassign(coordinator, attempt, bot2, "the server lost the shift")
+    attempt.refresh_from_db()
+    proposal = pay.propose(attempt)
+    assert (proposal.base_cents, proposal.bonus_cents, proposal.compensation_cents) == (500, 0, 300)
