@@ -489,7 +489,11 @@ def me_complete(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def me_return(request: HttpRequest) -> HttpResponse:
-    return redirect(entry.leave(_me(request)))
+    participant = _me(request)
+    if not participant.entered_via_link:
+        messages.error(request, "You were invited personally: tell the coordinator if you want to stop.")
+        return redirect("studies:me")
+    return redirect(entry.leave(participant))
 
 
 # --- pay ---------------------------------------------------------------------------
