@@ -32,5 +32,9 @@ app.conf.beat_schedule = {
         "task": "jobs.tasks.enforce_shift_deadlines",
         "schedule": float(os.environ.get("STOREBENCH_DEADLINE_SWEEP_SECONDS", "60")),
     },
+    "study-notices": {
+        "task": "studies.notifications.sweep_notices",
+        "schedule": float(os.environ.get("STOREBENCH_NOTICE_SWEEP_SECONDS", "300")),
+    },
 }
 app.autodiscover_tasks()

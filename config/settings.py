@@ -246,3 +246,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 EXPLORER_CALIBRATIONS = [BASE_DIR / "calibration" / "public.json"]
 if os.environ.get("STOREBENCH_HELDOUT", "").strip():
     EXPLORER_CALIBRATIONS.append(Path(os.environ["STOREBENCH_HELDOUT"].strip()) / "held-out.json")
+
+# Mail (study notices): the console backend unless EMAIL_BACKEND names another
+# (e.g. django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST, EMAIL_PORT, ...).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = os.environ.get("EMAIL_USE_TLS", "") == "1"
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "StoreBench studies <studies@localhost>")

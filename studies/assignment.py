@@ -28,6 +28,7 @@ from shifts.briefing import acknowledgement, practice_completed
 from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
+from .build import build_id
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -40,6 +41,7 @@ from .models import (
     Participant,
     Study,
 )
+from .notifications import schedule_assignment_notice
 from .participants import needs_consent
 from .permissions import Action, require
 from .policies import CellLoad, Person, choose
@@ -77,11 +79,14 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
             raise StudyError(f"cell {cell.key} is full: {cell.quota} of {cell.quota} attempts assigned")
         number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
         shift = assign_shift(participant.user, cell.task_id, cell.seed, practice=practice)
-        return Attempt.objects.create(
+        attempt = Attempt.objects.create(
             study=study, cell=cell, participant=participant, shift=shift, number=number, kind=kind,
             replaces=replaces, coach=coach, coach_note=note, is_practice=practice,
             is_bot=participant.is_bot, completion_code=secrets.token_hex(5).upper(), assigned_by=actor,
+            build_id=build_id(),
         )
+        schedule_assignment_notice(attempt)
+        return attempt
 
 
 def can_start(participant: Participant, *, include_bots: bool = False) -> bool:
@@ -115,15 +120,33 @@ def _people(study: Study, participants) -> list[Person]:
 
 
 def assign_next(actor, study: Study, participants=None, policy: str | None = None, *,
-                include_bots: bool = False) -> Attempt | None:
+                include_bots: bool = False, reason: str = "") -> Attempt | None:
     """Assign one cell by the study's policy (or ``policy``); None when nothing can be assigned.
 
     Only people who can start a scored shift now are considered; bots only with
     ``include_bots`` (a rehearsal with scripted participants)."""
     require(actor, study, Action.MANAGE)
+    return _assign_by_policy(actor, study, participants, policy, include_bots=include_bots, reason=reason)
+
+
+def assign_self(participant: Participant) -> Attempt | None:
+    """A participant who came through the study link asks for their next cell: the
+    study's policy chooses among the cells for this one person (audited, no actor)."""
+    if not participant.entered_via_link:
+        raise StudyError("cells are assigned by the coordinator in this study; wait for their notice")
+    if participant.withdrawn_at is not None or participant.returned_at is not None:
+        raise StudyError("you have left this study")
+    if not can_start(participant):
+        raise StudyError("read the briefing and finish your practice shift first")
+    return _assign_by_policy(None, participant.study, [participant], None, include_bots=False,
+                             via="entry link")
+
+
+def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,
+                      via: str | None = None, reason: str = "") -> Attempt | None:
     policy = policy or study.policy
     if participants is None:
-        participants = study.participants.exclude(user=None)
+        participants = study.participants.exclude(user=None).filter(withdrawn_at=None, returned_at=None)
     busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
     available = [p for p in participants if p.pk not in busy and can_start(p, include_bots=include_bots)]
     cells = list(study.cells.all())
@@ -141,7 +164,7 @@ def assign_next(actor, study: Study, participants=None, policy: str | None = Non
     cell = next(c for c in cells if str(c.pk) == pair[1])
     with transaction.atomic():
         attempt = create_attempt(actor, participant, cell)
-        audit.record(study, actor, AuditAction.ASSIGNED, attempt=attempt, rule=policy)
+        audit.record(study, actor, AuditAction.ASSIGNED, reason=reason, attempt=attempt, rule=policy, via=via)
     return attempt
 
 

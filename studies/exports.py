@@ -1,8 +1,12 @@
 """Exports: row generators, the codebook, and writing a job's files with a manifest.
 
-Four tables, each written as CSV and JSON (a JSON file is a list of row objects):
+Five tables, each written as CSV and JSON (a JSON file is a list of row objects):
 
-* ``attempts``: one row per attempt (long format) with every score component;
+* ``attempts``: one row per attempt (long format) with every score component, time on
+  task (start, wall, active and paused seconds) and the build it ran on;
+* ``participants``: one row per participant (qualifications, consent, recruitment ids,
+  briefing and practice times); withdrawn participants are left out of it and of
+  every other table but the audit events;
 * ``events``: one row per audit event;
 * ``aggregates``: the reference figures with their intervals;
 * ``wide``: one row per participant, one column group per cell (convenience only).
@@ -23,18 +27,22 @@ import io
 import json
 import os
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
 
-from . import reference
 from environment.csvcells import CODEBOOK_NOTE, safe_cell
+from shifts.briefing import BRIEFING_VERSION
+from shifts.models import BriefingAcknowledgement, Shift
+
+from . import reference
 from .figures import Filters, attempts, reference_rows
 from .models import AuditEvent, Study
 
-TABLES = ("attempts", "events", "aggregates", "wide")
+TABLES = ("attempts", "participants", "events", "aggregates", "wide")
 FORMATS = ("csv", "json")
 
 # (column, type, meaning)
@@ -70,6 +78,29 @@ ATTEMPT_COLUMNS = (
     ("on_time_rate", "decimal", "share of orders due shipped on time by the merchant"),
     ("return_handled_rate", "decimal", "credit for returns handled, share of returns due"),
     ("continuity", "decimal", "share of the task's windows attended"),
+    ("started_at", "datetime", "when the participant started the shift (ISO 8601, UTC)"),
+    ("wall_seconds", "integer", "time on task: wall-clock seconds from start to end (breaks included)"),
+    ("active_seconds", "integer", "time on task: seconds not paused"),
+    ("paused_seconds", "integer", "time on task: seconds paused"),
+    ("build_id", "string", "source commit + hash of the dependency files the attempt was created on"),
+)
+PARTICIPANT_COLUMNS = (
+    ("participant_code", "string", "the participant's unguessable code (pseudonym)"),
+    ("participant_label", "string", "the coordinator's label for the participant"),
+    ("bot", "boolean", "a scripted bot"),
+    ("entered_via_link", "boolean", "came through the study-level entry link (else a personal invitation)"),
+    ("years_ecommerce", "integer", "self-reported years of e-commerce experience (not verified)"),
+    ("role", "string", "self-reported role (not verified)"),
+    ("platforms", "string", "self-reported platforms (not verified)"),
+    ("prolific_pid", "string", "PROLIFIC_PID recorded at entry"),
+    ("prolific_study_id", "string", "STUDY_ID recorded at entry"),
+    ("prolific_session_id", "string", "SESSION_ID recorded at entry"),
+    ("consent_version", "integer", "the consent version accepted"),
+    ("consented_at", "datetime", "when consent was given (ISO 8601, UTC)"),
+    ("briefing_acknowledged_at", "datetime", "when the current briefing was acknowledged"),
+    ("practice_ended_at", "datetime", "when the first practice shift ended"),
+    ("returned_at", "datetime", "when the participant left through the return path"),
+    ("attempts", "integer", "scored attempts in this export"),
 )
 EVENT_COLUMNS = (
     ("event_id", "integer", "database id of the event"),
@@ -132,6 +163,36 @@ def attempt_rows(study: Study, filters: Filters) -> Iterator[dict]:
             "composite": _s(a.composite), "passed": a.passed, "business": _s(a.business),
             "reliability": _s(a.reliability), "on_time_rate": _s(a.on_time_rate),
             "return_handled_rate": _s(a.return_handled_rate), "continuity": _s(a.continuity),
+            "started_at": _iso(a.shift.started_at), "wall_seconds": a.shift.wall_seconds,
+            "active_seconds": a.shift.active_seconds, "paused_seconds": a.shift.paused_seconds,
+            "build_id": a.build_id,
+        }
+
+
+def participant_rows(study: Study, filters: Filters) -> Iterator[dict]:
+    counted = Counter(a.participant_id for a in attempts(study, filters) if not a.is_practice)
+    people = study.participants.filter(withdrawn_at__isnull=True).select_related("consent_version")
+    if not filters.include_bots:
+        people = people.filter(is_bot=False)
+    users = [p.user_id for p in people if p.user_id]
+    acks = dict(BriefingAcknowledgement.objects.filter(user_id__in=users, version=BRIEFING_VERSION)
+                .values_list("user_id", "acknowledged_at"))
+    practice: dict = {}
+    for user_id, ended in (Shift.objects.filter(participant_id__in=users, is_practice=True,
+                                                status=Shift.Status.ENDED)
+                           .order_by("ended_at").values_list("participant_id", "ended_at")):
+        practice.setdefault(user_id, ended)
+    for p in people.order_by("label"):
+        q, ids = p.qualifications, p.external_ids
+        yield {
+            "participant_code": p.code, "participant_label": p.label, "bot": p.is_bot,
+            "entered_via_link": p.entered_via_link, "years_ecommerce": q.get("years_ecommerce"),
+            "role": q.get("role"), "platforms": q.get("platforms"), "prolific_pid": ids.get("PROLIFIC_PID"),
+            "prolific_study_id": ids.get("STUDY_ID"), "prolific_session_id": ids.get("SESSION_ID"),
+            "consent_version": p.consent_version.version if p.consent_version else None,
+            "consented_at": _iso(p.consented_at), "briefing_acknowledged_at": _iso(acks.get(p.user_id)),
+            "practice_ended_at": _iso(practice.get(p.user_id)), "returned_at": _iso(p.returned_at),
+            "attempts": counted[p.pk],
         }
 
 
@@ -205,7 +266,8 @@ def wide_rows(study: Study, filters: Filters) -> Iterator[dict]:
 
 
 def codebook(study: Study) -> list[dict]:
-    tables = {"attempts": ATTEMPT_COLUMNS, "events": EVENT_COLUMNS, "aggregates": AGGREGATE_COLUMNS,
+    tables = {"attempts": ATTEMPT_COLUMNS, "participants": PARTICIPANT_COLUMNS, "events": EVENT_COLUMNS,
+              "aggregates": AGGREGATE_COLUMNS,
               "wide": wide_columns(study)}
     return [{"table": table, "column": name, "type": kind, "meaning": meaning}
             for table, columns in tables.items() for name, kind, meaning in columns] + [
@@ -271,6 +333,7 @@ def write_export(study: Study, filters: Filters, directory: Path, progress=lambd
     counts: dict[str, int] = {}
     producers = {
         "attempts": lambda: attempt_rows(study, filters),
+        "participants": lambda: participant_rows(study, filters),
         "events": lambda: event_rows(study),
         "aggregates": lambda: aggregate_rows(study, filters),
         "wide": lambda: wide_rows(study, filters),

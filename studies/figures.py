@@ -1,7 +1,7 @@
 """The study's reference figures from the database, through :mod:`studies.reference`.
 
-:class:`Filters` decides which attempts count.  By default bots and practice
-attempts are left out, coached retries stay in and invalid attempts stay out
+:class:`Filters` decides which attempts count.  A withdrawn participant's attempts
+are always left out.  By default bots and practice attempts are left out, coached retries stay in and invalid attempts stay out
 (an invalid attempt has no trustworthy score).
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ def attempts(study: Study, filters: Filters = Filters()):
     """The study's attempts that pass the filters, in a stable order."""
     qs = Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "study", "coach",
                                                             "selected_by")
+    qs = qs.filter(participant__withdrawn_at__isnull=True)  # a withdrawn person's data leaves every figure
     if not filters.include_practice:
         qs = qs.filter(is_practice=False)
     if not filters.include_bots:

@@ -105,3 +105,73 @@ class ConsentForm(forms.Form):
 def errors_text(form: forms.Form) -> str:
     return "; ".join(f"{field}: {' '.join(errs)}" if field != "__all__" else " ".join(errs)
                      for field, errs in form.errors.items())
+
+
+class EntryForm(forms.Form):
+    """The study link and pay rule (amounts in cents/pence)."""
+    entry_open = forms.BooleanField(required=False)
+    completion_url = forms.URLField(max_length=300, assume_scheme="https", initial="https://app.prolific.com/submissions/complete")
+    completion_code = forms.RegexField(r"^[A-Za-z0-9_-]{0,40}$", required=False,
+                                       error_messages={"invalid": "letters, digits, '_' or '-' only"})
+    return_code = forms.RegexField(r"^[A-Za-z0-9_-]{0,40}$", required=False,
+                                   error_messages={"invalid": "letters, digits, '_' or '-' only"})
+    base_pay_cents = forms.IntegerField(min_value=0, max_value=100_000, initial=0)
+    bonus_bands = forms.CharField(max_length=500, required=False, help_text="min_score:cents, e.g. 0.6:50, 0.8:150")
+    fault_compensation_cents = forms.IntegerField(min_value=0, max_value=100_000, initial=0)
+    reason = forms.CharField(max_length=1000)
+
+
+class EnterForm(forms.Form):
+    version = forms.IntegerField(min_value=1, required=False)
+    agree = forms.BooleanField(error_messages={"required": "tick the box to give your consent"})
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField()
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > 2_000_000:
+            raise forms.ValidationError("the file is larger than 2 MB; split it")
+        try:
+            return upload.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise forms.ValidationError("the file is not UTF-8 text; save it as CSV UTF-8") from exc
+
+
+class BulkInviteForm(forms.Form):
+    participants = forms.CharField(required=False, help_text="ids; empty = everyone without an account")
+    days = forms.IntegerField(min_value=1, max_value=90, initial=7)
+
+
+class BulkAttemptForm(forms.Form):
+    action = forms.ChoiceField(choices=[("invalidate", "invalidate"), ("select", "select")])
+    reason = forms.CharField(max_length=1000)
+
+
+class BulkAssignForm(forms.Form):
+    reason = forms.CharField(max_length=1000)
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(max_length=1000)
+
+
+class ConsentPublishForm(forms.Form):
+    text = forms.CharField(max_length=20_000)
+
+
+def ids_of(values) -> list[int]:
+    """Row ids from a list of form values; a value that is not a whole number is refused."""
+    out = []
+    for value in values:
+        for part in str(value).replace(",", " ").split():
+            if not part.isdigit() or len(part) > 18:
+                raise forms.ValidationError(f"{part!r} is not a row id")
+            out.append(int(part))
+    return out
+
+
+class RehearsalForm(forms.Form):
+    bots = forms.IntegerField(min_value=1, max_value=20, initial=3)
+    skill = forms.ChoiceField(choices=[(k, k) for k in ("idle", "novice", "clerk", "expert")], initial="clerk")

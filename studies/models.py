@@ -62,6 +62,19 @@ class Study(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                    related_name="+", null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The study-level entry link (a recruiting platform's study URL): open or closed,
+    # named by an unguessable slug; the codes the platform checks at the end.
+    entry_slug = models.CharField(max_length=40, unique=True, null=True, blank=True)
+    entry_open = models.BooleanField(default=False)
+    completion_url = models.URLField(max_length=300, default="https://app.prolific.com/submissions/complete")
+    completion_code = models.CharField(max_length=40, blank=True)
+    return_code = models.CharField(max_length=40, blank=True)
+    # Pay rule, in integer cents (pence on Prolific): base per scored attempt, bonus by score
+    # band ([[min composite as string, cents], ...], highest band that the composite reaches),
+    # compensation for an attempt lost to a platform fault.
+    base_pay_cents = models.PositiveIntegerField(default=0)
+    bonus_bands = models.JSONField(default=list, blank=True)
+    fault_compensation_cents = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["name"]
@@ -113,6 +126,11 @@ class Participant(models.Model):
     consented_at = models.DateTimeField(null=True, blank=True)
     is_bot = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    email = models.EmailField(blank=True)  # for notices; else the account's address
+    entered_via_link = models.BooleanField(default=False)  # came through the study-level entry link
+    returned_at = models.DateTimeField(null=True, blank=True)  # left through the return path
+    withdrawn_at = models.DateTimeField(null=True, blank=True)  # data excluded from figures and exports
+    withdrawal_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["study", "label"]
@@ -224,6 +242,9 @@ class Attempt(models.Model):
     selected_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True,
                                     blank=True, related_name="+")
     selected_at = models.DateTimeField(null=True, blank=True)
+    # The build the shift ran on: source commit and a hash of the lock file / pyproject
+    # (see :mod:`studies.build`), recorded when the attempt is created.
+    build_id = models.CharField(max_length=120, blank=True)
 
     class Meta:
         ordering = ["cell", "number"]
@@ -346,6 +367,13 @@ class AuditAction(models.TextChoices):
     EXPORTED = "exported", "Export requested"
     QUOTA_CHANGED = "quota_changed", "Cell quota changed"
     CONSENT_PUBLISHED = "consent_published", "Consent version published"
+    ENTERED = "entered", "Entered through the study link"
+    RETURNED = "returned", "Left the study (returned)"
+    ENTRY_CHANGED = "entry_changed", "Entry link or pay rule changed"
+    PAY_APPROVED = "pay_approved", "Pay approved"
+    BONUS_FILE = "bonus_file", "Bonus file downloaded"
+    IMPORTED = "imported", "Participants imported"
+    WITHDRAWN = "withdrawn", "Participant withdrawn"
 
 
 class AppendOnlyError(Exception):
@@ -388,6 +416,58 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.action}"
+
+
+class PayStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    APPROVED = "approved", "Approved"
+
+
+class PayRecord(models.Model):
+    """What one attempt earns: its times read from the shift, base pay, bonus by the study's
+    rule and compensation for a platform fault (integer cents).  Proposed by the rule,
+    approved by a coordinator with a reason (audited); an approved record is not changed."""
+
+    attempt = models.OneToOneField(Attempt, on_delete=models.PROTECT, related_name="pay")
+    wall_seconds = models.PositiveIntegerField(default=0)
+    active_seconds = models.PositiveIntegerField(default=0)
+    paused_seconds = models.PositiveIntegerField(default=0)
+    base_cents = models.PositiveIntegerField(default=0)
+    bonus_cents = models.PositiveIntegerField(default=0)
+    compensation_cents = models.PositiveIntegerField(default=0)
+    rule = models.JSONField(default=dict, blank=True)  # the rule the amounts came from
+    status = models.CharField(max_length=16, choices=PayStatus.choices, default=PayStatus.PROPOSED)
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                    related_name="+")
+    approved_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["attempt__cell", "attempt__number"]
+
+    @property
+    def total_cents(self) -> int:
+        return self.base_cents + self.bonus_cents + self.compensation_cents
+
+
+class NoticeKind(models.TextChoices):
+    ASSIGNED = "assigned", "Cell assigned"
+    REASSIGNED = "reassigned", "Shift reassigned"
+    DEADLINE = "deadline", "Deadline in two hours"
+    CODE_READY = "code_ready", "Completion code ready"
+
+
+class Notice(models.Model):
+    """An e-mail notice sent about an attempt (one per attempt and kind: sends are idempotent)."""
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="notices")
+    kind = models.CharField(max_length=16, choices=NoticeKind.choices)
+    address = models.EmailField()
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sent_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "kind"], name="notice_once_per_attempt_kind")]
 
 
 class ExportJob(models.Model):

@@ -12,12 +12,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import assignment, attempts, design, export_jobs, forms, participants
+from . import assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay, rehearsal
 from .errors import InvitationUsed, StudyError, StudyPermissionDenied
 from .exports import zip_bytes
 from .figures import Filters
+from .forest import forest_svg
 from .leaderboard import leaderboard
 from .models import Attempt, ExportJob, Invitation, Participant, Study
 from .monitor import monitor_rows
@@ -291,7 +293,19 @@ def leaderboard_page(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseBadRequest(str(exc))
     entries, figures = leaderboard(request.user, study, filters=filters)
     return render(request, "studies/leaderboard.html", {"study": study, "entries": entries, "f": figures,
-                                                        "filters": filters})
+                                                        "filters": filters, "forest": mark_safe(forest_svg(entries))})
+
+
+@login_required
+@require_GET
+def leaderboard_svg(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _study(pk)
+    try:
+        filters = Filters.from_mapping({k: v for k, v in request.GET.items() if k.startswith("include_")})
+    except StudyError as exc:
+        return HttpResponseBadRequest(str(exc))
+    entries, _figures = leaderboard(request.user, study, filters=filters)
+    return HttpResponse(forest_svg(entries), content_type="image/svg+xml")
 
 
 @login_required
@@ -387,3 +401,307 @@ def permission_denied_as_403(view):
             return HttpResponse(str(exc), status=403, content_type="text/plain")
     wrapped.__name__ = view.__name__
     return wrapped
+
+
+# --- the study-level entry link, the participant's finish and return -----------------
+
+
+@login_required
+@require_POST
+def entry_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.EntryForm(request.POST)
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "entry")
+    d = form.cleaned_data
+    try:
+        entry.configure(request.user, study, entry_open=d["entry_open"], completion_url=d["completion_url"],
+                        completion_code=d["completion_code"], return_code=d["return_code"],
+                        base_pay_cents=d["base_pay_cents"], bonus_bands=pay.parse_bands(d["bonus_bands"]),
+                        fault_compensation_cents=d["fault_compensation_cents"], reason=d["reason"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "entry")
+    messages.success(request, "Study link and pay rule saved.")
+    return _back(study, "entry")
+
+
+@require_http_methods(["GET", "POST"])
+def enter(request: HttpRequest, slug: str) -> HttpResponse:
+    """The study URL a recruiting platform hands out (GET shows consent, POST enters)."""
+    try:
+        study = entry.open_study(slug)
+        ids = entry.platform_ids(request.GET)
+    except StudyError as exc:
+        return render(request, "studies/enter.html", {"error": str(exc)}, status=400)
+    consent = participants.current_consent(study)
+    found = entry.find(study, ids["PROLIFIC_PID"])
+    # Only the same PID in the same session is greeted as returning (the page reveals no one else).
+    known = found if found is not None and found.external_ids.get("SESSION_ID") == ids.get("SESSION_ID") else None
+    context = {"study": study, "consent": consent, "known": known, "query": request.GET.urlencode()}
+    if request.method == "POST":
+        form = forms.EnterForm(request.POST)
+        if not form.is_valid():
+            context["error"] = forms.errors_text(form)
+            return render(request, "studies/enter.html", context, status=400)
+        try:
+            person = entry.enter(study, request.GET, form.cleaned_data["version"])
+        except StudyError as exc:
+            context["error"] = str(exc)
+            return render(request, "studies/enter.html", context, status=400)
+        login(request, person.user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("console:briefing")
+    return render(request, "studies/enter.html", context)
+
+
+def _me(request: HttpRequest) -> Participant:
+    participant = (Participant.objects.filter(user_id=request.user.pk).select_related("study").first()
+                   if request.user.pk is not None else None)
+    if participant is None:
+        raise Http404("you are not a participant in any study")
+    return participant
+
+
+@login_required
+@require_POST
+def me_next(request: HttpRequest) -> HttpResponse:
+    participant = _me(request)
+    try:
+        attempt = assignment.assign_self(participant)
+    except StudyError as exc:
+        messages.error(request, str(exc))
+        return redirect("studies:me")
+    if attempt is None:
+        messages.info(request, "No cell is free for you now; thank you. Finish below to return to Prolific.")
+        return redirect("studies:me")
+    return redirect("console:shift", pk=attempt.shift_id)
+
+
+@login_required
+@require_GET
+def me_complete(request: HttpRequest) -> HttpResponse:
+    participant = _me(request)
+    done = entry.finish(participant)
+    if done.url is None:
+        return render(request, "studies/complete.html", {"participant": participant, "missing": done.missing})
+    return redirect(done.url)
+
+
+@login_required
+@require_POST
+def me_return(request: HttpRequest) -> HttpResponse:
+    participant = _me(request)
+    if not participant.entered_via_link:
+        messages.error(request, "You were invited personally: tell the coordinator if you want to stop.")
+        return redirect("studies:me")
+    return redirect(entry.leave(participant))
+
+
+# --- pay ---------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def pay_page(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    rows = pay.proposals(request.user, study)
+    return render(request, "studies/pay.html", {"study": study, "rows": rows,
+                                               "bands": pay.bands_text(study.bonus_bands)})
+
+
+@login_required
+@require_POST
+def pay_approve(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.ReasonForm(request.POST)
+    try:
+        ids = forms.ids_of(request.POST.getlist("attempt"))
+    except forms.forms.ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("studies:pay", pk=study.pk)
+    if not form.is_valid() or not ids:
+        messages.error(request, forms.errors_text(form) or "choose at least one attempt to approve")
+        return redirect("studies:pay", pk=study.pk)
+    done, refused = 0, []
+    for attempt in Attempt.objects.filter(study=study, pk__in=ids):
+        try:
+            pay.approve(request.user, attempt, form.cleaned_data["reason"])
+            done += 1
+        except StudyError as exc:
+            refused.append(str(exc))
+    if done:
+        messages.success(request, f"Approved the pay of {done} attempt(s).")
+    for text in refused:
+        messages.error(request, text)
+    return redirect("studies:pay", pk=study.pk)
+
+
+def _attachment(text: str, name: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required
+@require_POST
+def bonus_file(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    text, _missing = pay.bonus_file(request.user, study)
+    return _attachment(text, f"study-{study.pk}-bonus.csv")
+
+
+@login_required
+@require_POST
+def payments_file(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    return _attachment(pay.payments_csv(request.user, study), f"study-{study.pk}-payments.csv")
+
+
+# --- bulk work ---------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def import_participants(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "bulk")
+    try:
+        reports = bulk.import_participants(request.user, study, form.cleaned_data["file"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "bulk")
+    return render(request, "studies/import_report.html", {
+        "study": study, "reports": reports, "added": sum(r.ok for r in reports),
+        "refused": sum(not r.ok for r in reports), "report_csv": bulk.report_csv(reports)})
+
+
+@login_required
+@require_POST
+def invite_many(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.BulkInviteForm(request.POST)
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "bulk")
+    try:
+        ids = forms.ids_of([form.cleaned_data["participants"], *request.POST.getlist("participant")])
+    except forms.forms.ValidationError as exc:
+        return _fail(request, study, " ".join(exc.messages), "bulk")
+    candidates = study.participants.filter(withdrawn_at=None, is_bot=False)
+    people = list(candidates.filter(pk__in=ids) if ids else candidates.filter(user=None))
+    try:
+        text = bulk.invite_many(request.user, study, people, form.cleaned_data["days"],
+                                lambda token: request.build_absolute_uri(reverse("studies:join", args=[token])))
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "bulk")
+    return _attachment(text, f"study-{study.pk}-invitations.csv")
+
+
+@login_required
+@require_POST
+def bulk_attempts(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.BulkAttemptForm(request.POST)
+    try:
+        ids = forms.ids_of(request.POST.getlist("attempt"))
+    except forms.forms.ValidationError as exc:
+        return _fail(request, study, " ".join(exc.messages), "attempts")
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "attempts")
+    chosen = list(Attempt.objects.filter(study=study, pk__in=ids).select_related("cell", "participant", "study"))
+    try:
+        reports = bulk.act_on_attempts(request.user, study, chosen, form.cleaned_data["action"],
+                                       form.cleaned_data["reason"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "attempts")
+    for r in reports:
+        (messages.success if r.ok else messages.error)(request, f"{r.what}: {r.message}")
+    return _back(study, "attempts")
+
+
+@login_required
+@require_POST
+def bulk_assign(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.BulkAssignForm(request.POST)
+    try:
+        ids = forms.ids_of(request.POST.getlist("participant"))
+    except forms.forms.ValidationError as exc:
+        return _fail(request, study, " ".join(exc.messages), "participants")
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "participants")
+    people = list(study.participants.filter(pk__in=ids))
+    try:
+        reports = bulk.assign_many(request.user, study, people, form.cleaned_data["reason"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "participants")
+    for r in reports:
+        (messages.success if r.ok else messages.error)(request, f"{r.what}: {r.message}")
+    return _back(study, "attempts")
+
+
+@login_required
+@require_POST
+def withdraw(request: HttpRequest, pk: int, participant_pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    person = get_object_or_404(Participant, pk=participant_pk, study=study)
+    form = forms.ReasonForm(request.POST)
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "participants")
+    try:
+        bulk.withdraw(request.user, person, form.cleaned_data["reason"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "participants")
+    messages.success(request, f"{person.label} withdrawn: their data leaves the figures and exports.")
+    return _back(study, "participants")
+
+
+@login_required
+@require_POST
+def consent_publish(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.ConsentPublishForm(request.POST)
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "consent")
+    try:
+        consent = design.add_consent_version(request.user, study, form.cleaned_data["text"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "consent")
+    messages.success(request, f"Consent version {consent.version} published; participants will be asked again.")
+    return _back(study, "consent")
+
+
+# --- coaching ----------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def participant_page(request: HttpRequest, pk: int, participant_pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    person = get_object_or_404(Participant, pk=participant_pk, study=study)
+    return render(request, "studies/participant.html", {"study": study, **coaching.participant_view(
+        request.user, person)})
+
+
+@login_required
+@require_GET
+def attempt_shift(request: HttpRequest, pk: int, attempt_pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    attempt = get_object_or_404(Attempt.objects.select_related("shift", "cell", "participant", "study"),
+                                pk=attempt_pk, study=study)
+    return render(request, "studies/coach_shift.html", {"study": study, **coaching.shift_view(request.user, attempt)})
+
+
+@login_required
+@require_POST
+def rehearse(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+    form = forms.RehearsalForm(request.POST)
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), "rehearsal")
+    try:
+        rehearsal.schedule(request.user, study, form.cleaned_data["bots"], form.cleaned_data["skill"])
+    except StudyError as exc:
+        return _fail(request, study, str(exc), "rehearsal")
+    messages.success(request, f"Rehearsal with {form.cleaned_data['bots']} bot(s) started; their attempts "
+                              "appear below as they finish (bots are left out of figures by default).")
+    return _back(study, "attempts")

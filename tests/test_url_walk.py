@@ -54,13 +54,19 @@ ALLOWED = {
     "studies:me": (PARTICIPANTS, PARTICIPANTS),  # giving consent is a POST
     "studies:join": (EVERYONE, EVERYONE),  # the link is the capability (not POSTed here: it signs in)
     **{name: (COORD_A, NOBODY) for name in (
-        "studies:detail", "studies:monitor", "studies:monitor_rows", "studies:leaderboard", "studies:audit")},
+        "studies:detail", "studies:monitor", "studies:monitor_rows", "studies:leaderboard", "studies:audit",
+        "studies:leaderboard_svg", "studies:pay", "studies:participant", "studies:attempt_shift")},
+    "studies:enter": (EVERYONE, EVERYONE),  # the study link is public; an unknown slug is a 400 for anyone
+    "studies:me_complete": (PARTICIPANTS, NOBODY),
+    **{name: (NOBODY, PARTICIPANTS) for name in ("studies:me_next", "studies:me_return")},
     "studies:exports": (COORD_A, COORD_A),
     # POST-only actions: nobody GETs them (405).
     **{name: (NOBODY, COORD_A) for name in (
         "studies:member_add", "studies:quota_set", "studies:participant_add", "studies:invite", "studies:revoke",
         "studies:assign", "studies:assign_next", "studies:attempt_act", "studies:select_by_rule",
-        "studies:monitor_act")},
+        "studies:monitor_act", "studies:entry_settings", "studies:pay_approve", "studies:bonus_file",
+        "studies:payments_file", "studies:import", "studies:invite_many", "studies:bulk_attempts",
+        "studies:bulk_assign", "studies:withdraw", "studies:consent_publish", "studies:rehearse")},
     **{name: (NOBODY, OWNER) for name in ("console:shift_start", "console:shift_call", "console:shift_pause",
                                           "console:shift_resume", "console:shift_end")},
     "console:logout": (NOBODY, SIGNED_IN),
@@ -114,6 +120,7 @@ def world(db, folder):  # noqa: F811
     values = {"shifts/<int:pk>/": shift.pk, "<int:seq>": 1, "studies/<rowid:pk>/": study_a.pk,
               "<rowid:attempt_pk>": attempt.pk, "<rowid:invitation_pk>": issued.invitation.pk,
               "<rowid:job_pk>": job.pk, "<str:name>": "attempts.csv", "<str:token>": issued.token,
+              "<rowid:participant_pk>": p1.pk, "<str:slug>": "no-such-study",
               "trials/<id:pk>/": trial.pk, "<id:seq>": 1, "<slug:measure>": "cash", "<fmt:fmt>": "csv"}
     return users, values
 

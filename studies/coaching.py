@@ -1,0 +1,38 @@
+"""What a coach sees: one participant's whole record, and any attempt's shift, read only.
+
+Both views read the shift through the ``shifts`` models (its stored calls, typed results,
+pauses, timeline and grading) and write nothing, so a coordinator or reviewer can decide
+on a coached retry with the participant's calls, history and end page in front of them.
+The permission is the monitor's (admins, coordinators, reviewers), checked here.
+"""
+from __future__ import annotations
+
+from shifts.briefing import BRIEFING_VERSION
+from shifts.models import BriefingAcknowledgement, Shift
+from shifts.results import result_of
+
+from .models import Attempt, AuditEvent, Participant
+from .participants import current_consent
+from .permissions import Action, require
+
+
+def participant_view(actor, person: Participant) -> dict:
+    require(actor, person.study, Action.MONITOR)
+    attempts = list(person.attempts.select_related("shift", "cell", "study", "participant", "coach")
+                    .order_by("assigned_at", "pk"))
+    ack = practice = None
+    if person.user_id:
+        ack = BriefingAcknowledgement.objects.filter(user_id=person.user_id, version=BRIEFING_VERSION).first()
+        practice = (Shift.objects.filter(participant_id=person.user_id, is_practice=True)
+                    .order_by("created_at", "pk").first())
+    events = list(AuditEvent.objects.filter(participant=person).select_related("actor").order_by("created_at", "id"))
+    return {"person": person, "attempts": attempts, "briefing": ack, "practice": practice,
+            "current_consent": current_consent(person.study), "events": events}
+
+
+def shift_view(actor, attempt: Attempt) -> dict:
+    require(actor, attempt.study, Action.MONITOR)
+    shift = attempt.shift
+    calls = [(call, result_of(call)) for call in shift.calls.order_by("seq")]
+    return {"attempt": attempt, "shift": shift, "calls": calls, "pauses": list(shift.pauses.all()),
+            "timeline": shift.timeline or [], "components": sorted((shift.score_components or {}).items())}

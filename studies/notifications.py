@@ -1,0 +1,107 @@
+"""E-mail notices to participants, sent by Celery tasks through Django's mail backends.
+
+Four notices: a cell was assigned, a shift was reassigned to you, your shift's deadline
+is two hours away or less, and your completion code is ready.  Each is sent at most
+once per attempt (a :class:`~studies.models.Notice` row, unique per attempt and kind,
+is written in the same transaction as the send, so a task run twice sends once).
+
+* ``assigned``/``reassigned`` are scheduled on commit by
+  :func:`studies.assignment.create_attempt` (``transaction.on_commit``), with ids only.
+* ``deadline`` and ``code_ready`` are found by :func:`sweep`, which Celery beat runs
+  every few minutes: open attempts whose shift deadline is within two hours, and
+  attempts whose shift has a committed score.
+* A participant without an e-mail address (their account's) gets no mail; nothing
+  fails (the address is the participant's, else their account's).  The backend is ``settings.EMAIL_BACKEND`` (the console backend unless
+  configured: ``EMAIL_BACKEND``/``EMAIL_HOST``... in the environment).
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from shifts.models import Shift
+
+from .models import OPEN_STATUSES, Attempt, AttemptKind, Notice, NoticeKind
+
+DEADLINE_NOTICE = timedelta(hours=2)
+
+SUBJECTS = {
+    NoticeKind.ASSIGNED: "A new shift is ready for you",
+    NoticeKind.REASSIGNED: "A shift was reassigned to you",
+    NoticeKind.DEADLINE: "Your shift ends in less than two hours",
+    NoticeKind.CODE_READY: "Your completion code is ready",
+}
+
+
+def _body(attempt: Attempt, kind: str) -> str:
+    shift_url = reverse("console:shift", args=[attempt.shift_id])
+    me_url = reverse("studies:me")
+    if kind == NoticeKind.DEADLINE:
+        deadline = attempt.shift.deadline
+        return (f"Your shift in {attempt.study.name} ends at {deadline:%Y-%m-%d %H:%M} UTC. "
+                f"Whatever you have not done by then is graded as it stands.\n\nOpen it: {shift_url}\n")
+    if kind == NoticeKind.CODE_READY:
+        return (f"Your shift in {attempt.study.name} is saved. Your completion code is on your study page: "
+                f"{me_url}\n")
+    what = "was reassigned to you after a platform fault" if kind == NoticeKind.REASSIGNED else "is ready"
+    return (f"A shift in {attempt.study.name} {what}. Its 12-hour deadline starts when you press Start.\n\n"
+            f"Open it: {shift_url}\n")
+
+
+def send_notice(attempt_id: int, kind: str) -> bool:
+    """Send one notice (at most once per attempt and kind); True if a mail went out now."""
+    attempt = Attempt.objects.select_related("participant__user", "study", "shift").filter(pk=attempt_id).first()
+    if attempt is None or attempt.participant.user is None or attempt.is_bot:
+        return False
+    address = attempt.participant.email or attempt.participant.user.email
+    if not address:
+        return False
+    try:
+        with transaction.atomic():
+            Notice.objects.create(attempt=attempt, kind=kind, address=address)
+            send_mail(SUBJECTS[NoticeKind(kind)], _body(attempt, kind), settings.DEFAULT_FROM_EMAIL, [address])
+    except IntegrityError:
+        return False  # sent before
+    return True
+
+
+def schedule_assignment_notice(attempt: Attempt) -> None:
+    kind = NoticeKind.REASSIGNED if attempt.kind == AttemptKind.REASSIGNMENT else NoticeKind.ASSIGNED
+    if attempt.is_practice or attempt.is_bot:
+        return
+    attempt_id = attempt.pk
+    transaction.on_commit(lambda: notify.delay(attempt_id, kind))
+
+
+@shared_task(acks_late=True)
+def notify(attempt_id: int, kind: str) -> str:
+    return "sent" if send_notice(attempt_id, kind) else "skipped"
+
+
+def sweep(now=None) -> dict:
+    """Send the deadline and code-ready notices that are due (idempotent)."""
+    now = now or timezone.now()
+    sent = {NoticeKind.DEADLINE: 0, NoticeKind.CODE_READY: 0}
+    base = (Attempt.objects.filter(is_bot=False, is_practice=False).exclude(participant__user=None)
+            .exclude(participant__email="", participant__user__email=""))
+    near = base.filter(status__in=OPEN_STATUSES, shift__status__in=(Shift.Status.ACTIVE, Shift.Status.PAUSED),
+                       shift__deadline__lte=now + DEADLINE_NOTICE, shift__deadline__gt=now) \
+        .exclude(notices__kind=NoticeKind.DEADLINE)
+    for attempt_id in near.values_list("pk", flat=True):
+        sent[NoticeKind.DEADLINE] += send_notice(attempt_id, NoticeKind.DEADLINE)
+    done = base.filter(shift__status=Shift.Status.ENDED, shift__score_composite__isnull=False) \
+        .exclude(notices__kind=NoticeKind.CODE_READY)
+    for attempt_id in done.values_list("pk", flat=True):
+        sent[NoticeKind.CODE_READY] += send_notice(attempt_id, NoticeKind.CODE_READY)
+    return {str(k): v for k, v in sent.items()}
+
+
+@shared_task
+def sweep_notices() -> dict:
+    return sweep()
