@@ -19,6 +19,7 @@ class ErrorCode(StrEnum):
     STOREBENCH_ERROR = "storebench_error"
     ARTIFACT_ERROR = "artifact_error"
     CALIBRATION_INVALID = "calibration_invalid"
+    HELD_OUT_INVALID = "held_out_invalid"
     TASK_FILE_INVALID = "task_file_invalid"
     UNKNOWN_POLICY = "unknown_policy"
     WORLD_HASH_MISMATCH = "world_hash_mismatch"

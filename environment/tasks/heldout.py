@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import StoreBenchError
+from ..errors import ErrorCode, StoreBenchError
 
 HELDOUT_ENV = "STOREBENCH_HELDOUT"
 
 
 class HeldOutError(StoreBenchError):
-    code = "held_out_invalid"
+    code = ErrorCode.HELD_OUT_INVALID
 
 
 def held_out_dir() -> Path | None:
