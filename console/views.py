@@ -275,3 +275,20 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
                                              and not done.call.is_error),
     }
     return render(request, "console/_call_response.html", context)
+
+
+@login_required
+@require_GET
+@never_cache
+def shift_call_status(request: HttpRequest, pk: int, call_id: str) -> JsonResponse:
+    """Whether the call with this client call id is stored, read from the call record:
+    what a page asks after a submit got no answer (the server down, the network cut)."""
+    shift = _own_shift(request, pk)
+    if not CALL_ID_RE.fullmatch(call_id):
+        return JsonResponse({"error": "A call id is 8 to 64 letters, digits, '-' or '_'."}, status=400)
+    call = shift.calls.filter(call_id=call_id).only("seq", "tool", "is_error", "reached_core").first()
+    if call is None:
+        return JsonResponse({"stored": False, "status": shift.status})
+    return JsonResponse({"stored": True, "seq": call.seq, "tool": call.tool, "is_error": call.is_error,
+                         "reached_store": call.reached_core, "spent_operation": call.spent_operation,
+                         "url": _workspace_url(shift, call.seq), "status": shift.status})

@@ -50,3 +50,23 @@ def store_time(value) -> str:
     """A tool result's timestamp ("2026-08-01T12:00Z") as the header writes time ("2026-08-01 12:00")."""
     text = str(value or "")
     return text.replace("T", " ").removesuffix("Z") if text else "—"
+
+
+@register.simple_tag
+def present_call(call):
+    """The table/card presentation of a stored call (:mod:`console.present`), with the
+    row actions already made on its rows since it was read, and for inventory rows the
+    supply sources the shift has read (two small queries, only for those results)."""
+    from console import present
+    from shifts.models import ShiftCall
+
+    if call is None:
+        return None
+    later = ShiftCall.objects.filter(shift_id=call.shift_id, seq__gt=call.seq, is_error=False,
+                                     tool__in=list(present.DONE_WORDS)).only("seq", "tool", "arguments", "is_error")
+    sources = {}
+    if call.tool == "list_inventory":
+        reads = ShiftCall.objects.filter(shift_id=call.shift_id, seq__lt=call.seq, is_error=False,
+                                         tool__in=present.SOURCE_TOOLS).order_by("seq")
+        sources = present.known_sources(reads)
+    return present.present(call, sources=sources, done=present.done_since(later))
