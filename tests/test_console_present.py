@@ -90,3 +90,11 @@ def test_the_call_record_says_whether_a_call_was_stored(signed_in, shift, client
     other = briefed_user("someone-else")
     client.force_login(other)
     assert client.get(f"/shifts/{shift.pk}/call-status/{sent}/").status_code == 404
+
+
+def test_a_call_that_moves_the_window_is_marked_and_history_shows_arguments(signed_in, shift):
+    html = call(signed_in, shift, "list_orders", page_size="7").content.decode()
+    assert "A new window started" not in html
+    assert '<span class="args-line">{&quot;page_size&quot;: 7}</span>' in html
+    html = call(signed_in, shift, "end_window").content.decode()
+    assert "A new window started: this call moved the store to window 2 of 14 (2026-08-01 12:00 UTC)" in html
