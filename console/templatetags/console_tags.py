@@ -70,3 +70,14 @@ def present_call(call):
                                          tool__in=present.SOURCE_TOOLS).order_by("seq")
         sources = present.known_sources(reads)
     return present.present(call, sources=sources, done=present.done_since(later))
+
+
+# The reads a shift needs most, one click each from above the result (list tools with 100 rows).
+QUICK_READS = (("list_orders", "Orders"), ("list_returns", "Returns"), ("list_products", "Products"),
+               ("list_inventory", "Inventory"), ("search_supply_catalog", "Supply"),
+               ("list_purchase_orders", "Purchase orders"), ("competitor_watch", "Competitors"))
+
+
+@register.inclusion_tag("console/_quick_reads.html", takes_context=True)
+def quick_reads(context):
+    return {"shift": context["shift"], "quick_reads": QUICK_READS, "csrf_token": context.get("csrf_token")}

@@ -141,11 +141,17 @@ document.addEventListener("htmx:confirm", function (evt) {
   }
   document.addEventListener("htmx:afterRequest", function (evt) {
     var form = evt.detail.elt;
-    if (!form || !form.classList || !form.classList.contains("row-action") || !evt.detail.xhr || !evt.detail.xhr.status) return;
+    if (!form || !form.classList || !evt.detail.xhr || !evt.detail.xhr.status) return;
+    if (form.classList.contains("fresh-id")) {  // a reusable form: every answered call is a new one next time
+      form.querySelector("input[name=call_id]").value = freshId();
+      return;
+    }
+    if (!form.classList.contains("row-action")) return;
     var outcome = form.parentNode.querySelector(".row-status .outcome");
     var ok = outcome && outcome.dataset.ok === "1";
     var row = form.closest("tr") || form.closest(".card");
     if (ok && row) {
+      row.classList.remove("urgent");
       row.classList.add("done");
       row.querySelectorAll("form.row-action").forEach(function (f) { f.remove(); });
     } else {
