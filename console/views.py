@@ -29,6 +29,7 @@ from shifts.results import result_of
 
 from . import workspace
 from .chart import timeline_svg
+from .endpage import score_rows
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
 
@@ -66,6 +67,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "console/home.html", {
         "shifts": home_state.shifts, "acknowledgement": home_state.acknowledgement,
         "practice_done": home_state.practice_done, "locks": home_state.locks,
+        "scored_open": [s for s in home_state.shifts if not s.is_practice and s.status != Shift.Status.ENDED],
     })
 
 
@@ -126,7 +128,7 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         components = shift.score_components or {}
         context.update({
             "score_rows": _score_rows(shift),
-            "threshold": components.get("threshold"),
+            "explained_rows": score_rows(components),
             "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
         })
     return context

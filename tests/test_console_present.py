@@ -98,3 +98,15 @@ def test_a_call_that_moves_the_window_is_marked_and_history_shows_arguments(sign
     assert '<span class="args-line">{&quot;page_size&quot;: 7}</span>' in html
     html = call(signed_in, shift, "end_window").content.decode()
     assert "A new window started: this call moved the store to window 2 of 14 (2026-08-01 12:00 UTC)" in html
+
+
+def test_home_after_practice_says_what_comes_next(signed_in, shift, user):
+    assert 'id="next-step"' not in signed_in.get("/").content.decode()  # practice still open
+    signed_in.post(f"/shifts/{shift.pk}/end/")
+    html = signed_in.get("/").content.decode()
+    assert "Next: no scored shift is assigned to you yet" in html and 'href="/studies/me/"' in html
+    from shifts.lifecycle import assign_shift
+
+    assign_shift(user, "steady", 3)
+    html = signed_in.get("/").content.decode()
+    assert "Next: start or resume a scored shift in the table below." in html and 'id="next-step"' not in html

@@ -90,7 +90,7 @@ def test_inbox_sorted_by_escalation_with_refund_in_place(signed_in, shift):
     assert ops_left(html) == 10
 
 
-def test_end_page_shows_score_verdict_and_chart(signed_in, shift):
+def test_end_page_explains_the_score_without_threshold_or_calibration_figures(signed_in, shift):
     call(signed_in, shift, "list_orders")
     call(signed_in, shift, "end_window")
     call(signed_in, shift, "end_window")
@@ -99,11 +99,18 @@ def test_end_page_shows_score_verdict_and_chart(signed_in, shift):
     html = page(signed_in, shift)
     for label in ("Business", "Reliability", "Orders shipped on time", "Returns handled", "Continuity",
                   "Composite score"):
-        assert f"<tr><th>{label}</th>" in html
+        assert f'<th scope="row">{label}</th>' in html
     verdict = "Passed" if shift.passed else "Not passed"
     assert f'id="verdict">{verdict}</span>' in html
-    threshold = shift.score_components["threshold"]
-    assert f"pass threshold {float(threshold):.3f}" in html
+    components = shift.score_components
+    assert "threshold" not in html.lower()
+    for hidden in ("threshold", "business_zero_raw", "business_scale"):
+        if components.get(hidden) not in (None, "None"):
+            assert str(components[hidden]) not in html, hidden
+    assert f"{components['orders_on_time']} of the {components['orders_due']} orders due" in html
+    net = f"${float(components['net_assets']):,.2f}"
+    assert f"({net} in net assets)" in html
+    assert "Next:</b> your practice is done" in html  # the fixture's shift is the practice one
     assert re.findall(r'data-series="([a-z_]+)"', html) == ["cash_cents", "net_assets_cents", "stock_units"]
 
 
