@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -57,7 +58,7 @@ class Action:
     fixed: dict  # arguments sent as they are
     inputs: tuple[Input, ...] = ()
     key: str = ""  # keyboard shortcut on a focused row
-    confirm: str = ""
+    confirm: str = ""  # asked before sending (a purchase order landing after the horizon)
 
 
 @dataclass
@@ -81,6 +82,15 @@ class Table:
         return any(r.actions or r.done for r in self.rows)
 
 
+@dataclass(frozen=True)
+class LineEditor:
+    """A purchase order by size and colour: one quantity box per SKU, sent as ``lines``."""
+
+    supply_product_id: str
+    skus: list  # (sku id, size, colour, unit cost text)
+    warning: str  # the lead time ends past the horizon, or ""
+
+
 @dataclass
 class Card:
     title: str
@@ -88,6 +98,7 @@ class Card:
     tables: list[Table]
     actions: list[Action]
     key: str
+    lines: LineEditor | None = None
 
 
 @dataclass(frozen=True)
@@ -181,18 +192,40 @@ def _reprice(row: dict) -> list[Action]:
                    (Input("price", "new price (USD)", str(price), "money"),), key="p")]
 
 
-def _reorder_supply(row: dict) -> list[Action]:
+def _reorder_supply(row: dict, timing: Timing | None = None) -> list[Action]:
     sp = row.get("supply_product_id")
     if not sp or not row.get("restocks_product") or row.get("available") is False:
         return []
-    return [_reorder(sp, row.get("moq"))]
+    return [_reorder(sp, row.get("moq"), late_warning(row.get("lead_days"), timing))]
 
 
-def _reorder(sp: str, moq) -> Action:
+def _reorder(sp: str, moq, confirm: str = "") -> Action:
     # The store splits a total over sizes by the standard size curve and evenly over
     # colours; the vendor's minimum order is the prefilled total.
     return Action("Reorder", "place_purchase_order", {"supply_product_id": sp},
-                  (Input("quantity", f"units of {sp} (split by size curve)", str(moq or ""), "int"),), key="o")
+                  (Input("quantity", f"units of {sp} (split by size curve)", str(moq or ""), "int"),), key="o",
+                  confirm=confirm)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When the call was read (store time) and when the store closes for good."""
+
+    now: datetime
+    horizon_end: datetime
+
+
+def late_warning(lead_days, timing: Timing | None) -> str:
+    """A warning when goods ordered now land after the store closes (a vendor can also be
+    later than its lead time, so an order close to the end is a risk too)."""
+    if timing is None or not isinstance(lead_days, int):
+        return ""
+    eta = timing.now + timedelta(days=lead_days)
+    if eta < timing.horizon_end:
+        return ""
+    return (f"The lead time is {lead_days} days: ordered now, the goods land about {eta:%Y-%m-%d %H:%M}, "
+            f"after the store closes at {timing.horizon_end:%Y-%m-%d %H:%M}. They could not be sold, only "
+            "salvaged at settlement. Place the order anyway?")
 
 
 ROW_ACTIONS = {
@@ -221,7 +254,8 @@ def _is_urgent(row: dict) -> bool:
         None, "open", "awaiting_shipment")
 
 
-def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, note: str = "") -> Table:
+def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, note: str = "",
+           timing: Timing | None = None) -> Table:
     columns: list[str] = []
     for row in rows:
         for key in row:
@@ -230,7 +264,7 @@ def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, n
     actions_of = ROW_ACTIONS.get(tool)
     out = []
     for index, row in enumerate(rows):
-        actions = actions_of(row) if actions_of else []
+        actions = (actions_of(row, timing) if actions_of is _reorder_supply else actions_of(row)) if actions_of else []
         if tool == "list_inventory" and row.get("product_id") in sources:
             actions = [_reorder(*sources[row["product_id"]])]
         key = _row_key(row, index)
@@ -239,11 +273,15 @@ def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, n
     return Table(title=title, columns=[_label(c) for c in columns], rows=out, note=note)
 
 
-def present(call, *, sources: dict | None = None, done: dict | None = None) -> Presentation:
+def present(call, *, sources: dict | None = None, done: dict | None = None,
+            horizon_end: datetime | None = None) -> Presentation:
     """The presentation of one stored call.  ``sources`` maps a shop product id to
     (supply product id, vendor minimum) for Reorder on inventory rows; ``done`` maps a
     row key to what was done to it since the read ("shipped (#12)")."""
     sources, done = sources or {}, done or {}
+    header = call.typed_header
+    timing = (Timing(datetime.strptime(header.time, "%Y-%m-%d %H:%M"), horizon_end)
+              if header is not None and horizon_end is not None else None)
     problem = problem_of(call)
     if problem is not None:
         return Presentation(problem=problem, outcome=f"#{call.seq} refused: {problem.code}")
@@ -257,7 +295,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None) -> P
         note = ""
         if "page" in data:
             note = f"page {data['page']} of {data.get('pages', '?')}, {data.get('total', len(data['rows']))} in all"
-        shown.tables.append(_table(_label(call.tool), data["rows"], call.tool, sources, done, note))
+        shown.tables.append(_table(_label(call.tool), data["rows"], call.tool, sources, done, note, timing))
         extras = {k: v for k, v in data.items() if k not in ("rows", "page", "pages", "total")}
         if extras:
             shown.card = Card("", [(_label(k), cell(k, v)) for k, v in extras.items()], [], [], "")
@@ -270,9 +308,15 @@ def present(call, *, sources: dict | None = None, done: dict | None = None) -> P
         else:
             fields.append((_label(key), cell(key, value)))
     actions_of = ROW_ACTIONS.get(call.tool)
-    actions = actions_of(data) if actions_of else []
+    actions = (actions_of(data, timing) if actions_of is _reorder_supply else actions_of(data)) if actions_of else []
+    lines = None
+    if call.tool == "supply_product_detail" and actions and isinstance(data.get("sku_rows"), list):
+        lines = LineEditor(str(data["supply_product_id"]),
+                           [(r.get("sku_id"), r.get("size"), r.get("colour"), cell("unit_cost", r.get("unit_cost")).text)
+                            for r in data["sku_rows"] if isinstance(r, dict)],
+                           late_warning(data.get("lead_days"), timing))
     shown.card = Card(str(data.get("title") or data.get("name") or _label(call.tool)), fields, tables,
-                      actions, _row_key(data, 0))
+                      actions, _row_key(data, 0), lines)
     return shown
 
 

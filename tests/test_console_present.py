@@ -110,3 +110,18 @@ def test_home_after_practice_says_what_comes_next(signed_in, shift, user):
     assign_shift(user, "steady", 3)
     html = signed_in.get("/").content.decode()
     assert "Next: start or resume a scored shift in the table below." in html and 'id="next-step"' not in html
+
+
+def test_purchase_orders_landing_after_close_are_warned_and_lines_have_an_editor(signed_in, shift):
+    # counter-punch is 7 days long: SP-0002's 18-day lead time lands after close, SP-0001's 9 too
+    html = call(signed_in, shift, "search_supply_catalog", page_size="5").content.decode()
+    row = rows_of(html)["SP-0002"]
+    assert "lands after close" in row and 'hx-confirm="The lead time is 18 days' in row
+    assert "after the store closes at 2026-08-08 00:00" in row
+    html = call(signed_in, shift, "supply_product_detail", supply_product_id="SP-0001").content.decode()
+    assert '<form class="po-lines"' in html and html.count('class="po-line"') == 18
+    assert 'class="late-warning" role="alert">The lead time is 9 days' in html
+    # what the editor sends: the lines object, one call
+    reply = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0001",
+                 lines='{"SP-0001-M-BLK": 10, "SP-0001-L-BLK": 8}').content.decode()
+    assert "ordered (#4)" in reply and ops_left(reply) == 9

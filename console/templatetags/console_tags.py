@@ -69,7 +69,23 @@ def present_call(call):
         reads = ShiftCall.objects.filter(shift_id=call.shift_id, seq__lt=call.seq, is_error=False,
                                          tool__in=present.SOURCE_TOOLS).order_by("seq")
         sources = present.known_sources(reads)
-    return present.present(call, sources=sources, done=present.done_since(later))
+    horizon_end = None
+    if call.tool in present.SOURCE_TOOLS:
+        horizon_end = _horizon_end(call.shift_id)
+    return present.present(call, sources=sources, done=present.done_since(later), horizon_end=horizon_end)
+
+
+def _horizon_end(shift_id: int):
+    """When the shift's store closes for good (store time): its task's start plus horizon.
+    Used only to warn about purchase orders landing too late; never shown as the task."""
+    from datetime import datetime, timedelta
+
+    from environment.tasks import get_task
+    from shifts.models import Shift
+
+    task = get_task(Shift.objects.values_list("task_id", flat=True).get(pk=shift_id))
+    start = datetime.fromisoformat(task.start.replace("Z", "+00:00")).replace(tzinfo=None)
+    return start + timedelta(days=task.horizon_days)
 
 
 # The reads a shift needs most, one click each from above the result (list tools with 100 rows).

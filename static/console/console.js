@@ -225,3 +225,24 @@ document.addEventListener("htmx:confirm", function (evt) {
     }
   });
 })();
+
+// The purchase-order line editor: one box per SKU, sent as the tool's ``lines`` object.
+(function () {
+  function lines(form) {
+    var out = {}, total = 0;
+    form.querySelectorAll("input.po-line").forEach(function (box) {
+      var n = parseInt(box.value, 10);
+      if (n > 0) { out[box.dataset.sku] = n; total += n; }
+    });
+    return { lines: out, total: total };
+  }
+  document.addEventListener("input", function (evt) {
+    var form = evt.target.closest && evt.target.closest("form.po-lines");
+    if (form) form.querySelector(".po-total").textContent = lines(form).total;
+  });
+  document.addEventListener("htmx:configRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (!form || !form.classList || !form.classList.contains("po-lines")) return;
+    evt.detail.parameters["arg_lines"] = JSON.stringify(lines(form).lines);
+  });
+})();
