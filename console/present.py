@@ -382,7 +382,8 @@ def known_sources(shift_calls) -> dict:
         data = result_of(call).data
         if not isinstance(data, dict):
             continue
-        rows = data.get("rows") if isinstance(data.get("rows"), list) else [data]
+        listed = data.get("rows")
+        rows: list = listed if isinstance(listed, list) else [data]
         for row in rows:
             if isinstance(row, dict) and row.get("restocks_product") and row.get("available") is not False:
                 sources[row["restocks_product"]] = (row["supply_product_id"], row.get("moq"))

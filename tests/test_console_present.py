@@ -8,7 +8,6 @@ import re
 import uuid
 
 import pytest
-
 from console_helpers import HX, briefed_user, call, ops_left
 
 pytestmark = pytest.mark.usefixtures("fresh_console_cache")
