@@ -1,12 +1,14 @@
-"""Cached views: the last result of each read tool, re-readable for free.
+"""Cached views: the last result of each read, re-readable for free.
 
 A participant's stand-in for an agent's memory of what it has already read: for
-every read tool called successfully this shift, the newest such call, marked with
-the simulated time and window it was read at. Re-reading one shows the stored
+every read tool and set of arguments called successfully this shift (``get_product``
+of PRD-001 and of PRD-002 are two views, as are two pages of a list), the newest such
+call, marked with the simulated time and window it was read at. Re-reading one shows the stored
 result; nothing is sent to the store and no operation is spent.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from environment.tools import REGISTRY
@@ -26,6 +28,11 @@ class CachedView:
     read_at: str  # simulated time, "YYYY-MM-DD HH:MM"
     window: int
     arguments: dict
+    newest: bool = True  # the newest view of its tool (whatever the arguments)
+
+    @property
+    def arguments_text(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.arguments.items()))
 
 
 def _read_tools() -> set[str]:
@@ -33,20 +40,24 @@ def _read_tools() -> set[str]:
 
 
 def cached_views(calls) -> list[CachedView]:
-    """The newest successful call of each read tool among ``calls`` (ordered by seq),
-    grouped by tool family in the workspace's order."""
+    """The newest successful call of each read tool and argument set among ``calls``
+    (ordered by seq), grouped by tool family in the workspace's order, each tool's
+    views newest first."""
     reads = _read_tools()
-    newest = {}
+    newest: dict = {}
     for call in calls:
         if call.tool in reads and not call.is_error and call.reached_core:
-            newest[call.tool] = call
+            key = (call.tool, json.dumps(call.arguments, sort_keys=True))
+            newest.pop(key, None)
+            newest[key] = call
+    last_of_tool = {tool: call.seq for (tool, _), call in newest.items()}
     views = []
-    for tool, call in newest.items():
+    for (tool, _), call in newest.items():
         header = call.typed_header  # the store header stored with the call
         if header is None:
             continue
         spec = REGISTRY[tool]
         views.append(CachedView(tool=tool, title=spec.title, family=spec.family.value, seq=call.seq,
                                 read_at=header.time, window=header.window,
-                                arguments=dict(call.arguments)))
-    return sorted(views, key=lambda v: (_FAMILY_ORDER[v.family], v.tool))
+                                arguments=dict(call.arguments), newest=last_of_tool[tool] == call.seq))
+    return sorted(views, key=lambda v: (_FAMILY_ORDER[v.family], v.tool, -v.seq))

@@ -19,6 +19,7 @@ urlpatterns = [
     path("shifts/<int:pk>/start/", views.shift_start, name="shift_start"),
     path("shifts/<int:pk>/call/", views.shift_call, name="shift_call"),
     path("shifts/<int:pk>/calls/<int:seq>/", views.shift_call_detail, name="shift_call_detail"),
+    path("shifts/<int:pk>/call-status/<str:call_id>/", views.shift_call_status, name="shift_call_status"),
     path("shifts/<int:pk>/history/", views.shift_history, name="shift_history"),
     path("shifts/<int:pk>/bar/", views.shift_bar, name="shift_bar"),
     path("shifts/<int:pk>/pause/", views.shift_pause, name="shift_pause"),

@@ -29,6 +29,7 @@ from shifts.results import result_of
 
 from . import workspace
 from .chart import timeline_svg
+from .endpage import score_rows
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
 
@@ -66,6 +67,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "console/home.html", {
         "shifts": home_state.shifts, "acknowledgement": home_state.acknowledgement,
         "practice_done": home_state.practice_done, "locks": home_state.locks,
+        "scored_open": [s for s in home_state.shifts if not s.is_practice and s.status != Shift.Status.ENDED],
     })
 
 
@@ -126,7 +128,7 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         components = shift.score_components or {}
         context.update({
             "score_rows": _score_rows(shift),
-            "threshold": components.get("threshold"),
+            "explained_rows": score_rows(components),
             "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
         })
     return context
@@ -275,3 +277,20 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
                                              and not done.call.is_error),
     }
     return render(request, "console/_call_response.html", context)
+
+
+@login_required
+@require_GET
+@never_cache
+def shift_call_status(request: HttpRequest, pk: int, call_id: str) -> JsonResponse:
+    """Whether the call with this client call id is stored, read from the call record:
+    what a page asks after a submit got no answer (the server down, the network cut)."""
+    shift = _own_shift(request, pk)
+    if not CALL_ID_RE.fullmatch(call_id):
+        return JsonResponse({"error": "A call id is 8 to 64 letters, digits, '-' or '_'."}, status=400)
+    call = shift.calls.filter(call_id=call_id).only("seq", "tool", "is_error", "reached_core").first()
+    if call is None:
+        return JsonResponse({"stored": False, "status": shift.status})
+    return JsonResponse({"stored": True, "seq": call.seq, "tool": call.tool, "is_error": call.is_error,
+                         "reached_store": call.reached_core, "spent_operation": call.spent_operation,
+                         "url": _workspace_url(shift, call.seq), "status": shift.status})

@@ -46,6 +46,7 @@ SHIFT_REQUESTS = [
     ("shift_start", "post", [], {}),
     ("shift_call", "post", [], {"tool": "list_orders", "call_id": "someone-else-0001"}),
     ("shift_call_detail", "get", [2], None),
+    ("shift_call_status", "get", ["iso-orders-001"], None),
     ("shift_history", "get", [], None),
     ("shift_bar", "get", [], None),
     ("shift_pause", "post", [], {"reason": "not mine"}),

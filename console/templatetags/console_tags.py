@@ -50,3 +50,50 @@ def store_time(value) -> str:
     """A tool result's timestamp ("2026-08-01T12:00Z") as the header writes time ("2026-08-01 12:00")."""
     text = str(value or "")
     return text.replace("T", " ").removesuffix("Z") if text else "—"
+
+
+@register.simple_tag
+def present_call(call):
+    """The table/card presentation of a stored call (:mod:`console.present`), with the
+    row actions already made on its rows since it was read, and for inventory rows the
+    supply sources the shift has read (two small queries, only for those results)."""
+    from console import present
+    from shifts.models import ShiftCall
+
+    if call is None:
+        return None
+    later = ShiftCall.objects.filter(shift_id=call.shift_id, seq__gt=call.seq, is_error=False,
+                                     tool__in=list(present.DONE_WORDS)).only("seq", "tool", "arguments", "is_error")
+    sources = {}
+    if call.tool == "list_inventory":
+        reads = ShiftCall.objects.filter(shift_id=call.shift_id, seq__lt=call.seq, is_error=False,
+                                         tool__in=present.SOURCE_TOOLS).order_by("seq")
+        sources = present.known_sources(reads)
+    horizon_end = None
+    if call.tool in present.SOURCE_TOOLS:
+        horizon_end = _horizon_end(call.shift_id)
+    return present.present(call, sources=sources, done=present.done_since(later), horizon_end=horizon_end)
+
+
+def _horizon_end(shift_id: int):
+    """When the shift's store closes for good (store time): its task's start plus horizon.
+    Used only to warn about purchase orders landing too late; never shown as the task."""
+    from datetime import datetime, timedelta
+
+    from environment.tasks import get_task
+    from shifts.models import Shift
+
+    task = get_task(Shift.objects.values_list("task_id", flat=True).get(pk=shift_id))
+    start = datetime.fromisoformat(task.start.replace("Z", "+00:00")).replace(tzinfo=None)
+    return start + timedelta(days=task.horizon_days)
+
+
+# The reads a shift needs most, one click each from above the result (list tools with 100 rows).
+QUICK_READS = (("list_orders", "Orders"), ("list_returns", "Returns"), ("list_products", "Products"),
+               ("list_inventory", "Inventory"), ("search_supply_catalog", "Supply"),
+               ("list_purchase_orders", "Purchase orders"), ("competitor_watch", "Competitors"))
+
+
+@register.inclusion_tag("console/_quick_reads.html", takes_context=True)
+def quick_reads(context):
+    return {"shift": context["shift"], "quick_reads": QUICK_READS, "csrf_token": context.get("csrf_token")}

@@ -86,3 +86,163 @@ document.addEventListener("htmx:confirm", function (evt) {
     if (top && top.dataset.ws && window.WebSocket) connect(top, 0);
   });
 })();
+
+// Result tables: sort by a column (the cells' data-sort keys), filter rows by text,
+// click an id to copy it.
+(function () {
+  document.addEventListener("click", function (evt) {
+    var sort = evt.target.closest("button.sort");
+    if (sort) {
+      var th = sort.closest("th"), table = sort.closest("table");
+      var col = Array.prototype.indexOf.call(th.parentNode.children, th);
+      var ascending = th.getAttribute("aria-sort") !== "ascending";
+      table.querySelectorAll("thead th").forEach(function (h) { h.setAttribute("aria-sort", "none"); });
+      th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[col].dataset.sort || "", y = b.cells[col].dataset.sort || "";
+        return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+      return;
+    }
+    var copy = evt.target.closest("button.copy");
+    if (copy && navigator.clipboard) {
+      navigator.clipboard.writeText(copy.dataset.copy).then(function () {
+        copy.classList.add("copied");
+        setTimeout(function () { copy.classList.remove("copied"); }, 1200);
+      }, function () {});
+    }
+  });
+  document.addEventListener("input", function (evt) {
+    if (!evt.target.classList.contains("table-filter")) return;
+    var needle = evt.target.value.toLowerCase();
+    var table = evt.target.closest(".table-block").querySelector("table");
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+      r.hidden = needle !== "" && r.textContent.toLowerCase().indexOf(needle) < 0;
+    });
+  });
+})();
+
+// Row actions: each is one call through the call endpoint with its own call id. The
+// reply's outcome line lands in the row; the list stays. After any answer from the
+// server the form gets a fresh call id (a retry is a new call); with no answer it keeps
+// its id, and the page asks the server's call record whether that call was stored.
+(function () {
+  function freshId() {
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return (b < 16 ? "0" : "") + b.toString(16); }).join("");
+  }
+  function shiftId() {
+    var top = document.getElementById("shift-top");
+    return top ? top.dataset.shift : null;
+  }
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (!form || !form.classList || !evt.detail.xhr || !evt.detail.xhr.status) return;
+    if (form.classList.contains("fresh-id")) {  // a reusable form: every answered call is a new one next time
+      form.querySelector("input[name=call_id]").value = freshId();
+      return;
+    }
+    if (!form.classList.contains("row-action")) return;
+    var outcome = form.parentNode.querySelector(".row-status .outcome");
+    var ok = outcome && outcome.dataset.ok === "1";
+    var row = form.closest("tr") || form.closest(".card");
+    if (ok && row) {
+      row.classList.remove("urgent");
+      row.classList.add("done");
+      row.querySelectorAll("form.row-action").forEach(function (f) { f.remove(); });
+    } else {
+      form.querySelector("input[name=call_id]").value = freshId();
+    }
+  });
+  function unanswered(evt) {
+    var form = evt.detail.elt;
+    if (!form || form.tagName !== "FORM" || !form.querySelector("input[name=call_id]")) return;
+    var callId = form.querySelector("input[name=call_id]").value;
+    var box = form.classList.contains("row-action") ? form.parentNode.querySelector(".row-status") : document.getElementById("result");
+    if (!box) return;
+    box.innerHTML = "";
+    var note = document.createElement("p");
+    note.className = "problem outcome";
+    note.setAttribute("role", "alert");
+    note.dataset.ok = "0";
+    note.textContent = "No answer from the server. Checking the call record for call " + callId + "…";
+    box.appendChild(note);
+    var tries = 0;
+    function ask() {
+      tries += 1;
+      fetch("/shifts/" + shiftId() + "/call-status/" + callId + "/", { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); })
+        .then(function (rec) {
+          if (rec.stored) {
+            note.textContent = "The call reached the server and is stored as #" + rec.seq + " (" + rec.tool + "): " +
+              (rec.reached_store ? (rec.spent_operation ? "it spent its operation" : "it was free") : "refused before the store, nothing spent") +
+              (rec.is_error ? ", and it was refused." : ".") + " Reload to see its result.";
+          } else {
+            note.textContent = "The call record has no call " + callId + ": it did not reach the store and no operation was spent. Submit again (the same call id is kept, so it cannot be spent twice).";
+          }
+        })
+        .catch(function () {
+          note.textContent = "No answer from the server for call " + callId + ", and its call record cannot be read yet (server unreachable): retrying in 5 s. Submitting again is safe: the same call id is kept, so it is never spent twice.";
+          if (tries < 60) setTimeout(ask, 5000);
+        });
+    }
+    ask();
+  }
+  document.addEventListener("htmx:sendError", unanswered);
+  document.addEventListener("htmx:timeout", unanswered);
+  document.addEventListener("htmx:responseError", function (evt) {
+    var xhr = evt.detail.xhr;
+    if (xhr && xhr.status >= 500) unanswered(evt);
+  });
+})();
+
+// Keyboard: in a result table, j / k move between rows; a row action's letter
+// (s ship, r refund, p reprice, o reorder) submits it for the focused row.
+(function () {
+  document.addEventListener("keydown", function (evt) {
+    if (evt.ctrlKey || evt.metaKey || evt.altKey) return;
+    var tag = (evt.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select") return;
+    var row = evt.target.closest ? evt.target.closest("table.result-table tbody tr") : null;
+    if (evt.key === "j" || evt.key === "k") {
+      var rows = Array.prototype.filter.call(document.querySelectorAll("#result table.result-table tbody tr"), function (r) { return !r.hidden; });
+      if (!rows.length) return;
+      var at = row ? rows.indexOf(row) : -1;
+      var next = rows[Math.max(0, Math.min(rows.length - 1, at + (evt.key === "j" ? 1 : -1)))];
+      next.focus();
+      evt.preventDefault();
+      return;
+    }
+    if (!row) return;
+    var form = row.querySelector('form.row-action[data-key="' + evt.key + '"]');
+    if (form) {
+      evt.preventDefault();
+      if (form.requestSubmit) form.requestSubmit(); else form.querySelector("button").click();
+    }
+  });
+})();
+
+// The purchase-order line editor: one box per SKU, sent as the tool's ``lines`` object.
+(function () {
+  function lines(form) {
+    var out = {}, total = 0;
+    form.querySelectorAll("input.po-line").forEach(function (box) {
+      var n = parseInt(box.value, 10);
+      if (n > 0) { out[box.dataset.sku] = n; total += n; }
+    });
+    return { lines: out, total: total };
+  }
+  document.addEventListener("input", function (evt) {
+    var form = evt.target.closest && evt.target.closest("form.po-lines");
+    if (form) form.querySelector(".po-total").textContent = lines(form).total;
+  });
+  document.addEventListener("htmx:configRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (!form || !form.classList || !form.classList.contains("po-lines")) return;
+    evt.detail.parameters["arg_lines"] = JSON.stringify(lines(form).lines);
+  });
+})();

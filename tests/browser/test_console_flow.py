@@ -45,8 +45,9 @@ def call_tool(page, tool: str, **fields) -> dict | None:
 
 
 def result_json(page) -> dict | None:
+    """The JSON body behind the result's JSON toggle (read whether or not it is open)."""
     pre = page.locator("#result pre.json")
-    return json.loads(pre.inner_text()) if pre.count() else None
+    return json.loads(pre.text_content()) if pre.count() else None
 
 
 def accept_and_end(page) -> None:

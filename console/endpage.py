@@ -1,0 +1,61 @@
+"""The end page's score rows, each with what it means in words and, where it has one,
+in dollars or counts.
+
+A participant sees the graded components of their own shift and what each one measures;
+never the cell's pass threshold, the business zero and scale the calibration found for
+the cell, or any anchor policy's figures (those would tell them the task and where the
+scripted stores landed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    key: str
+    label: str
+    kind: str  # "score" | "rate" | "money" | "plain"
+    value: object
+    words: str
+
+
+def _dec(value) -> Decimal | None:
+    try:
+        return Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def _usd(value) -> str:
+    amount = _dec(value)
+    return "—" if amount is None else f"{'-' if amount < 0 else ''}${abs(amount):,.2f}"
+
+
+def score_rows(components: dict) -> list[ScoreRow]:
+    c = components
+    rows = [
+        ScoreRow("business", "Business", "score", c.get("business"),
+                 f"How much the store was worth after settlement ({_usd(c.get('net_assets'))} in net assets), "
+                 "placed on the scale calibrated for this shift's store: 0 is what a store left alone ends with, "
+                 "1 what the best scripted reference store reaches. Counts 70% of the composite."),
+        ScoreRow("reliability", "Reliability", "score", c.get("reliability"),
+                 "How well customers were served: orders shipped on time and returns answered before they "
+                 "escalated. Counts 20% of the composite."),
+        ScoreRow("on_time_rate", "Orders shipped on time", "rate", c.get("on_time_rate"),
+                 f"{c.get('orders_on_time', '—')} of the {c.get('orders_due', '—')} orders due were shipped by you "
+                 "before their deadline (orders the platform shipped for a fee, or cancelled, do not count)."),
+        ScoreRow("return_handled_rate", "Returns handled", "rate", c.get("return_handled_rate"),
+                 f"Credit for the {c.get('returns_due', '—')} returns that fell due: a return refunded before it "
+                 "escalated counts in full."),
+        ScoreRow("continuity", "Continuity", "score", c.get("continuity"),
+                 f"You attended {c.get('windows_attended', '—')} of {c.get('windows_total', '—')} windows "
+                 "(made at least one call in them). Counts 10% of the composite."),
+        ScoreRow("reward_composite", "Composite score", "score", c.get("reward_composite"),
+                 "0.7 × business + 0.2 × reliability + 0.1 × continuity."),
+        ScoreRow("net_assets", "Net assets after settlement", "money", c.get("net_assets"),
+                 "Cash, plus money owed to the store, plus stock sold off at the salvage rate, after every "
+                 "obligation due was enforced."),
+    ]
+    return [r for r in rows if r.value is not None]

@@ -1,0 +1,401 @@
+"""How a stored call reads in the console: tables, cards, row actions and plain errors.
+
+Everything here works from the typed parts of a stored call: the JSON body that
+:func:`shifts.results.result_of` splits off at the known header line, and for a store
+refusal the ``{"error": {...}}`` object that follows that same header line.  Nothing
+is searched for in the rendered text.
+
+A list result (a body with ``rows``) becomes a :class:`Table`; a single object (an
+order, a product, a supply offer) becomes a :class:`Card` whose nested lists are tables
+of their own.  Each row may carry :class:`Action` s: one metered call of a write tool,
+posted through the same call endpoint as the tool forms with its own fresh call id.
+Which rows get which action is the table :data:`ROW_ACTIONS` below, keyed by the tool
+that produced the rows.
+
+Cells are formatted by what their value is (dollars as ``$1,234.50``, store times as
+``08-01 06:10``, hours left as ``6.2 h``) and keep a sort key, so a table sorts by
+the number, not by the text.  A row whose hours left is within one window is urgent.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from shifts.results import result_of
+
+URGENT_HOURS = 12.0  # one window of the standard 12-hour clock
+_MONEY = re.compile(r"^-?\d+\.\d{2}$")
+_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)Z$")
+_ID = re.compile(r"^(ORD|RET|PRD|SP|VND|PO|CUS|ANN)-[A-Za-z0-9-]+$")
+# Keys whose numbers are not money even when they look like it.
+_NOT_MONEY = frozenset({"rating", "defect_returns_per_100_sold"})
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    sort: str  # what the column sorts by: a number as text, or the text itself
+    kind: str  # "money" | "time" | "hours" | "id" | "number" | "text" | "bool" | "list"
+    copy: bool = False  # an id worth one click to copy
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str  # the tool argument
+    label: str
+    value: str
+    kind: str  # "money" | "int"
+
+
+@dataclass(frozen=True)
+class Action:
+    label: str
+    tool: str
+    fixed: dict  # arguments sent as they are
+    inputs: tuple[Input, ...] = ()
+    key: str = ""  # keyboard shortcut on a focused row
+    confirm: str = ""  # asked before sending (a purchase order landing after the horizon)
+
+
+@dataclass
+class Row:
+    cells: list[Cell]
+    actions: list[Action]
+    key: str  # the row's id (order id, return id, ...), or its index
+    urgent: bool = False
+    done: str = ""  # "shipped (#12)": an action already made on this row since the read
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[Row]
+    note: str = ""  # "page 1 of 3, 111 in all"
+
+    @property
+    def has_actions(self) -> bool:
+        return any(r.actions or r.done for r in self.rows)
+
+
+@dataclass(frozen=True)
+class LineEditor:
+    """A purchase order by size and colour: one quantity box per SKU, sent as ``lines``."""
+
+    supply_product_id: str
+    skus: list  # (sku id, size, colour, unit cost text)
+    warning: str  # the lead time ends past the horizon, or ""
+
+
+@dataclass
+class Card:
+    title: str
+    fields: list[tuple[str, Cell]]
+    tables: list[Table]
+    actions: list[Action]
+    key: str
+    lines: LineEditor | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A refused call in plain words: the store's code and reason, or the field the
+    argument check (before the store) named."""
+
+    code: str
+    reason: str
+    details: dict
+    reached_store: bool
+
+
+@dataclass
+class Presentation:
+    tables: list[Table] = field(default_factory=list)
+    card: Card | None = None
+    problem: Problem | None = None
+    outcome: str = ""  # one line saying what the call did, for the row it was made from
+
+
+# --- cells -----------------------------------------------------------------------------------
+
+def _label(key: str) -> str:
+    return key.replace("_", " ")
+
+
+def _money_text(value: str) -> str:
+    amount = Decimal(value)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}${abs(amount):,.2f}"
+
+
+def cell(key: str, value: Any) -> Cell:
+    if value is None:
+        return Cell("—", "", "text")
+    if isinstance(value, bool):
+        return Cell("yes" if value else "no", "1" if value else "0", "bool")
+    if key.startswith("hours_to") and isinstance(value, (int, float)):
+        return Cell(f"{value:.1f} h", f"{value:020.3f}" if value >= 0 else f"-{-value:019.3f}", "hours")
+    if isinstance(value, (int, float)):
+        return Cell(f"{value:,}" if isinstance(value, int) else str(value), _num_sort(value), "number")
+    if isinstance(value, str):
+        if _MONEY.match(value) and key not in _NOT_MONEY:
+            return Cell(_money_text(value), _num_sort(Decimal(value)), "money")
+        when = _TIME.match(value)
+        if when:
+            return Cell(f"{when[2]}-{when[3]} {when[4]}:{when[5]}", value, "time")
+        if _ID.match(value):
+            return Cell(value, value, "id", copy=True)
+        return Cell(value, value.lower(), "text")
+    if isinstance(value, list):
+        if all(isinstance(v, (str, int)) for v in value):
+            return Cell(", ".join(str(v) for v in value), str(len(value)), "list")
+        return Cell(f"{len(value)} rows", f"{len(value):08d}", "list")
+    if isinstance(value, dict):
+        text = ", ".join(f"{_label(k)} {v}" for k, v in value.items()) or "—"
+        return Cell(text, text, "text")
+    return Cell(str(value), str(value), "text")
+
+
+def _num_sort(value) -> str:
+    """A key that sorts numbers as text: sign, then zero-padded magnitude."""
+    number = Decimal(str(value))
+    magnitude = f"{abs(number):022.4f}"
+    return ("0" + "".join(chr(ord("9") - int(c) + ord("0")) if c.isdigit() else c for c in magnitude)
+            if number < 0 else "1" + magnitude)
+
+
+# --- row actions -------------------------------------------------------------------------------
+
+def _ship(row: dict) -> list[Action]:
+    if row.get("status") != "awaiting_shipment" or not row.get("order_id"):
+        return []
+    return [Action("Ship", "fulfill_order", {"order_id": row["order_id"]}, key="s")]
+
+
+def _refund(row: dict) -> list[Action]:
+    if row.get("status") != "open" or not row.get("return_id"):
+        return []
+    return [Action("Refund", "refund_return", {"return_id": row["return_id"]},
+                   (Input("amount", "refund (USD)", str(row.get("refundable", "")), "money"),), key="r")]
+
+
+def _reprice(row: dict) -> list[Action]:
+    product = row.get("product_id")
+    if not product:
+        return []
+    price = row.get("shelf_price") or row.get("price") or row.get("your_price") or ""
+    return [Action("Reprice", "set_price", {"product_id": product},
+                   (Input("price", "new price (USD)", str(price), "money"),), key="p")]
+
+
+def _reorder_supply(row: dict, timing: Timing | None = None) -> list[Action]:
+    sp = row.get("supply_product_id")
+    if not sp or not row.get("restocks_product") or row.get("available") is False:
+        return []
+    return [_reorder(sp, row.get("moq"), late_warning(row.get("lead_days"), timing))]
+
+
+def _reorder(sp: str, moq, confirm: str = "") -> Action:
+    # The store splits a total over sizes by the standard size curve and evenly over
+    # colours; the vendor's minimum order is the prefilled total.
+    return Action("Reorder", "place_purchase_order", {"supply_product_id": sp},
+                  (Input("quantity", f"units of {sp} (split by size curve)", str(moq or ""), "int"),), key="o",
+                  confirm=confirm)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When the call was read (store time) and when the store closes for good."""
+
+    now: datetime
+    horizon_end: datetime
+
+
+def late_warning(lead_days, timing: Timing | None) -> str:
+    """A warning when goods ordered now land after the store closes (a vendor can also be
+    later than its lead time, so an order close to the end is a risk too)."""
+    if timing is None or not isinstance(lead_days, int):
+        return ""
+    eta = timing.now + timedelta(days=lead_days)
+    if eta < timing.horizon_end:
+        return ""
+    return (f"The lead time is {lead_days} days: ordered now, the goods land about {eta:%Y-%m-%d %H:%M}, "
+            f"after the store closes at {timing.horizon_end:%Y-%m-%d %H:%M}. They could not be sold, only "
+            "salvaged at settlement. Place the order anyway?")
+
+
+ROW_ACTIONS = {
+    "list_orders": _ship, "get_order": _ship,
+    "list_returns": _refund, "get_return": _refund,
+    "list_products": _reprice, "get_product": _reprice, "competitor_watch": _reprice,
+    "search_supply_catalog": _reorder_supply, "supply_product_detail": _reorder_supply,
+}
+
+# What a write tool does to the row it was made from, in words, and the row's key.
+DONE_WORDS = {
+    "fulfill_order": ("shipped", "order_id"), "refund_return": ("refunded", "return_id"),
+    "set_price": ("repriced", "product_id"), "place_purchase_order": ("ordered", "supply_product_id"),
+}
+_ROW_KEYS = ("order_id", "return_id", "po_id", "supply_product_id", "product_id", "variant_id", "sku_id",
+             "vendor_id", "id", "entry")
+
+
+def _row_key(row: dict, index: int) -> str:
+    return next((str(row[k]) for k in _ROW_KEYS if row.get(k) not in (None, "")), str(index))
+
+
+def _is_urgent(row: dict) -> bool:
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool) and k.startswith("hours_to")
+               and v <= URGENT_HOURS for k, v in row.items()) and row.get("status") in (
+        None, "open", "awaiting_shipment")
+
+
+def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, note: str = "",
+           timing: Timing | None = None) -> Table:
+    columns: list[str] = []
+    for row in rows:
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+    actions_of = ROW_ACTIONS.get(tool)
+    out = []
+    for index, row in enumerate(rows):
+        actions = (actions_of(row, timing) if actions_of is _reorder_supply else actions_of(row)) if actions_of else []
+        if tool == "list_inventory" and row.get("product_id") in sources:
+            actions = [_reorder(*sources[row["product_id"]])]
+        key = _row_key(row, index)
+        out.append(Row(cells=[cell(c, row.get(c)) for c in columns], actions=actions, key=key,
+                       urgent=_is_urgent(row), done=done.get(key, "")))
+    return Table(title=title, columns=[_label(c) for c in columns], rows=out, note=note)
+
+
+def present(call, *, sources: dict | None = None, done: dict | None = None,
+            horizon_end: datetime | None = None) -> Presentation:
+    """The presentation of one stored call.  ``sources`` maps a shop product id to
+    (supply product id, vendor minimum) for Reorder on inventory rows; ``done`` maps a
+    row key to what was done to it since the read ("shipped (#12)")."""
+    sources, done = sources or {}, done or {}
+    header = call.typed_header
+    timing = (Timing(datetime.strptime(header.time, "%Y-%m-%d %H:%M"), horizon_end)
+              if header is not None and horizon_end is not None else None)
+    problem = problem_of(call)
+    if problem is not None:
+        return Presentation(problem=problem, outcome=f"#{call.seq} refused: {problem.code}")
+    data = result_of(call).data
+    words = DONE_WORDS.get(call.tool)
+    outcome = f"{words[0]} (#{call.seq})" if words else f"#{call.seq} done"
+    shown = Presentation(outcome=outcome)
+    if not isinstance(data, dict):
+        return shown
+    if isinstance(data.get("rows"), list) and all(isinstance(r, dict) for r in data["rows"]):
+        note = ""
+        if "page" in data:
+            note = f"page {data['page']} of {data.get('pages', '?')}, {data.get('total', len(data['rows']))} in all"
+        shown.tables.append(_table(_label(call.tool), data["rows"], call.tool, sources, done, note, timing))
+        extras = {k: v for k, v in data.items() if k not in ("rows", "page", "pages", "total")}
+        if extras:
+            shown.card = Card("", [(_label(k), cell(k, v)) for k, v in extras.items()], [], [], "")
+        return shown
+    fields, tables = [], []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            child_tool = call.tool if key in ("rivals",) else ""
+            tables.append(_table(_label(key), value, child_tool, sources, done))
+        else:
+            fields.append((_label(key), cell(key, value)))
+    actions_of = ROW_ACTIONS.get(call.tool)
+    actions = (actions_of(data, timing) if actions_of is _reorder_supply else actions_of(data)) if actions_of else []
+    lines = None
+    if call.tool == "supply_product_detail" and actions and isinstance(data.get("sku_rows"), list):
+        lines = LineEditor(str(data["supply_product_id"]),
+                           [(r.get("sku_id"), r.get("size"), r.get("colour"), cell("unit_cost", r.get("unit_cost")).text)
+                            for r in data["sku_rows"] if isinstance(r, dict)],
+                           late_warning(data.get("lead_days"), timing))
+    shown.card = Card(str(data.get("title") or data.get("name") or _label(call.tool)), fields, tables,
+                      actions, _row_key(data, 0), lines)
+    return shown
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+_PYDANTIC_HEAD = re.compile(r"^\d+ validation errors? for \S+$")
+_PYDANTIC_TAIL = re.compile(r"\s*\[type=[^\]]*\]\s*$")
+_INPUT_VALUE = re.compile(r"input_value=('(?:[^'\\]|\\.)*'|[^,\]]+)")
+
+
+def _argument_problems(text: str) -> list[str]:
+    """The argument check's complaint (refused before the store) as "field: reason" lines,
+    without the library's type tags and links."""
+    lines = text.split("\n")
+    if lines and ": " in lines[0] and _PYDANTIC_HEAD.match(lines[0].split(": ", 1)[1]):
+        lines = lines[1:]
+    out, name = [], ""
+    for line in lines:
+        if not line.strip() or line.strip().startswith("For further information"):
+            continue
+        if not line.startswith(" "):
+            name = line.strip()
+            continue
+        given = _INPUT_VALUE.search(line)
+        reason = _PYDANTIC_TAIL.sub("", line.strip()).removeprefix("Value error, ")
+        if given:
+            reason += f" (you gave {given[1]})"
+        out.append(f"{name}: {reason}" if name else reason)
+    return out
+
+
+def problem_of(call) -> Problem | None:
+    if not call.is_error:
+        return None
+    header = call.typed_header
+    text = call.result_text or ""
+    if header is not None:
+        marker = "\n" + header.line + "\n"
+        if marker in text:
+            try:
+                error = json.loads(text.split(marker, 1)[1]).get("error") or {}
+            except ValueError:
+                error = {}
+            if error:
+                return Problem(str(error.get("code", "error")), str(error.get("message", "")),
+                               dict(error.get("details") or {}), reached_store=True)
+    if not call.reached_core:
+        reasons = _argument_problems(text)
+        return Problem("invalid_argument", "; ".join(reasons) or text, {}, reached_store=False)
+    return Problem("error", text, {}, reached_store=call.reached_core)
+
+
+# --- what a shift already knows ----------------------------------------------------------------
+
+SOURCE_TOOLS = ("search_supply_catalog", "supply_product_detail")
+
+
+def known_sources(shift_calls) -> dict:
+    """Shop product id -> (supply product id, vendor minimum) from the shift's successful
+    supply reads, newest last (so the newest read wins)."""
+    sources: dict = {}
+    for call in shift_calls:
+        data = result_of(call).data
+        if not isinstance(data, dict):
+            continue
+        listed = data.get("rows")
+        rows: list = listed if isinstance(listed, list) else [data]
+        for row in rows:
+            if isinstance(row, dict) and row.get("restocks_product") and row.get("available") is not False:
+                sources[row["restocks_product"]] = (row["supply_product_id"], row.get("moq"))
+    return sources
+
+
+def done_since(later_calls) -> dict:
+    """Row key -> what was done to it by a successful write among ``later_calls``."""
+    done = {}
+    for call in later_calls:
+        words = DONE_WORDS.get(call.tool)
+        if words and not call.is_error:
+            done[str(call.arguments.get(words[1]))] = f"{words[0]} (#{call.seq})"
+    return done
+

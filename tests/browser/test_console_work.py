@@ -1,0 +1,216 @@
+"""A shift's everyday work in a real browser, counted in inputs, and an accessibility scan.
+
+Inputs are counted the way a person makes them: every click, every field filled and
+every confirmation dialog accepted. Signing in and navigating between pages by URL are
+not counted. The figures are printed (run with ``-s``) and bounded by the issue's
+acceptance: shipping takes at most 2 inputs per order, a refund, a reorder and a
+reprice at most 3 each, counting the read that puts the row on screen.
+
+The accessibility scan runs axe-core (vendored under ``vendor/``, MPL-2.0, its licence
+header kept) on the briefing, the workspace, the history and the end page, and fails on
+any violation of serious or critical impact.
+"""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+PASSWORD = "pw-work-123"
+AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
+_names = itertools.count(1)
+
+
+class Counter:
+    """A page whose inputs are counted."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.inputs = 0
+        page.on("dialog", self._dialog)
+
+    def _dialog(self, dialog) -> None:
+        self.inputs += 1
+        dialog.accept()
+
+    def click(self, locator) -> None:
+        self.inputs += 1
+        locator.click()
+
+    def fill(self, locator, value: str) -> None:
+        self.inputs += 1
+        locator.fill(value)
+
+
+@pytest.fixture
+def counted(browser, server, login):
+    context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    yield Counter(page)
+    context.close()
+
+
+def ready_participant(server, login, page, task: str, seed: int) -> int:
+    """A participant past the briefing and practice, with a started scored shift; its id."""
+    username = f"worker{next(_names)}-{server.port}"
+    server.create_user(username, PASSWORD)
+    out = server.shell(
+        "from django.contrib.auth import get_user_model\n"
+        "from django.utils import timezone\n"
+        "from shifts.briefing import BRIEFING_VERSION\n"
+        "from shifts.models import BriefingAcknowledgement, Shift\n"
+        "from shifts.lifecycle import start_shift\n"
+        f"u = get_user_model().objects.get(username={username!r})\n"
+        "BriefingAcknowledgement.objects.create(user=u, version=BRIEFING_VERSION, acknowledged_at=timezone.now())\n"
+        "Shift.objects.create(participant=u, task_id='counter-punch', seed=7, is_practice=True, status='ended')\n"
+        f"print(start_shift(u, {task!r}, {seed}).pk)\n")
+    login(page, username, PASSWORD)
+    return int(out.strip().splitlines()[-1])
+
+
+def seq_shown(page) -> int:
+    value = page.get_attribute("#result .result", "data-seq") if page.locator("#result .result").count() else None
+    return int(value) if value else 0
+
+
+def quick(c: Counter, tool: str) -> None:
+    before = seq_shown(c.page)
+    c.click(c.page.locator(f".quick-reads button[data-tool={tool}]"))
+    c.page.wait_for_function(f"() => {{ const r = document.querySelector('#result .result'); "
+                             f"return r && Number(r.dataset.seq) > {before}; }}")
+
+
+def act(c: Counter, row, tool: str) -> str:
+    """Press a row's action button and wait for its outcome in the row."""
+    c.click(row.locator(f"form.row-action[data-tool={tool}] button"))
+    outcome = row.locator(".row-status .outcome")
+    outcome.wait_for()
+    return outcome.get_attribute("data-ok")
+
+
+def test_shipping_refunding_repricing_and_reordering_take_few_inputs(counted, server, login, screenshot):
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+
+    # Ship 20 orders: read the orders list, ship each row in stock, end the window when none are left.
+    shipped = 0
+    windows = 0
+    while shipped < 20 and windows < 8:
+        quick(c, "list_orders")
+        rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])")
+        keys = [rows.nth(i).get_attribute("data-key") for i in range(rows.count())]
+        for key in keys:
+            row = page.locator(f'#result tr[data-key="{key}"]')
+            if "no" == row.locator("td.k-bool").last.inner_text().strip():
+                continue  # not in stock: shipping would be refused
+            if int(page.get_attribute("#store-header", "data-ops-left")) <= 1:
+                break
+            if act(c, row, "fulfill_order") == "1":
+                shipped += 1
+                assert "done" in (row.get_attribute("class") or "")
+            if shipped == 20:
+                break
+        if shipped < 20:
+            quick(c, "end_window")
+            windows += 1
+    ship_inputs = c.inputs
+    print(f"\nshipping: {shipped} orders in {ship_inputs} inputs ({ship_inputs / shipped:.2f} per order), "
+          f"{windows} windows ended")
+    assert shipped == 20
+    assert ship_inputs <= 2 * shipped
+
+    # One refund: read the returns, press Refund on the most urgent open return (amount prefilled).
+    c.inputs = 0
+    quick(c, "list_returns")
+    key = page.locator("#result tr:has(form.row-action[data-tool=refund_return])").first.get_attribute("data-key")
+    row = page.locator(f'#result tr[data-key="{key}"]')
+    assert act(c, row, "refund_return") == "1", row.inner_text()
+    refund_inputs = c.inputs
+
+    # One reprice: read the products, type the new price, press Reprice.
+    c.inputs = 0
+    quick(c, "list_products")
+    row = page.locator('#result tr[data-key="PRD-002"]')
+    c.fill(row.locator("input[name=arg_price]"), "89.00")
+    assert act(c, row, "set_price") == "1", row.inner_text()
+    reprice_inputs = c.inputs
+
+    # One reorder: read the supply catalog, press Reorder (the vendor's minimum, split by the size curve).
+    c.inputs = 0
+    quick(c, "search_supply_catalog")
+    row = page.locator('#result tr[data-key="SP-0002"]')
+    assert row.locator("input[name=arg_quantity]").input_value() != ""
+    assert act(c, row, "place_purchase_order") == "1", row.inner_text()
+    reorder_inputs = c.inputs
+    screenshot(page, "workspace-reorder-1280", full_page=False)
+    print(f"refund: {refund_inputs} inputs, reprice: {reprice_inputs} inputs, reorder: {reorder_inputs} inputs")
+    assert refund_inputs <= 3 and reprice_inputs <= 3 and reorder_inputs <= 3
+
+    # the calls are on the record: one per action, each in history with its arguments
+    page.goto(f"/shifts/{shift}/history/?tool=fulfill_order")
+    assert page.locator("table.history-table tbody tr, ol.history li").count() >= 20
+
+
+def test_keyboard_ship_and_plain_errors(counted, server, login):
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(c, "list_orders")
+    first = page.locator("#result table.result-table tbody tr").first
+    key = first.get_attribute("data-key")
+    page.locator("#result table.result-table tbody tr").first.focus()
+    page.keyboard.press("s")
+    page.locator(f'#result tr[data-key="{key}"] .row-status .outcome').wait_for()
+    assert page.locator(f'#result tr[data-key="{key}"]').get_attribute("class") == "done"
+
+    # a bad price: refused before the store, in plain words, no library text or link
+    quick(c, "list_products")
+    row = page.locator('#result tr[data-key="PRD-001"]')
+    row.locator("input[name=arg_price]").fill("1.234")
+    assert act(c, row, "set_price") == "0"
+    text = row.locator(".row-status").inner_text()
+    assert "price: must have at most two decimal places" in text and "pydantic" not in text
+
+
+def axe_serious(page) -> list[str]:
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+            for v in result["violations"] if v["impact"] in ("serious", "critical")]
+
+
+def test_accessibility_and_screenshots(browser, server, login, screenshot):
+    found = {}
+    for width, height in ((1280, 800), (400, 860)):
+        context = browser.new_context(base_url=server.url, viewport={"width": width, "height": height})
+        context.set_default_timeout(20_000)
+        page = context.new_page()
+        c = Counter(page)  # accepts dialogs
+        shift = ready_participant(server, login, page, "steady", 3)
+        page.goto("/briefing/")
+        found[f"briefing@{width}"] = axe_serious(page)
+        screenshot(page, f"briefing-{width}", full_page=False)
+        page.goto(f"/shifts/{shift}/")
+        quick(c, "list_orders")
+        found[f"workspace@{width}"] = axe_serious(page)
+        screenshot(page, f"workspace-orders-{width}", full_page=width != 1280)
+        if width == 400:
+            end = page.locator("form.end-shift button")
+            end.scroll_into_view_if_needed()
+            assert end.is_visible()
+            box = end.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width
+        page.goto(f"/shifts/{shift}/history/")
+        found[f"history@{width}"] = axe_serious(page)
+        screenshot(page, f"history-{width}", full_page=False)
+        page.goto(f"/shifts/{shift}/")
+        page.click("form.end-shift button")
+        page.wait_for_selector("#end-page")
+        found[f"end@{width}"] = axe_serious(page)
+        screenshot(page, f"end-{width}", full_page=True)
+        context.close()
+    print("\naxe serious/critical violations:", {k: len(v) for k, v in found.items()})
+    assert all(not v for v in found.values()), found

@@ -1,0 +1,126 @@
+"""Results as tables and cards, row actions, plain errors and the call record lookup.
+
+The presentation is built from the stored call's typed parts (its JSON body, the store's
+error object); these tests drive the real call view over the real MCP client and read
+what the page renders.
+"""
+import re
+import uuid
+
+import pytest
+from console_helpers import HX, briefed_user, call, ops_left
+
+pytestmark = pytest.mark.usefixtures("fresh_console_cache")
+
+
+def rows_of(html: str) -> dict:
+    """Result-table rows by key: the row's tag and body."""
+    return {m[1]: m[0] for m in re.finditer(r'<tr data-key="([^"]+)".*?</tr>', html, re.S)}
+
+
+def test_orders_list_is_a_table_with_ship_buttons_money_and_urgency(signed_in, shift):
+    html = call(signed_in, shift, "list_orders", page_size="20").content.decode()
+    assert 'class="data compact result-table sortable"' in html
+    rows = rows_of(html)
+    assert len(rows) == 6 and all(key.startswith("ORD-") for key in rows)
+    first = rows["ORD-103315"]
+    assert 'name="arg_order_id" value="ORD-103315"' in first and 'value="fulfill_order"' in first
+    assert "$115.20" in first and "6.2 h" in first
+    assert 'class="urgent' in first  # 6.2 hours to its deadline, under one window
+    assert "<details class=\"raw\"" in html and '&quot;order_id&quot;: &quot;ORD-103315&quot;' in html
+
+
+def test_a_row_action_is_one_call_and_the_row_reads_done_afterwards(signed_in, shift):
+    call(signed_in, shift, "list_orders", page_size="20")
+    reply = call(signed_in, shift, "fulfill_order", order_id="ORD-103315").content.decode()
+    assert re.search(r'<p class="outcome" role="status" data-ok="1" data-seq="3">shipped \(#3\)</p>', reply)
+    assert ops_left(reply) == 10
+    reread = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
+    row = rows_of(reread)["ORD-103315"]
+    assert 'class="done"' in row and "shipped (#3)" in row and "fulfill_order" not in row
+    assert "fulfill_order" in rows_of(reread)["ORD-103316"]  # the others keep their button
+
+
+def test_reprice_and_reorder_rows(signed_in, shift):
+    html = call(signed_in, shift, "list_products", page_size="5").content.decode()
+    row = rows_of(html)["PRD-001"]
+    assert 'value="set_price"' in row and 'name="arg_price" value="214.00"' in row
+    html = call(signed_in, shift, "search_supply_catalog", page_size="5").content.decode()
+    row = rows_of(html)["SP-0001"]
+    assert 'value="place_purchase_order"' in row and 'name="arg_quantity" value="18"' in row  # the vendor's MOQ
+    html = call(signed_in, shift, "list_inventory", page_size="20").content.decode()
+    rows = rows_of(html)
+    assert len(rows) == 20 and 'name="arg_supply_product_id" value="SP-0001"' in rows["PRD-001"]
+    # only products whose source this shift has read (5 supply rows) get a Reorder; no guesses
+    with_reorder = [k for k, r in rows.items() if "place_purchase_order" in r]
+    assert 1 <= len(with_reorder) <= 5
+
+
+def test_single_objects_read_as_cards(signed_in, shift):
+    html = call(signed_in, shift, "get_product", product_id="PRD-001").content.decode()
+    assert '<div class="card" data-key="PRD-001">' in html
+    assert "<h4>Classic Recycled Nylon Puffer Jacket</h4>" in html
+    assert re.search(r"<dt>shelf price</dt><dd class=\"k-money\">\$214.00</dd>", html)
+    assert "Variant rows" in html and 'data-key="PRD-001-XS-BLS"' in html
+
+
+def test_a_refusal_before_the_store_reads_plainly(signed_in, shift):
+    html = call(signed_in, shift, "set_price", product_id="PRD-001", price="1.234").content.decode()
+    assert "Not sent to the store: an argument is not valid" in html
+    assert "price: must have at most two decimal places (whole cents) (you gave &#x27;1.234&#x27;)" in html
+    assert "pydantic" not in html and "[type=" not in html and "For further information" not in html
+
+
+def test_a_store_refusal_gives_its_code_and_whole_reason(signed_in, shift):
+    html = call(signed_in, shift, "fulfill_order", order_id="ORD-NOPE").content.decode()
+    assert "The store refused this call</b> (unknown_order)" in html
+    assert "no order &#x27;ORD-NOPE&#x27; open or recent; list_orders shows the ids" in html
+    assert "A refused call still spends its operation." in html
+
+
+def test_the_call_record_says_whether_a_call_was_stored(signed_in, shift, client):
+    sent = uuid.uuid4().hex
+    call(signed_in, shift, "list_orders", call_id=sent)
+    stored = signed_in.get(f"/shifts/{shift.pk}/call-status/{sent}/").json()
+    assert stored["stored"] and stored["seq"] == 2 and stored["reached_store"] and stored["spent_operation"]
+    missing = signed_in.get(f"/shifts/{shift.pk}/call-status/{uuid.uuid4().hex}/").json()
+    assert missing == {"stored": False, "status": "active"}
+    assert signed_in.get(f"/shifts/{shift.pk}/call-status/bad!/").status_code in (400, 404)
+    other = briefed_user("someone-else")
+    client.force_login(other)
+    assert client.get(f"/shifts/{shift.pk}/call-status/{sent}/").status_code == 404
+
+
+def test_a_call_that_moves_the_window_is_marked_and_history_shows_arguments(signed_in, shift):
+    html = call(signed_in, shift, "list_orders", page_size="7").content.decode()
+    assert "A new window started" not in html
+    assert '<span class="args-line">{&quot;page_size&quot;: 7}</span>' in html
+    html = call(signed_in, shift, "end_window").content.decode()
+    assert "A new window started: this call moved the store to window 2 of 14 (2026-08-01 12:00 UTC)" in html
+
+
+def test_home_after_practice_says_what_comes_next(signed_in, shift, user):
+    assert 'id="next-step"' not in signed_in.get("/").content.decode()  # practice still open
+    signed_in.post(f"/shifts/{shift.pk}/end/")
+    html = signed_in.get("/").content.decode()
+    assert "Next: no scored shift is assigned to you yet" in html and 'href="/studies/me/"' in html
+    from shifts.lifecycle import assign_shift
+
+    assign_shift(user, "steady", 3)
+    html = signed_in.get("/").content.decode()
+    assert "Next: start or resume a scored shift in the table below." in html and 'id="next-step"' not in html
+
+
+def test_purchase_orders_landing_after_close_are_warned_and_lines_have_an_editor(signed_in, shift):
+    # counter-punch is 7 days long: SP-0002's 18-day lead time lands after close, SP-0001's 9 too
+    html = call(signed_in, shift, "search_supply_catalog", page_size="5").content.decode()
+    row = rows_of(html)["SP-0002"]
+    assert "lands after close" in row and 'hx-confirm="The lead time is 18 days' in row
+    assert "after the store closes at 2026-08-08 00:00" in row
+    html = call(signed_in, shift, "supply_product_detail", supply_product_id="SP-0001").content.decode()
+    assert '<form class="po-lines"' in html and html.count('class="po-line"') == 18
+    assert 'class="late-warning" role="alert">The lead time is 9 days' in html
+    # what the editor sends: the lines object, one call
+    reply = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0001",
+                 lines='{"SP-0001-M-BLK": 10, "SP-0001-L-BLK": 8}').content.decode()
+    assert "ordered (#4)" in reply and ops_left(reply) == 9
