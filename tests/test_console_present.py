@@ -10,6 +10,8 @@ import uuid
 import pytest
 from console_helpers import HX, briefed_user, call, ops_left
 
+from environment.api import arm
+
 pytestmark = pytest.mark.usefixtures("fresh_console_cache")
 
 
@@ -112,15 +114,21 @@ def test_home_after_practice_says_what_comes_next(signed_in, shift, user):
 
 
 def test_purchase_orders_landing_after_close_are_warned_and_lines_have_an_editor(signed_in, shift):
-    # counter-punch is 7 days long: SP-0002's 18-day lead time lands after close, SP-0001's 9 too
+    # counter-punch is 7 days long: SP-0002's lead time lands after close, SP-0001's does not
+    leads = {row["supply_product_id"]: row["lead_days"]
+             for row in arm("counter-punch", 7).call("search_supply_catalog", {"page_size": 5}).data["rows"]}
+    assert leads["SP-0002"] > 7 >= leads["SP-0001"]
     html = call(signed_in, shift, "search_supply_catalog", page_size="5").content.decode()
     row = rows_of(html)["SP-0002"]
-    assert "lands after close" in row and 'hx-confirm="The lead time is 18 days' in row
+    assert "lands after close" in row and f'hx-confirm="The lead time is {leads["SP-0002"]} days' in row
     assert "after the store closes at 2026-08-08 00:00" in row
+    assert "lands after close" not in rows_of(html)["SP-0001"]
+    html = call(signed_in, shift, "supply_product_detail", supply_product_id="SP-0002").content.decode()
+    assert f'class="late-warning" role="alert">The lead time is {leads["SP-0002"]} days' in html
     html = call(signed_in, shift, "supply_product_detail", supply_product_id="SP-0001").content.decode()
     assert '<form class="po-lines"' in html and html.count('class="po-line"') == 18
-    assert 'class="late-warning" role="alert">The lead time is 9 days' in html
+    assert 'class="late-warning"' not in html
     # what the editor sends: the lines object, one call
     reply = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0001",
                  lines='{"SP-0001-M-BLK": 10, "SP-0001-L-BLK": 8}').content.decode()
-    assert "ordered (#4)" in reply and ops_left(reply) == 9
+    assert "ordered (#5)" in reply and ops_left(reply) == 8

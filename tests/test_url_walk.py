@@ -74,7 +74,8 @@ ALLOWED = {
     "signin": (EVERYONE, EVERYONE), "console:login": (EVERYONE, EVERYONE), "console:healthz": (EVERYONE, NOBODY),
     "console:home": (EVERYONE, NOBODY),  # anonymous visitors get the sign-in invitation
     "console:briefing": (SIGNED_IN, SIGNED_IN),  # acknowledging is a POST
-    **{name: (OWNER, NOBODY) for name in ("console:shift", "console:shift_call_detail", "console:shift_history",
+    **{name: (OWNER, NOBODY) for name in ("console:shift", "console:shift_call_detail", "console:shift_call_status",
+                                          "console:shift_history",
                                           "console:shift_bar")},
 }
 # Not walked: the admin (its own staff-only login guards every page; tested in test_studies_records).
@@ -121,7 +122,8 @@ def world(db, folder):  # noqa: F811
               "<rowid:attempt_pk>": attempt.pk, "<rowid:invitation_pk>": issued.invitation.pk,
               "<rowid:job_pk>": job.pk, "<str:name>": "attempts.csv", "<str:token>": issued.token,
               "<rowid:participant_pk>": p1.pk, "<str:slug>": "no-such-study",
-              "trials/<id:pk>/": trial.pk, "<id:seq>": 1, "<slug:measure>": "cash", "<fmt:fmt>": "csv"}
+              "trials/<id:pk>/": trial.pk, "<id:seq>": 1, "<slug:measure>": "cash", "<fmt:fmt>": "csv",
+              "<str:call_id>": "walk-call-0001"}
     return users, values
 
 
