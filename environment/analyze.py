@@ -86,7 +86,7 @@ def analyze(folder: str | Path) -> dict:
         result = ep.call(tool, arguments)
         if tool == "place_purchase_order" and result.ok:
             restocks.append({"window": window + 1, "product_id": product, "after_running_out": was_out,
-                             "out_for_windows": (window - out_since[product]) if was_out else 0})
+                             "out_for_windows": (window - out_since[product]) if was_out and product is not None else 0})
         if result.ok and result.data is not None:
             for found in ID.findall(json.dumps(result.data)):
                 last_seen[found] = window

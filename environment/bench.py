@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from .anchors import ANCHORS, run_policy
@@ -65,20 +66,20 @@ def bench_engine(repeats: int = 5) -> dict:
         "update_listing_copy": {"product_id": product, "description": "Soft merino with a relaxed fit."},
         "dispose_stock": {"variant_id": variant, "quantity": 1},
     }
-    per_tool = {}
+    per_tool: dict[str, float | None] = {}
     all_samples = []
     for name, args in calls.items():
         samples = []
         for _ in range(repeats * 8):
             ep.ops_left = 10_000  # measure calls, not window advances
-            samples.append(_timed(lambda name=name, args=args: ep.call(name, args)))
+            samples.append(_timed(partial(ep.call, name, args)))
         per_tool[name] = _median_ms(samples)
         all_samples += samples
     ship = []
     for o in sorted(ep.orders.values(), key=lambda o: o.id):
         if o.status == OrderState.OPEN and o.variant.on_hand >= o.quantity:
             ep.ops_left = 10_000
-            ship.append(_timed(lambda o=o: ep.call("fulfill_order", {"order_id": o.id})))
+            ship.append(_timed(partial(ep.call, "fulfill_order", {"order_id": o.id})))
     per_tool["fulfill_order"] = _median_ms(ship) if ship else None
     all_samples += ship
 
@@ -86,7 +87,7 @@ def bench_engine(repeats: int = 5) -> dict:
     advances = []
     ep = arm("steady", 7)
     while not ep.over:
-        advances.append(_timed(lambda: ep.call("end_window")))
+        advances.append(_timed(partial(ep.call, "end_window")))
 
     # A 60-window episode that makes 20 calls every window (19 + the last one advances).
     def busy_episode() -> None:
@@ -122,11 +123,15 @@ def bench_engine(repeats: int = 5) -> dict:
 # --- whole episodes per anchor --------------------------------------------------------
 
 
+def _play_anchor(task: str, name: str) -> None:
+    run_policy(arm(task, 7), name)
+
+
 def bench_anchors(repeats: int = 3, full_year_repeats: int = 1) -> dict:
     """Median wall time (s) of one whole episode per anchor, on steady and on full-year."""
     out = {}
     for task, n in (("steady", repeats), ("full-year", full_year_repeats)):
-        out[task] = {name: round(statistics.median(_timed(lambda name=name, task=task: run_policy(arm(task, 7), name))
+        out[task] = {name: round(statistics.median(_timed(partial(_play_anchor, task, name))
                                                    for _ in range(max(1, n))), 3) for name in ANCHORS}
     return out
 

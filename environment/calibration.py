@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
-from .anchors import ANCHORS, CHECKS, run_policy
+from .anchors import ANCHORS, run_policy
 from .engine import Episode
 from .engine.settlement import business_normalized, compose, score
 from .errors import StoreBenchError

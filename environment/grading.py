@@ -38,7 +38,9 @@ class Regrade:
         return not self.problems
 
     def as_json(self) -> dict:
-        f = (lambda x: None if x is None else float(x))
+        def f(x: Decimal | None) -> float | None:
+            return None if x is None else float(x)
+
         return {"path": self.path, "task": self.task, "seed": self.seed, "business": f(self.business),
                 "reliability": f(self.reliability), "reward_composite": f(self.composite), "pass": self.passed,
                 "reproduces": self.reproduces, "problems": self.problems}
@@ -189,7 +191,7 @@ def _regrade(folder: Path, out: Regrade, calibration: dict, calibration_hash: st
             if _dec(stored.get(rate)) is None or abs(derived - _dec(stored[rate])) > TOLERANCE:
                 out.problems.append(f"{rate}: score.json says {stored.get(rate)}, its own counts give {derived}")
     out.composite = compose(out.business, out.reliability, continuity)
-    out.passed = out.composite >= _dec(cell["threshold"])
+    out.passed = out.composite >= Decimal(str(cell["threshold"]))
     for name, mine in (("business", out.business), ("reliability", out.reliability),
                        ("reward_composite", out.composite)):
         theirs = _dec(stored.get(name))

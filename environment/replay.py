@@ -64,7 +64,7 @@ def replay(folder: str | Path) -> ReplayResult:
     if ep.ledger.to_jsonl() != stored_ledger:
         mine = ep.ledger.to_jsonl().splitlines()
         theirs = stored_ledger.splitlines()
-        first = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+        first = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), min(len(mine), len(theirs)))
         out.problems.append(f"ledger differs from entry {first + 1} ({len(theirs)} recorded, {len(mine)} replayed)")
     zero, scale = stored_score.get("business_zero_raw"), stored_score.get("business_scale")
     replayed = score(ep, None if zero is None else Decimal(str(zero)), None if scale is None else Decimal(str(scale)))
@@ -74,9 +74,11 @@ def replay(folder: str | Path) -> ReplayResult:
     observations = folder / OBSERVATIONS
     if observations.exists():
         recorded = [json.loads(line)["result"] for line in gzip.decompress(observations.read_bytes()).splitlines()]
-        if recorded != ep.observations:
-            first = next((i for i, (a, b) in enumerate(zip(recorded, ep.observations)) if a != b),
-                         min(len(recorded), len(ep.observations)))
+        replayed_obs = ep.observations
+        assert replayed_obs is not None, "armed with record=True, so the episode keeps its observations"
+        if recorded != replayed_obs:
+            first = next((i for i, (a, b) in enumerate(zip(recorded, replayed_obs, strict=False)) if a != b),
+                         min(len(recorded), len(replayed_obs)))
             out.problems.append(f"observation {first + 1} differs from the recorded tool result")
     out.matches = not out.problems
     return out

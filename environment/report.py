@@ -26,7 +26,7 @@ def table(doc: dict) -> str:
     for tid, seeds in doc["tasks"].items():
         keys = sorted(seeds, key=int)
 
-        def col(anchor: str) -> str:
+        def col(anchor: str, seeds: dict = seeds, keys: list = keys) -> str:
             return " / ".join(f"{seeds[k]['anchors'][anchor]['reward_composite']:.3f}" for k in keys)
 
         thr = " / ".join(f"{seeds[k]['threshold']:.3f}" for k in keys)
@@ -47,7 +47,10 @@ def svg(doc: dict, marks: list[dict] | tuple = ()) -> str:
     tasks = list(doc["tasks"])
     row_h, left, width = 28, 130, 560
     height = row_h * len(tasks) + 70
-    x = (lambda v: left + v * width)
+
+    def x(v: float) -> float:
+        return left + v * width
+
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" height="{height}" '
              f'font-family="sans-serif" font-size="12">',
              '<rect width="100%" height="100%" fill="white"/>']

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from .api import arm
-from .engine.settlement import score
+from .engine.settlement import Score, score
 from .engine.state import OrderState, ReturnState
 from .rand import Stream
 
@@ -87,7 +87,7 @@ def play(ep, genome: list[list[Gene]]) -> None:
             ep.call("end_window")
 
 
-def evaluate(task: str, seed: int, cell: dict, genome) -> tuple[Decimal, object]:
+def evaluate(task: str, seed: int, cell: dict, genome) -> tuple[Decimal, Score]:
     ep = arm(task, seed)
     play(ep, genome)
     if not ep.over:

@@ -14,8 +14,8 @@ from pathlib import Path
 from .anchors import get_anchor
 from .api import arm, cell_constants, grade
 from .artifacts import write_trial
-from .suite import suite_id
 from .engine import Episode
+from .suite import suite_id
 from .world import world_hash
 
 
@@ -47,6 +47,7 @@ def run_trial(task: str, seed: int, out: str | Path, *, policy: str | None = Non
         label = "recorded actions"
     else:
         get_anchor(policy).run(ep)
+        assert policy is not None  # get_anchor refuses None
         label = policy
     return settle(ep, out, policy=label, calibration=calibration, calibration_hash=calibration_hash,
                   wall_seconds=time.perf_counter() - started)

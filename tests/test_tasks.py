@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from environment.tasks import PUBLIC_SEEDS, TaskFileError, all_tasks, get_task, load_task, load_task_text
-from environment.tasks import loader
+from environment.tasks import PUBLIC_SEEDS, TaskFileError, all_tasks, get_task, load_task, load_task_text, loader
 from environment.tasks.model import Channel, EventKind
 
 REPO = Path(__file__).resolve().parents[1]

@@ -186,7 +186,7 @@ def test_huge_ids_in_any_url_are_not_found(world):
     client = client_for("researcher", users)
     client.force_login(get_user_model().objects.get(username="walk-admin"))
     failures = []
-    for route, name in url_patterns():
+    for route, _name in url_patterns():
         if "<" not in route:
             continue
         response = client.get(concrete(route, huge))

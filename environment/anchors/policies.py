@@ -12,7 +12,14 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from ..engine import Episode
+from ..engine.episode import ToolResult
 from ..errors import StoreBenchError
+
+
+def data_of(result: ToolResult) -> dict:
+    """The data of a call the caller knows succeeded (a failed call carries an error instead)."""
+    assert result.data is not None, f"{result.tool} failed: {result.error}"
+    return result.data
 
 
 def cents(text: str | None) -> int:
@@ -30,10 +37,10 @@ class Policy:
 
     def run(self, ep: Episode) -> None:
         while not ep.over:
-            status = ep.call("store_status").data
+            status = data_of(ep.call("store_status"))
             self._window = status["window"]
             self.window(ep, status)
-            if not ep.over and ep.call("store_status").data["window"] == status["window"]:
+            if not ep.over and data_of(ep.call("store_status"))["window"] == status["window"]:
                 ep.call("end_window")
 
     def window(self, ep: Episode, status: dict) -> None:  # pragma: no cover - overridden
@@ -41,7 +48,7 @@ class Policy:
 
     def ops(self, ep: Episode) -> int:
         """Operations left in the window being played (0 once it has ended)."""
-        status = ep.call("store_status").data
+        status = data_of(ep.call("store_status"))
         return 0 if ep.over or status["window"] != self._window else status["operations_left"]
 
     def rows(self, ep: Episode, tool: str, **args) -> list[dict]:
@@ -52,8 +59,8 @@ class Policy:
             result = ep.call(tool, {**args, "page": page, "page_size": 100})
             if not result.ok:
                 return out
-            out += result.data["rows"]
-            if page >= result.data["pages"] or self.ops(ep) < 1:
+            out += data_of(result)["rows"]
+            if page >= data_of(result)["pages"] or self.ops(ep) < 1:
                 return out
             page += 1
 
@@ -107,17 +114,17 @@ class Diligence(Policy):
 
     def run(self, ep: Episode) -> None:
         while not ep.over:
-            w = ep.call("store_status").data["window"]
+            w = data_of(ep.call("store_status"))["window"]
             for tool, act, key in (("list_orders", "fulfill_order", "order_id"),
                                    ("list_returns", "refund_return", "return_id")):
                 status = "awaiting_shipment" if tool == "list_orders" else "open"
                 rows = (ep.call(tool, {"status": status, "page_size": 100}).data or {"rows": []})["rows"]
                 for row in rows:
-                    if ep.over or ep.call("store_status").data["window"] != w:
+                    if ep.over or data_of(ep.call("store_status"))["window"] != w:
                         break
                     if row.get("in_stock", True):
                         ep.call(act, {key: row[key]})
-            if not ep.over and ep.call("store_status").data["window"] == w:
+            if not ep.over and data_of(ep.call("store_status"))["window"] == w:
                 ep.call("end_window")
 
 
@@ -168,7 +175,7 @@ class RuleBased(Policy):
         result = ep.call("sales_report", {"days": 7, "group_by": "product", "page_size": 100})
         if not result.ok:
             return
-        for row in result.data["rows"]:
+        for row in data_of(result)["rows"]:
             if self.ops(ep) < 1 or ep.over:
                 return
             pid = row["product_id"]
@@ -249,7 +256,7 @@ class SmartTriage(Policy):
         if self.clear_due and self.ops(ep) >= 5:
             self._clear(ep)
         if self.ops(ep) > 2:
-            self._ship(ep, ep.call("store_status").data)
+            self._ship(ep, data_of(ep.call("store_status")))
 
     def _watch_rivals(self, ep: Episode) -> None:
         """Meet a rival's price on shared lines where the margin allows; ignore it elsewhere."""
@@ -323,7 +330,7 @@ class SmartTriage(Policy):
         stock = {r["product_id"]: r for r in self.rows(ep, "list_inventory", level="product")}
         now_day = ep.window * status["window_hours"] / 24.0  # the policy's own count of elapsed days
         days_left = status["windows_total"] * status["window_hours"] / 24.0 - now_day
-        cash = cents(ep.call("store_status").data["cash"])
+        cash = cents(data_of(ep.call("store_status"))["cash"])
         reserve = min(self.cash_reserve, cash // 4)
         self.last_stock = stock
         self.days_left = days_left
@@ -383,9 +390,9 @@ class SmartTriage(Policy):
                 placed = ep.call("place_purchase_order", {"supply_product_id": src["supply_product_id"],
                                                           "lines": self._lines(ep, pid, quantity)})
                 if placed.ok:
-                    cash -= cents(placed.data["cost"])
+                    cash -= cents(data_of(placed)["cost"])
                     break
-                if placed.error["code"] == "supply_unavailable":
+                if placed.error is not None and placed.error["code"] == "supply_unavailable":
                     src["available"] = False  # withdrawn since we looked: try the next source
                     continue
                 break
@@ -492,7 +499,8 @@ class UnknownPolicy(StoreBenchError):
     code = "unknown_policy"
 
 
-def get_anchor(name: str) -> Policy:
+def get_anchor(name: str | None) -> Policy:
+    """The policy called ``name``; None, like any unknown name, raises :class:`UnknownPolicy`."""
     if name in CHECKS:
         return CHECKS[name]()
     if name not in ANCHORS:

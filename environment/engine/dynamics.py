@@ -21,7 +21,7 @@ from .competition import competition_factor
 from .copy import copy_factor
 from .episode import DEADLINE, DELIVERY, ESCALATION, PO_ARRIVAL, RETURN_REQUEST, SETTLEMENT
 from .ledger import Account
-from .state import Lot, OrderRec, OrderState, POState, ReturnRec, ReturnState
+from .state import Lot, OrderRec, OrderState, POState, ReturnRec, ReturnState, VariantRec
 
 REFERENCE_RATING = 4.6
 BASE_TRAFFIC = 5.0  # shoppers per unit of a line's popularity, before seasons, events and rivals
@@ -90,7 +90,7 @@ def _shoppers(ep, t0: int, t1: int) -> None:
         cum.append(acc)
     doy = simtime.day_of_year(t0 + ep.window_minutes // 2)
     traffic = share * store_season(doy) * BASE_TRAFFIC
-    placed: list[tuple[int, int, object, int, bool]] = []
+    placed: list[tuple[int, int, VariantRec, int, bool]] = []
     for product in ep.products:
         if not product.active:
             continue

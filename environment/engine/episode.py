@@ -26,6 +26,7 @@ from .economics import economics_for
 from .ledger import Account, Ledger
 from .state import Lot, OrderRec, OrderState, PORec, ProductRec, ReturnRec, VariantRec
 
+
 class ToolResult:
     """What one tool call returns: the store header, and data or a structured error."""
 
@@ -199,35 +200,35 @@ class Episode:
         reserved_open: dict[str, int] = {}
         for o in w.orders:
             if o.status == OrderStatus.UNFULFILLED:
-                rec = self._order_from_world(o, OrderState.OPEN)
-                rec.receivable = self._net_of_commission(o.paid_cents)
-                self.ledger.post(start, 0, Account.RECEIVABLE, "opening_receivable", rec.receivable, o.id)
+                orec = self._order_from_world(o, OrderState.OPEN)
+                orec.receivable = self._net_of_commission(o.paid_cents)
+                self.ledger.post(start, 0, Account.RECEIVABLE, "opening_receivable", orec.receivable, o.id)
                 self.schedule(max(o.deadline, start), DEADLINE, o.id)
                 if not o.backorder:
                     reserved_open[o.variant_id] = reserved_open.get(o.variant_id, 0) + o.quantity
             elif o.settled_at is None and o.shipped_at is not None:
-                rec = self._order_from_world(o, OrderState.SHIPPED)
-                rec.shipped_at = o.shipped_at
-                rec.on_time = o.shipped_at <= o.deadline
-                rec.receivable = self._net_of_commission(o.paid_cents)
-                rec.settle_at = o.shipped_at + w.settlement_days * DAY
-                self.ledger.post(start, 0, Account.RECEIVABLE, "opening_receivable", rec.receivable, o.id)
-                self.schedule(rec.settle_at, SETTLEMENT, o.id)
+                orec = self._order_from_world(o, OrderState.SHIPPED)
+                orec.shipped_at = o.shipped_at
+                orec.on_time = o.shipped_at <= o.deadline
+                orec.receivable = self._net_of_commission(o.paid_cents)
+                orec.settle_at = o.shipped_at + w.settlement_days * DAY
+                self.ledger.post(start, 0, Account.RECEIVABLE, "opening_receivable", orec.receivable, o.id)
+                self.schedule(orec.settle_at, SETTLEMENT, o.id)
                 if o.delivered_at is None:
-                    self._schedule_delivery(rec, o.shipped_at)
+                    self._schedule_delivery(orec, o.shipped_at)
                 else:
-                    rec.status = OrderState.DELIVERED
-                    rec.delivered_at = o.delivered_at
+                    orec.status = OrderState.DELIVERED
+                    orec.delivered_at = o.delivered_at
                     if o.id not in history_returns:
-                        self._maybe_schedule_return(rec)
+                        self._maybe_schedule_return(orec)
             elif (o.status == OrderStatus.DELIVERED and o.id not in history_returns
                   and o.delivered_at is not None and o.delivered_at >= start - 12 * DAY):
-                rec = self._order_from_world(o, OrderState.DELIVERED)
-                rec.shipped_at = o.shipped_at
-                rec.delivered_at = o.delivered_at
-                rec.settled = True
-                rec.on_time = True
-                self._maybe_schedule_return(rec)
+                orec = self._order_from_world(o, OrderState.DELIVERED)
+                orec.shipped_at = o.shipped_at
+                orec.delivered_at = o.delivered_at
+                orec.settled = True
+                orec.on_time = True
+                self._maybe_schedule_return(orec)
         self.next_order_no = 100_001 + len(w.orders)
 
         # Stock: opening lots, trimmed for the task, with reservations for open orders.
@@ -244,9 +245,9 @@ class Episode:
                 po = pos.get(v.lot_po_id) if v.lot_po_id else None
                 rate = self.vendor_defect[po.vendor_id] if po else 0.02
                 self.put_lot(vr, Lot(v.lot_po_id or "opening", units, v.unit_cost, rate))
-        for rec in self.orders.values():
-            if rec.status == OrderState.OPEN and rec.backorder:
-                rec.variant.reserved += rec.quantity
+        for orec in self.orders.values():
+            if orec.status == OrderState.OPEN and orec.backorder:
+                orec.variant.reserved += orec.quantity
 
         # Returns still open.
         self.returns: dict[str, ReturnRec] = {}
@@ -262,8 +263,8 @@ class Episode:
             orec.on_time = True
             escalate = max(r.requested_at + e.return_escalate_days * DAY, start + self.window_minutes)
             floor = 10_000 if r.defective else self._floor_bp(r.id)
-            rec = ReturnRec(r.id, orec, r.reason, r.defective, r.requested_at, escalate, floor, opening=True)
-            self.returns[r.id] = rec
+            ret = ReturnRec(r.id, orec, r.reason, r.defective, r.requested_at, escalate, floor, opening=True)
+            self.returns[r.id] = ret
             self.schedule(escalate, ESCALATION, r.id)
         self.next_return_no = 20_001 + len(w.returns)
 
@@ -275,9 +276,9 @@ class Episode:
             lines = [(line.sku_id, self.variant_by_id[self.skus[line.sku_id].variant_id].idx, line.quantity,
                       line.unit_cost) for line in po.lines]
             arrive = po.eta + self._po_delay(po.id, po.vendor_id)
-            rec = PORec(po.id, po.vendor_id, po.supply_product_id, lines, po.cost, po.placed_at, po.eta,
+            po_rec = PORec(po.id, po.vendor_id, po.supply_product_id, lines, po.cost, po.placed_at, po.eta,
                         arrive, self.vendor_defect[po.vendor_id], opening=True)
-            self.pos[po.id] = rec
+            self.pos[po.id] = po_rec
             self.ledger.post(start, 0, Account.IN_TRANSIT, "opening_in_transit", po.cost, po.id)
             self.schedule(arrive, PO_ARRIVAL, po.id)
         self.next_po_no = 5001 + len(w.purchase_orders)
@@ -361,6 +362,7 @@ class Episode:
         if r.random() >= p:
             return
         delay = r.randint(24, 10 * 24) * HOUR
+        assert order.delivered_at is not None, "returns are scheduled for delivered orders only"
         at = order.delivered_at + delay
         if at < self.now:
             at = self.now + r.randint(1, 11) * HOUR
@@ -515,7 +517,7 @@ class Episode:
 
     def _log(self, entry: dict, result: ToolResult) -> ToolResult:
         entry["ok"] = result.ok
-        if not result.ok:
+        if result.error is not None:  # the same test as ``not result.ok``, spelled so mypy narrows
             entry["error"] = result.error["code"]
         self.action_log.append(entry)
         if self.observations is not None:

@@ -125,8 +125,9 @@ class EventBook:
             vendor_id = self.resolve_vendor(ev.vendor)
             ep.vendor_defect[vendor_id] = ep.vendors[vendor_id].defect_rate
 
-    def resolve_vendor(self, name: str) -> str:
+    def resolve_vendor(self, name: str | None) -> str:
         """A vendor id, or ``largest``: the vendor behind the most listed demand."""
+        assert name is not None, "the task loader requires a vendor for vendor events"
         ep = self.ep
         if name != "largest":
             return name

@@ -25,7 +25,7 @@ class Ledger:
     __slots__ = ("entries", "balance")
 
     def __init__(self) -> None:
-        self.entries: list[tuple[int, int, str, str, int, str]] = []
+        self.entries: list[tuple[int, int, Account, str, int, str]] = []
         self.balance: dict[Account, int] = {a: 0 for a in Account}
 
     def post(self, at: int, window: int, account: Account, kind: str, amount: int, ref: str = "") -> None:

@@ -143,7 +143,7 @@ def _ascii(text: str) -> str:
     return text if text.isascii() else text.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def observation_text(header: str, body: dict) -> str:
+def observation_text(header: str, body: dict | None) -> str:
     """The header line, then compact JSON: :meth:`ToolResult.text`, with non-ASCII escaped."""
     return _ascii(header) + "\n" + json.dumps(body, separators=(",", ":"), ensure_ascii=True)
 
@@ -227,6 +227,19 @@ class Step:
 
     __slots__ = ("tool", "ok", "error_code", "header", "body", "text", "reward", "dense_cents",
                  "terminated", "truncated", "ended", "malformed")
+    # Declared for type checkers: ``__init__`` sets every slot (None when not given).
+    tool: str | None
+    ok: bool
+    error_code: str | None
+    header: str
+    body: dict | None
+    text: str
+    reward: float
+    dense_cents: int
+    terminated: bool
+    truncated: bool
+    ended: bool
+    malformed: bool
 
     def __init__(self, **kw) -> None:
         for k in self.__slots__:
@@ -330,16 +343,22 @@ class Session:
             raise RuntimeError("reset the environment before stepping it")
         was_over = ep.over
         self.steps += 1
-        malformed = None
+        malformed: Malformed | None = None
+        parsed: tuple[str, Any] | None = None
         try:
-            tool, arguments = parse_action(action)
+            parsed = parse_action(action)
         except Malformed as exc:
             malformed = exc
+        tool: str | None
+        body: dict | None
+        code: str | None
         if malformed is None:
+            assert parsed is not None
+            tool, arguments = parsed
             result = ep.call(tool, arguments)
             header = result.header
             body = result.data if result.ok else {"error": result.error}
-            ok, code = result.ok, (None if result.ok else result.error.get("code"))
+            ok, code = result.ok, (None if result.error is None else result.error.get("code"))
         else:
             tool = None
             charged: ToolResult = ep.call(CHARGE_TOOL, {"malformed_action": _excerpt(action)})
@@ -374,8 +393,14 @@ class Session:
             self.ep.stop()
         return self.final_info()
 
+    def _episode(self) -> Episode:
+        """The episode being played; before :meth:`start` there is none."""
+        if self.ep is None:
+            raise RuntimeError("reset the environment before stepping it")
+        return self.ep
+
     def _dense_delta(self) -> int:
-        total = sum(self.ep.dense_rewards())
+        total = sum(self._episode().dense_rewards())
         delta = total - self.paid_cents
         self.paid_cents = total
         return delta
@@ -383,7 +408,7 @@ class Session:
     def _relative_delta(self) -> int:
         """This step's change of (dense channel - the idle store's), in cents, window by window."""
         assert self.idle is not None
-        total = sum(d - (self.idle[i] if i < len(self.idle) else 0) for i, d in enumerate(self.ep.dense_rewards()))
+        total = sum(d - (self.idle[i] if i < len(self.idle) else 0) for i, d in enumerate(self._episode().dense_rewards()))
         delta = total - self.paid_relative_cents
         self.paid_relative_cents = total
         return delta
@@ -403,14 +428,14 @@ class Session:
     def official(self) -> Score:
         cell = self.cell
         if cell is None:
-            return score(self.ep)
-        return score(self.ep, Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"])))
+            return score(self._episode())
+        return score(self._episode(), Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"])))
 
     def shaped_business(self, s: Score) -> Decimal:
         return business_normalized(s.business_raw, s.business_zero_raw, s.business_scale, floor=SHAPED_FLOOR)
 
     def info(self, step: Step | None = None) -> dict:
-        ep = self.ep
+        ep = self._episode()
         out = {
             "task": ep.task.id, "task_seed": ep.seed, "header": ep.header_line(),
             "window": min(ep.window + 1, ep.n_windows), "windows_total": ep.n_windows,
@@ -425,7 +450,7 @@ class Session:
         return out
 
     def final_info(self) -> dict:
-        ep = self.ep
+        ep = self._episode()
         s = self.official()
         has_constants = self.cell is not None
         out = {

@@ -7,11 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from ..engine.copy import copy_quality
+from ..engine.dynamics import median_price
 from ..engine.ledger import Account
 from ..engine.state import POState, ProductRec, VariantRec
 from .format import usd, when
 from .registry import Args, Family, PageArgs, Price, ToolError, ToolKind, page_of, tool
-from ..engine.dynamics import median_price
 
 MIN_PRICE, MAX_PRICE = 100, 100_000
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from ..allocation import apportion
 from ..engine.episode import PO_ARRIVAL
 from ..engine.ledger import Account
-from ..engine.state import POState, PORec
+from ..engine.state import PORec, POState
 from ..simtime import DAY, HOUR
 from ..world.generate import size_weight
 from .format import usd, when
@@ -204,6 +204,7 @@ def place_purchase_order(ep, args: PlacePOArgs) -> dict:
             if qty:
                 wanted[sku_id] = wanted.get(sku_id, 0) + qty
     else:
+        assert args.quantity is not None  # exactly one of quantity and lines, checked above
         skus = [ep.skus[s] for s in sp.sku_ids]
         weights = size_curve(ep, sp)
         wanted = {s.id: q for s, q in zip(skus, apportion(args.quantity, weights), strict=True) if q}

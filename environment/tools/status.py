@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..engine.state import OrderState, POState, ReturnState
 from ..simtime import DAY, HOUR
 from .format import usd, when
 from .registry import Args, Family, ToolKind, tool
-from ..engine.state import OrderState, POState, ReturnState
 
 
 @tool("store_status", title="Store status", family=Family.STATUS, kind=ToolKind.READ, free=True,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import simtime
-from ..simtime import DAY, HOUR
+from ..simtime import DAY
 from .model import OrderStatus, POStatus, ReturnStatus, SupplyRole, World
 from .params import HISTORY_ORDERS, LISTED_LINES, SETTLEMENT_DAYS, TARGET_VARIANTS
 
@@ -572,5 +572,3 @@ def _(w):
                                                 and 0 < v.defect_rate < 0.2 and 0.5 < v.on_time_rate <= 1),
                       lambda v: v.id)
 
-
-_ = HOUR  # imported for audits that reason in hours

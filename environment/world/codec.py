@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from functools import lru_cache
 from enum import StrEnum
+from functools import cache
 from typing import Any, get_args, get_origin, get_type_hints
 
 from . import model
@@ -59,7 +59,7 @@ def content_hash(world: World) -> str:
     return "sha256:" + hashlib.sha256(canonical_bytes(world)).hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
     hints = get_type_hints(cls, vars(model))
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if not f.name.startswith("_"))

@@ -38,6 +38,7 @@ from .params import (
     rng,
 )
 
+
 def _round_price(dollars: float) -> int:
     """Shelf prices end in .00 or .50 below 40 dollars and in whole dollars above."""
     if dollars < 40:
@@ -158,7 +159,7 @@ def _designs() -> list[_Design]:
                     designs.append(design)
                     break
         round_no += 1
-    for i, d in enumerate(designs):
+    for d in designs:
         dr = rng("design", d.title)
         low, high = vocab.GARMENTS[[g[0] for g in vocab.GARMENTS].index(d.garment)][4]
         d.ref_price = _round_price(dr.uniform(low, high))

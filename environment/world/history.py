@@ -17,18 +17,6 @@ from collections import defaultdict
 from .. import simtime
 from ..allocation import apportion
 from ..simtime import DAY, HOUR
-from .params import (
-    DIURNAL,
-    HISTORY_ORDERS,
-    HISTORY_START,
-    NEW_CUSTOMER_SHARE,
-    RETURN_RATE,
-    SETTLEMENT_DAYS,
-    SHIFT_START,
-    rng,
-    season_factor,
-    store_season,
-)
 from . import vocab
 from .model import (
     Customer,
@@ -41,6 +29,18 @@ from .model import (
     Return,
     ReturnStatus,
     Variant,
+)
+from .params import (
+    DIURNAL,
+    HISTORY_ORDERS,
+    HISTORY_START,
+    NEW_CUSTOMER_SHARE,
+    RETURN_RATE,
+    SETTLEMENT_DAYS,
+    SHIFT_START,
+    rng,
+    season_factor,
+    store_season,
 )
 
 HISTORY_DAYS = (SHIFT_START - HISTORY_START) // DAY
@@ -242,9 +242,9 @@ class History:
     # -- purchase orders and stock ----------------------------------------------
 
     def _purchase_orders_and_stock(self) -> None:
-        sold = defaultdict(lambda: defaultdict(int))  # variant -> period -> units shipped
-        reserved = defaultdict(int)
-        restocked = defaultdict(int)
+        sold: defaultdict[str, defaultdict[int, int]] = defaultdict(lambda: defaultdict(int))  # variant -> period -> units shipped
+        reserved: defaultdict[str, int] = defaultdict(int)
+        restocked: defaultdict[str, int] = defaultdict(int)
         by_order = {o.id: o for o in self.orders}
         for o in self.orders:
             if o.shipped_at is None:

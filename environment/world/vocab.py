@@ -6,6 +6,8 @@ as the pantry.  Changing anything here changes the world hash.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 ALPHA6 = ("XS", "S", "M", "L", "XL", "XXL")
 ALPHA5 = ("XS", "S", "M", "L", "XL")
 ALPHA3 = ("S", "M", "L")
@@ -92,7 +94,7 @@ GARMENTS = (
 )
 
 # Where each category is usually made: country -> weight.
-CATEGORY_ORIGINS = {
+CATEGORY_ORIGINS: dict[str, dict[str, float]] = {
     "tops": {"China": 4, "Bangladesh": 3, "India": 2, "Vietnam": 1, "Portugal": 1, "United States": 0.5},
     "shirts": {"China": 3, "India": 3, "Bangladesh": 1, "Portugal": 1, "Turkey": 1},
     "knitwear": {"China": 5, "Italy": 2, "Turkey": 1, "Portugal": 1},
@@ -135,8 +137,20 @@ COUNTRY_TIERS = {
     "United States": ("quick-turn",),
 }
 
+
+
+class TierTerms(TypedDict):
+    """Ranges a vendor's terms are drawn from: whole days and units, then rates and shares."""
+
+    lead: tuple[int, int]
+    moq: tuple[int, int]
+    defect: tuple[float, float]
+    on_time: tuple[float, float]
+    cost: tuple[float, float]
+
+
 # tier -> lead days, MOQ, defect rate, on-time rate, cost share of reference price
-TIER_TERMS = {
+TIER_TERMS: dict[str, TierTerms] = {
     "budget": {"lead": (14, 22), "moq": (24, 60), "defect": (0.035, 0.065), "on_time": (0.72, 0.84), "cost": (0.27, 0.33)},
     "standard": {"lead": (8, 14), "moq": (12, 30), "defect": (0.015, 0.03), "on_time": (0.84, 0.92), "cost": (0.34, 0.40)},
     "premium": {"lead": (5, 9), "moq": (6, 15), "defect": (0.005, 0.014), "on_time": (0.92, 0.98), "cost": (0.42, 0.48)},

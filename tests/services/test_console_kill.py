@@ -100,7 +100,7 @@ class KillLoop:
             # (the first calls after a restart rebuild each episode by replay), then a few
             # random milliseconds more, so calls are in flight at every stage of a request.
             target = self.acked() + self.rng.randint(1, 3 * len(self.drivers))
-            wait_for(lambda: self.acked() >= target or any(d.errors for d in self.drivers),
+            wait_for(lambda target=target: self.acked() >= target or any(d.errors for d in self.drivers),
                      60, "acknowledged calls", server, interval=0.005)
             time.sleep(self.rng.uniform(0, 0.05))
             server.kill()  # SIGKILL, replies in flight or not
