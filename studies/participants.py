@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-
 from importlib import import_module
 
 from django.conf import settings

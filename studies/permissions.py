@@ -7,13 +7,13 @@ resulting :class:`~studies.errors.StudyPermissionDenied` to a 403.
 """
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from .errors import StudyPermissionDenied
 from .models import Role, Study, StudyMembership
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     VIEW = "view the study"
     MONITOR = "monitor running shifts"
     MANAGE = "manage participants and attempts"

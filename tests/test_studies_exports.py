@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from test_studies_support import SEEDS, TASKS
 
 from studies import attempts, bots, reference
 from studies.assignment import assign
@@ -16,7 +17,6 @@ from studies.exports import job_dir
 from studies.figures import Filters, study_figures
 from studies.models import AuditAction, AuditEvent, ExportJob
 from studies.tasks import run_export
-from test_studies_support import SEEDS, TASKS
 
 BOTS = Filters(include_bots=True)
 

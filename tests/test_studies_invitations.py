@@ -2,12 +2,12 @@
 reach everyone whose attempt ended for a reason they did not cause."""
 import pytest
 from django.test import Client
+from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, study  # noqa: F401
 
-from studies import assignment, attempts, bots, participants
+from studies import assignment, attempts, participants
 from studies.completion import completion_code
 from studies.errors import InvitationUsed
 from studies.models import AttemptStatus, AuditAction, AuditEvent
-from test_studies_support import TASKS, SEEDS, admin, bot, bot2, cell, study  # noqa: F401
 
 
 @pytest.fixture

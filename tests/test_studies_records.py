@@ -9,15 +9,15 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
+from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, make_user, study  # noqa: F401
 
 from shifts.briefing import BRIEFING_VERSION
-from shifts.models import BriefingAcknowledgement, Shift
 from shifts.lifecycle import assign_shift
+from shifts.models import BriefingAcknowledgement, Shift
 from studies import assignment, attempts, bots, participants
 from studies.design import add_consent_version, create_study, set_quota
 from studies.errors import StudyError
 from studies.models import Attempt, AuditAction, AuditEvent, ConsentVersion
-from test_studies_support import TASKS, SEEDS, admin, bot, bot2, cell, make_user, study  # noqa: F401
 
 
 def ready_person(actor, study, label, *, briefed=True, practised=True):
