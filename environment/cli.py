@@ -524,9 +524,10 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
 
     bench = sub.add_parser("bench", help="measure speed and memory (medians, printed, never asserted)",
                            description="Measure, in one run: in-process tool calls, window advances and whole "
-                                       "episodes per anchor; the full calibration with 1 and 2 workers; MCP and "
-                                       "console round trips against no-op baselines; memory per live episode; "
-                                       "and each figure against the operations spec's targets.")
+                                       "episodes per anchor; the full calibration with 1 and 2 workers; memory per "
+                                       "live episode; and each figure against the operations spec's targets. The "
+                                       "MCP and console round trips need the adapters: `python -m benchmarks` "
+                                       "runs these figures and adds them.")
     bench.add_argument("--json", action="store_true", help="print JSON")
     bench.add_argument("--repeats", type=int, default=5, help="repetitions per figure (default 5)")
     bench.add_argument("--quick", action="store_true",
