@@ -20,7 +20,11 @@ from __future__ import annotations
 from .engine.economics import Economics, economics_for
 from .tasks import Task
 
-__all__ = ["brief"]
+__all__ = ["TRAFFIC_OVER_HISTORY", "brief"]
+
+# The platform's usual traffic against the store's orders of the month before the shift,
+# as the engine draws it (a test holds this word to the engine's figure).
+TRAFFIC_OVER_HISTORY = "five"
 
 
 def _usd(cents: int) -> str:
@@ -47,6 +51,9 @@ def brief(task: Task) -> str:
         f"{_usd(econ.ignored_return_fine)}. Publishing a listing costs {_usd(econ.insertion_fee)}, with at "
         f"most {econ.listing_cap} live listings. If cash stays below zero for {econ.suspend_after_days} days "
         f"the store is suspended and the shift ends.",
+        f"Traffic: the marketplace now sends the store about {TRAFFIC_OVER_HISTORY} times the daily orders "
+        "of its last month (its sales history predates that growth). Announced changes in traffic are "
+        "relative to this level.",
         "What is graded at the end of the shift: mostly the growth of the store's net assets (cash, "
         "deposit, money owed to you, stock at cost and goods on the way), then reliability (orders shipped "
         "on time and returns handled), then continuity (acting in every window rather than leaving the "

@@ -69,3 +69,21 @@ def test_tasks_show_an_unknown_task_is_a_clear_error():
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert "unknown task 'nope'" in out.stderr
+
+
+def test_the_brief_states_the_traffic_the_engine_draws():
+    """The brief's traffic claim is the engine's: usual shoppers a day over the store's last month."""
+    from environment import simtime
+    from environment.brief import TRAFFIC_OVER_HISTORY
+    from environment.engine.dynamics import BASE_TRAFFIC, expected_shoppers
+    from environment.simtime import DAY
+    from environment.world.params import store_season
+
+    ep = arm("peak-season", 7)  # no traffic event before day 12
+    doy = simtime.day_of_year(ep.now)
+    per_day = sum(expected_shoppers(ep, p, ep.now, store_season(doy) * BASE_TRAFFIC, doy)
+                  for p in ep.products if p.active)
+    last_month = sum(o.quantity for o in ep.world.orders if o.placed_at >= ep.start - 30 * DAY) / 30
+    words = {"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+    assert round(per_day / last_month) == words[TRAFFIC_OVER_HISTORY]
+    assert f"about {TRAFFIC_OVER_HISTORY} times the daily orders" in brief(ep.task)

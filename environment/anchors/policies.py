@@ -133,8 +133,9 @@ class RuleBased(Policy):
 
     name = "rule-based"
     reorder_point = 3
-    min_weekly_units = 4  # the checklist reorders only lines that sold at least this many last week
+    min_weekly_units = 4  # the checklist reorders only lines that sell at least this many a week
     stop_days = 10  # and orders nothing that would land within this many days of the end
+    sales_days = 14  # the sales the checklist reads: the last two weeks, history included
 
     def __init__(self) -> None:
         self.sources: dict[str, dict] = {}
@@ -172,7 +173,7 @@ class RuleBased(Policy):
                 if row["available"] and (pid not in self.sources
                                          or cents(row["unit_cost_min"]) < cents(self.sources[pid]["unit_cost_min"])):
                     self.sources[pid] = row
-        result = ep.call("sales_report", {"days": 7, "group_by": "product", "page_size": 100})
+        result = ep.call("sales_report", {"days": self.sales_days, "group_by": "product", "page_size": 100})
         if not result.ok:
             return
         for row in data_of(result)["rows"]:
@@ -180,11 +181,12 @@ class RuleBased(Policy):
                 return
             pid = row["product_id"]
             source = self.sources.get(pid)
+            weekly = row["units"] * 7 / self.sales_days
             if (source is None or pid in self.open_po or row["units_available_now"] > self.reorder_point
-                    or row["units"] < self.min_weekly_units or source["moq"] > 3 * row["units"]
+                    or weekly < self.min_weekly_units or source["moq"] > 3 * weekly
                     or source["lead_days"] > days_left - self.stop_days):
                 continue  # the checklist skips lines whose minimum order would not sell in three weeks
-            quantity = max(source["moq"], 2 * row["units"])
+            quantity = max(source["moq"], int(2 * weekly + 0.5))
             placed = ep.call("place_purchase_order", {"supply_product_id": source["supply_product_id"],
                                                       "quantity": quantity})
             if placed.ok:
@@ -202,10 +204,12 @@ class SmartTriage(Policy):
     max_cut = 0.8  # the deepest markdown in one clearance review (as a share of the price)
     return_share = 0.15  # share of sold units expected back (the store's history: about 15%)
     sell_through = 0.8  # buy only what is expected to sell before the end: leftovers fetch a fraction of cost
+    max_traffic = 8.0  # the most the store's traffic is trusted to exceed its history
     clear_within_days = 8.0  # markdowns wait for the last days: earlier, full-price demand may still come
 
     def __init__(self) -> None:
         self.sources: dict[str, list[dict]] = {}
+        self.variant_mix: dict[str, list[dict]] = {}
         self.long_rate: dict[str, float] = {}
         self.unit_price: dict[str, float] = {}
         self.rates: dict[str, float] = {}
@@ -223,10 +227,12 @@ class SmartTriage(Policy):
     # -- a window ------------------------------------------------------------------
 
     def window(self, ep: Episode, status: dict) -> None:
-        """Urgent work first; then each periodic review as soon as it is due and affordable.
+        """Urgent returns first, then the restock review when it is due, then shipping.
 
-        A review that finds too few operations left waits for the next window rather than
-        for its next turn, so a busy window delays the analysis instead of skipping it.
+        Shipping alone can fill a busy window, and an order left unshipped still goes
+        out (the platform ships it at its deadline, for a fee), while a line that runs
+        dry loses every sale until stock lands.  So a due restock review is paid for
+        before the bulk of the shipping; the other reviews take what is left.
         """
         self.window_no += 1
         per_day = 24 // status["window_hours"]
@@ -235,17 +241,24 @@ class SmartTriage(Policy):
         every_days = 1 if spare >= 16 else 2 if spare >= 12 else 3
         if status["returns_escalating_within_24h"]:
             self._refund(ep, urgent_hours=24.0)  # a missed return costs a fine; a missed shipment, a fee
+        if not self.sources:
+            if self.ops(ep) >= 6:
+                self._learn_market(ep)
+        elif self.window_no >= self.due["sources"] and self.ops(ep) >= 8:
+            self._refresh_sources(ep)
+            self.due["sources"] = self.window_no + per_day * 5
+        restock_due = self.sources and self.window_no >= self.due["restock"]
+        overdue = restock_due and self.window_no >= self.due["restock"] + 2 * per_day
+        room = self.ops(ep) - status["orders_awaiting_shipment"]
+        if restock_due and self.ops(ep) >= 6 and (room >= 8 or overdue):
+            self._restock(ep, status)
+            self.due["restock"] = self.window_no + per_day * every_days
         self._ship(ep, status)
         if status["open_returns"] and self.ops(ep) > 0:
             self._refund(ep)
         if self.ops(ep) < 3:
             return
-        if not self.sources:
-            self._learn_market(ep)
-        elif self.window_no >= self.due["sources"] and self.ops(ep) >= 8:
-            self._refresh_sources(ep)
-            self.due["sources"] = self.window_no + per_day * 5
-        if self.window_no >= self.due["restock"] and self.ops(ep) >= 6:
+        if self.sources and self.window_no >= self.due["restock"] and self.ops(ep) >= 6:
             self._restock(ep, status)
             self.due["restock"] = self.window_no + per_day * every_days
         if self.window_no >= self.due["rivals"] and self.ops(ep) >= 4:
@@ -282,7 +295,10 @@ class SmartTriage(Policy):
     def _ship(self, ep: Episode, status: dict) -> None:
         if not status["orders_awaiting_shipment"] or ep.over:
             return
-        for row in self.rows(ep, "list_orders", status="awaiting_shipment", sort="deadline"):
+        rows = self.rows(ep, "list_orders", status="awaiting_shipment", sort="deadline")
+        # An order past its deadline is late whoever ships it, and the platform's carrier takes it
+        # without the late fine and review: orders still on time come first.
+        for row in sorted(rows, key=lambda r: r["hours_to_deadline"] is not None and r["hours_to_deadline"] < 0):
             if ep.over or self.ops(ep) < 1:
                 return
             if row["in_stock"]:
@@ -336,12 +352,18 @@ class SmartTriage(Policy):
         self.days_left = days_left
         self.clear_due = True
         plans = []
+        # The store's traffic against its history: lines still in stock show it in their recent
+        # sales, and a sold-out line's history is scaled by it (its own recent sales are censored).
+        seen = [pid for pid, inv in stock.items() if inv["variants_sold_out"] * 2 < inv["variants"]]
+        expected = 4.0 * sum(self.long_rate.get(pid, 0.0) for pid in seen)
+        traffic = min(self.max_traffic, max(1.0, sum(recent.get(pid, {}).get("units", 0) for pid in seen)
+                                            / expected)) if expected > 0 else 1.0
         for pid, inv in stock.items():
             if inv["status"] != "active" or pid not in self.unit_price:
                 continue
             sold_out_share = inv["variants_sold_out"] / max(1, inv["variants"])
             rate_recent = recent.get(pid, {}).get("units", 0) / 4.0
-            rate = max(rate_recent, self.long_rate.get(pid, 0.0) * (1.0 if sold_out_share > 0.4 else 0.6))
+            rate = max(rate_recent, self.long_rate.get(pid, 0.0) * traffic * (1.0 if sold_out_share > 0.4 else 0.6))
             self.rates[pid] = rate
             if rate <= 0.02:
                 continue
@@ -401,7 +423,9 @@ class SmartTriage(Policy):
         """Split an order over the sizes and colours that have sold, not over every colour."""
         from ..allocation import apportion
 
-        rows = self.rows(ep, "sales_report", days=180, group_by="variant", product_id=pid)
+        if pid not in self.variant_mix:  # half a year of sales by size and colour hardly moves in a shift
+            self.variant_mix[pid] = self.rows(ep, "sales_report", days=180, group_by="variant", product_id=pid)
+        rows = self.variant_mix[pid]
         if not rows:
             product = ep.call("get_product", {"product_id": pid}).data or {}
             rows = [{"variant_id": v["variant_id"], "units": 0} for v in product.get("variant_rows", [])]

@@ -21,7 +21,7 @@ from .competition import competition_factor
 from .copy import copy_factor
 from .episode import DEADLINE, DELIVERY, ESCALATION, PO_ARRIVAL, RETURN_REQUEST, SETTLEMENT
 from .ledger import Account
-from .state import Lot, OrderRec, OrderState, POState, ReturnRec, ReturnState, VariantRec
+from .state import LISTING_LAG, Lot, OrderRec, OrderState, POState, ReturnRec, ReturnState, VariantRec
 
 REFERENCE_RATING = 4.6
 BASE_TRAFFIC = 5.0  # shoppers per unit of a line's popularity, before seasons, events and rivals
@@ -111,7 +111,7 @@ def _shoppers(ep, t0: int, t1: int) -> None:
                 if roll < SUBSTITUTION:
                     variant = _same_size_substitute(product, variant) or variant
                 if variant.available < 1:
-                    if roll < SUBSTITUTION or r.random() >= BACKORDER:
+                    if roll < SUBSTITUTION or at >= variant.offered_until or r.random() >= BACKORDER:
                         continue  # stockout: the shopper leaves, and nobody sees it
                     backorder = True  # the listing still offers the size: an order with no stock behind it
             if variant.price > shelf and r.random() >= (variant.price / shelf) ** -product.elasticity:
@@ -119,6 +119,8 @@ def _shoppers(ep, t0: int, t1: int) -> None:
             if not backorder and variant.available < qty:
                 qty = 1
             variant.reserved += qty  # reserve now so later shoppers see the true availability
+            if not backorder and variant.available < 1:
+                variant.offered_until = at + int(LISTING_LAG * DAY)
             placed.append((at, i, variant, qty, backorder))
     placed.sort(key=lambda x: (x[0], x[2].idx, x[1]))
     for at, _i, variant, qty, backorder in placed:

@@ -24,7 +24,7 @@ from ..world.model import OrderStatus, POStatus, ReturnStatus, SupplyRole, World
 from ..world.params import season_factor
 from .economics import economics_for
 from .ledger import Account, Ledger
-from .state import Lot, OrderRec, OrderState, PORec, ProductRec, ReturnRec, VariantRec
+from .state import LISTING_LAG, Lot, OrderRec, OrderState, PORec, ProductRec, ReturnRec, VariantRec
 
 
 class ToolResult:
@@ -241,6 +241,8 @@ class Episode:
                 units = 0
             units = max(units, reserved_open.get(v.id, 0))
             vr.reserved = reserved_open.get(v.id, 0)
+            if v.stock > units:  # cleared or trimmed just now: the listing still offers the size for a while
+                vr.offered_until = start + int(LISTING_LAG * DAY)
             if units:
                 po = pos.get(v.lot_po_id) if v.lot_po_id else None
                 rate = self.vendor_defect[po.vendor_id] if po else 0.02

@@ -40,8 +40,14 @@ class Lot:
         self.defect_rate = defect_rate
 
 
+# How long a size that has just sold out stays on offer (days): the listing catches up with
+# the shelf after this, and a size that has been gone longer draws no orders at all.
+LISTING_LAG = 1.0
+
+
 class VariantRec:
-    __slots__ = ("idx", "id", "product", "size", "colour", "price", "lots", "reserved", "sku_ids", "mix", "on_hand")
+    __slots__ = ("idx", "id", "product", "size", "colour", "price", "lots", "reserved", "sku_ids", "mix", "on_hand",
+                 "offered_until")
 
     def __init__(self, idx, id, product, size, colour, price, sku_ids, mix) -> None:
         self.idx = idx
@@ -55,6 +61,7 @@ class VariantRec:
         self.reserved = 0
         self.sku_ids = sku_ids
         self.mix = mix
+        self.offered_until = 0  # a sold-out size stays on offer until then (see dynamics.LISTING_LAG)
 
     @property
     def available(self) -> int:
