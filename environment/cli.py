@@ -494,8 +494,11 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
 
     cal = sub.add_parser("calibrate", help="run the anchors on task-seed cells, check the gates, write the file",
                          description="Calibrate cells: the six anchors set each cell's zero, scale and pass "
-                                     "threshold; the four gates must hold. Writes FILE, FILE.sha256 and a report "
-                                     "(table and chart) beside it. Exits 1 if any gate fails.")
+                                     "threshold, and a diligence-only clerk is played as a check; the five gates "
+                                     "(ordering, judgment gap, flap margin, exploit suppression, diligence) must "
+                                     "hold on every cell. Writes FILE, FILE.sha256 and a report (table and chart) "
+                                     "beside it. Exits 1 if any gate fails, naming the cell and the gate. Takes "
+                                     "a few minutes for the 51 public cells with --workers 2.")
     cal.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
     cal.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
     cal.add_argument("--out", required=True, help="calibration JSON to write")
