@@ -139,11 +139,13 @@ class RuleBased(Policy):
 
     def __init__(self) -> None:
         self.sources: dict[str, dict] = {}
-        self.open_po: set[str] = set()
+        self.open_po: dict[str, float] = {}  # line -> the day its purchase order should have landed
         self.window_no = 0
+        self.day = 0.0
 
     def window(self, ep: Episode, status: dict) -> None:
         self.window_no += 1
+        self.day = (status["window"] - 1) * status["window_hours"] / 24
         days_left = (status["windows_total"] - status["window"] + 1) * status["window_hours"] / 24
         reorder = self.window_no % 2 == 1 and days_left > self.stop_days
         keep = 3 if reorder else 0  # operations held back for the reorder pass, only when it is due
@@ -182,7 +184,8 @@ class RuleBased(Policy):
             pid = row["product_id"]
             source = self.sources.get(pid)
             weekly = row["units"] * 7 / self.sales_days
-            if (source is None or pid in self.open_po or row["units_available_now"] > self.reorder_point
+            if (source is None or self.open_po.get(pid, -1.0) > self.day
+                    or row["units_available_now"] > self.reorder_point
                     or weekly < self.min_weekly_units or source["moq"] > 3 * weekly
                     or source["lead_days"] > days_left - self.stop_days):
                 continue  # the checklist skips lines whose minimum order would not sell in three weeks
@@ -190,7 +193,7 @@ class RuleBased(Policy):
             placed = ep.call("place_purchase_order", {"supply_product_id": source["supply_product_id"],
                                                       "quantity": quantity})
             if placed.ok:
-                self.open_po.add(pid)
+                self.open_po[pid] = self.day + source["lead_days"] + 1  # one order a line until it lands
 
 
 class SmartTriage(Policy):
