@@ -29,7 +29,7 @@ from shifts.results import result_of
 
 from . import workspace
 from .chart import timeline_svg
-from .endpage import score_rows
+from .endpage import score_rows, threshold_shown
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
 
@@ -129,6 +129,7 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         context.update({
             "score_rows": _score_rows(shift),
             "explained_rows": score_rows(components),
+            "threshold": components.get("threshold") if threshold_shown(shift) else None,
             "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
         })
     return context
