@@ -178,6 +178,23 @@ def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
 @login_required
 @require_GET
 @never_cache
+def shift_panels(request: HttpRequest, pk: int) -> HttpResponse:
+    """The side panels after a call made elsewhere (another tab, another window): the
+    inbox and the cached views whole, and the history rows after call ``after``, as
+    out-of-band swaps.  The shift websocket says when (its ``last_seq`` grew); free."""
+    shift = _own_shift(request, pk)
+    raw = request.GET.get("after", "0")
+    if not raw.isdigit():
+        return HttpResponseBadRequest("after must be a call number (0 for all).")
+    overview = workspace.shift_overview(shift)
+    after = int(raw)
+    return render(request, "console/_panels.html",
+                  _context(overview, new_calls=[c for c in reversed(overview.calls) if c.seq > after]))
+
+
+@login_required
+@require_GET
+@never_cache
 def shift_history(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     text, tool = request.GET.get("q", ""), request.GET.get("tool", "")
