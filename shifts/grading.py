@@ -4,7 +4,7 @@ The calibration file is the site's (``settings.STOREBENCH_CALIBRATION``, default
 ``calibration/public.json``); its hash is recorded with every graded shift.  A cell
 missing from the file (the practice task's, which is never in it) is calibrated on the
 spot against its own anchors, once per process and task file version (about a second
-for the four-window practice store).
+for the six-window practice store).
 """
 from __future__ import annotations
 
