@@ -313,6 +313,7 @@ class Result:
     inputs: int
     inputs_per_operation: float
     row_actions: dict
+    composite: str  # the server's grade of the shift (its pass or not is not the benchmark's concern)
     ledger_server: str
     ledger_in_process: str
     ledgers_match: bool
@@ -349,6 +350,7 @@ def run(task: str = "steady", seed: int = 3, windows: int = 60, port: int = 8160
     return Result(task=task, seed=seed, windows_played=play.windows, wall_seconds=round(wall, 1),
                   calls=int(record["calls"]), operations=spent, inputs=play.inputs,
                   inputs_per_operation=round(play.inputs / max(1, spent), 3), row_actions=play.actions,
+                  composite=str(stored.get("reward_composite")),
                   ledger_server=record["ledger"], ledger_in_process=ledger,
                   ledgers_match=record["ledger"] == ledger, components_match=not mismatched, mismatched=mismatched)
 
@@ -375,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"{result.task} seed {result.seed}: {result.windows_played} windows in {result.wall_seconds} s; "
               f"{result.calls} calls, {result.operations} operations, {result.inputs} inputs "
-              f"({result.inputs_per_operation} per operation); row actions {result.row_actions}")
+              f"({result.inputs_per_operation} per operation); row actions {result.row_actions}; "
+              f"composite {result.composite}")
         print(f"ledger server {result.ledger_server}")
         print(f"ledger in-process {result.ledger_in_process}")
         print(f"ledgers match: {result.ledgers_match}; graded components match: {result.components_match}"

@@ -81,7 +81,7 @@ def test_a_call_in_one_tab_shows_in_the_other_tabs_history_inbox_and_cached_view
         assert len(ids) == len(set(ids)) and ids[:2] == [f"call-{seq2}", f"call-{seq}"]
 
 
-def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login):
+def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login, screenshot):
     page = context.new_page()
     page.on("dialog", lambda d: d.accept())
     shift = ready_participant(server, login, page, "steady", 3)
@@ -100,6 +100,7 @@ def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(
     bar = page.locator("#result [data-batch]").first
     assert "5 rows ticked: 5 operations will be spent" in bar.locator(".batch-count").inner_text()
     assert bar.locator("button.batch-send").inner_text() == "Send 5 operations"
+    screenshot(page, "workspace-batch-1280", full_page=False)
     ops_before = int(page.get_attribute("#store-header", "data-ops-left"))
     bar.locator("button.batch-send").click()
     page.wait_for_function("() => /Sent 5 operations/.test(document.querySelector('#result .batch-status').textContent)")
