@@ -255,7 +255,8 @@ document.addEventListener("htmx:confirm", function (evt) {
 })();
 
 // Keyboard: in a result table, j / k move between rows; a row action's letter
-// (s ship, r refund, p reprice, o reorder) submits it for the focused row.
+// (s ship, r refund, p reprice, o reorder) submits it for the focused row; x ticks the
+// focused row for a batch.
 (function () {
   document.addEventListener("keydown", function (evt) {
     if (evt.ctrlKey || evt.metaKey || evt.altKey) return;
@@ -272,6 +273,15 @@ document.addEventListener("htmx:confirm", function (evt) {
       return;
     }
     if (!row) return;
+    if (evt.key === "x") {  // tick or untick the row for a batch
+      var box = row.querySelector("input.pick");
+      if (box) {
+        evt.preventDefault();
+        box.checked = !box.checked;
+        box.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+      return;
+    }
     var form = row.querySelector('form.row-action[data-key="' + evt.key + '"]');
     if (form) {
       evt.preventDefault();
