@@ -27,7 +27,7 @@ What it does:
 It prints the wall time of the browser play, the operations spent, the inputs per
 operation and whether the ledgers match.  A full steady shift is 60 windows of 20
 operations; ``--windows N`` ends the shift after N windows (the rest settle unplayed),
-for a loaded machine or a quick check (``tests/test_console_browser_bench.py`` runs 2).
+for a loaded machine or a quick check (``tests/browser/test_console_browser_bench.py`` runs 2).
 
 Nothing is asserted on time: figures are printed.  Exit status 1 when the ledgers or
 the graded components differ.
