@@ -1,12 +1,15 @@
-"""The shift websocket: pushes the store header and the deadline countdown.
+"""The shift websocket: pushes the store header, the deadline countdown and the last call.
 
 A page showing a shift opens ``/ws/shifts/<pk>/``. Only the shift's participant is
 accepted (anyone else is refused before the handshake completes). The consumer
 sends the shift's state on connect, whenever the shift actions announce a change
 (:mod:`shifts.events`), and every :attr:`ShiftConsumer.tick_seconds` so the
 countdown stays true; each push checks the deadline first, so an open page is
-told at once when its shift ended. Pages work without it: htmx swaps the header
-after each call and polls the shift bar (see ``templates/console/shift.html``).
+told at once when its shift ended. Each push carries ``last_seq``, the shift's newest
+call: a page that has not seen that call (another tab made it) fetches its side panels
+(history, inbox, cached views) from ``/shifts/<pk>/panels/?after=<seq>``. Pages work
+without it: htmx swaps the header after each call and polls the shift bar (see
+``templates/console/shift.html``).
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ def shift_state(shift_id: int) -> dict:
         "paused_seconds": state.clock.paused,
         "header_html": render_to_string("console/_header.html", {"header": state.header}),
         "url": reverse("console:shift", args=[shift.pk]),
+        "last_seq": shift.calls.order_by("-seq").values_list("seq", flat=True).first() or 0,
     }
 
 

@@ -2,14 +2,19 @@
 in dollars or counts.
 
 A participant sees the graded components of their own shift and what each one measures;
-never the cell's pass threshold, the business zero and scale the calibration found for
-the cell, or any anchor policy's figures (those would tell them the task and where the
-scripted stores landed).
+never the business zero and scale the calibration found for the cell or any anchor
+policy's figures (those would tell them the task and where the scripted stores landed),
+and the cell's pass threshold only when the study that assigned the shift allows it
+(:func:`threshold_shown`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+
+from django.core.exceptions import FieldError
+
+from shifts.models import Shift
 
 
 @dataclass(frozen=True)
@@ -59,3 +64,18 @@ def score_rows(components: dict) -> list[ScoreRow]:
                  "obligation due was enforced."),
     ]
     return [r for r in rows if r.value is not None]
+
+
+def threshold_shown(shift: Shift) -> bool:
+    """Whether the shift's end page may show the cell's pass threshold: only for a shift
+    that a study assigned, when that study's ``show_threshold_to_participants`` is on.
+
+    The setting is read through the study attempt's relation to the shift (the
+    ``study_attempt`` reverse name the studies app declares), so the console imports
+    nothing of the studies app; without that app, or for a shift no study assigned
+    (the practice shift, a shift given by hand), the answer is no.
+    """
+    try:
+        return Shift.objects.filter(pk=shift.pk, study_attempt__study__show_threshold_to_participants=True).exists()
+    except FieldError:
+        return False

@@ -21,6 +21,7 @@ urlpatterns = [
     path("shifts/<int:pk>/calls/<int:seq>/", views.shift_call_detail, name="shift_call_detail"),
     path("shifts/<int:pk>/call-status/<str:call_id>/", views.shift_call_status, name="shift_call_status"),
     path("shifts/<int:pk>/history/", views.shift_history, name="shift_history"),
+    path("shifts/<int:pk>/panels/", views.shift_panels, name="shift_panels"),
     path("shifts/<int:pk>/bar/", views.shift_bar, name="shift_bar"),
     path("shifts/<int:pk>/pause/", views.shift_pause, name="shift_pause"),
     path("shifts/<int:pk>/resume/", views.shift_resume, name="shift_resume"),

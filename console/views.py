@@ -29,7 +29,7 @@ from shifts.results import result_of
 
 from . import workspace
 from .chart import timeline_svg
-from .endpage import score_rows
+from .endpage import score_rows, threshold_shown
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
 
@@ -129,6 +129,7 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         context.update({
             "score_rows": _score_rows(shift),
             "explained_rows": score_rows(components),
+            "threshold": components.get("threshold") if threshold_shown(shift) else None,
             "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
         })
     return context
@@ -172,6 +173,23 @@ def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
     if overview.shown is None:
         return HttpResponse(f"This shift has no call #{seq}.", status=404)
     return render(request, "console/_result.html", _context(overview, rereading=True))
+
+
+@login_required
+@require_GET
+@never_cache
+def shift_panels(request: HttpRequest, pk: int) -> HttpResponse:
+    """The side panels after a call made elsewhere (another tab, another window): the
+    inbox and the cached views whole, and the history rows after call ``after``, as
+    out-of-band swaps.  The shift websocket says when (its ``last_seq`` grew); free."""
+    shift = _own_shift(request, pk)
+    raw = request.GET.get("after", "0")
+    if not raw.isdigit():
+        return HttpResponseBadRequest("after must be a call number (0 for all).")
+    overview = workspace.shift_overview(shift)
+    after = int(raw)
+    return render(request, "console/_panels.html",
+                  _context(overview, new_calls=[c for c in reversed(overview.calls) if c.seq > after]))
 
 
 @login_required

@@ -16,9 +16,11 @@ from .models import BriefingAcknowledgement, Shift
 
 BRIEFING_VERSION = "2026-11-29.1"
 
-# The practice cell every participant gets on acknowledging the briefing: a short
-# training task (task id, seed). Never shown to the participant.
-PRACTICE_CELL = ("counter-punch", 7)
+# The practice cell every participant gets on acknowledging the briefing (task id, seed):
+# the dedicated practice task (environment/tasks/files/practice/), a short calm store
+# that is no eval or train task, so a study can never assign the same cell afterwards
+# (studies refuse it as a cell) and no calibration, batch or leaderboard includes it.
+PRACTICE_CELL = ("practice", 1)
 
 NEEDS_BRIEFING = "Read and acknowledge the briefing before starting a shift."
 NEEDS_PRACTICE = "Finish your practice shift before starting a scored shift."

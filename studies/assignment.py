@@ -24,11 +24,14 @@ import secrets
 from django.db import transaction
 from django.db.models import Avg, Count, Max, Q
 
+from environment.tasks import get_task
+from environment.tasks.loader import PRACTICE
 from shifts.briefing import acknowledgement, practice_completed
 from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .build import build_id
+from .design import PRACTICE_REFUSAL
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -65,6 +68,8 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
         raise StudyError(f"participant {participant.label} is not in study {study.name!r}")
     if participant.user_id is None:
         raise StudyError(f"participant {participant.label} has not accepted an invitation yet (no account)")
+    if get_task(cell.task_id).split == PRACTICE:
+        raise StudyError(PRACTICE_REFUSAL.format(task=cell.task_id))
     if needs_consent(participant):
         raise StudyError(f"participant {participant.label} has not accepted the current consent text")
     with transaction.atomic():

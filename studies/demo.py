@@ -1,6 +1,7 @@
 """The demo study `make run` shows to the coordinator: a few cells, the coordinator's
-role, a consent text, the demo participant enrolled (consented), and their console
-practice shift linked to the study as a practice attempt.
+role, a consent text and the demo participant enrolled (consented).  Their console
+practice shift stays the console's: it plays the practice task, which is never a study
+cell, so it is linked to the study only if a cell plays the same task and seed.
 
 It adds no users and no shifts (the console's demo data stays exactly as the console
 made it), and it is idempotent: an existing demo study is left as it is.

@@ -15,11 +15,17 @@ from django.db import IntegrityError, transaction
 from environment.calibration import CalibrationError, cell_of, load_calibration
 from environment.errors import StoreBenchError
 from environment.tasks import get_task
+from environment.tasks.loader import PRACTICE
 
 from . import audit
 from .errors import StudyError
 from .models import AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
 from .permissions import Action, require
+
+# The console's practice task is played before any scored shift; were it a cell, a
+# participant could be assigned the very store they practised on.
+PRACTICE_REFUSAL = ("{task!r} is the console's practice task, never a study cell: every participant plays it "
+                    "before their scored shifts; choose an eval or train task")
 
 
 def default_calibration_path() -> Path:
@@ -67,9 +73,11 @@ def create_study(actor, name: str, tasks: list[str], seeds: list[int], *, quota:
         raise StudyError(f"the per-cell quota must be at least 1, not {quota}")
     for task_id in tasks:
         try:
-            get_task(task_id)
+            task = get_task(task_id)
         except StoreBenchError as exc:
             raise StudyError(f"unknown task {task_id!r}") from exc
+        if task.split == PRACTICE:
+            raise StudyError(PRACTICE_REFUSAL.format(task=task_id))
     path = Path(calibration_path) if calibration_path else default_calibration_path()
     doc, digest = _load(path)
     values = {(t, int(s)): _cell_values(doc, t, int(s)) for t in tasks for s in seeds}

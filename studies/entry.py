@@ -142,15 +142,18 @@ def leave(participant: Participant) -> str:
 @transaction.atomic
 def configure(actor, study: Study, *, entry_open: bool, completion_url: str, completion_code: str,
               return_code: str, base_pay_cents: int, bonus_bands: list, fault_compensation_cents: int,
-              reason: str) -> Study:
-    """Set the entry link and the pay rule (audited with a reason); a slug is made on first opening."""
+              reason: str, show_threshold: bool | None = None) -> Study:
+    """Set the entry link, the pay rule and, unless ``show_threshold`` is None, whether
+    participants' end pages show the pass threshold (audited with a reason); a slug is
+    made on first opening."""
     require(actor, study, Action.MANAGE)
     if not reason.strip():
         raise StudyError("a reason is required to change the entry link or the pay rule")
     study = Study.objects.select_for_update().get(pk=study.pk)
     before = {"entry_open": study.entry_open, "completion_code": study.completion_code,
               "return_code": study.return_code, "base_pay_cents": study.base_pay_cents,
-              "bonus_bands": study.bonus_bands, "fault_compensation_cents": study.fault_compensation_cents}
+              "bonus_bands": study.bonus_bands, "fault_compensation_cents": study.fault_compensation_cents,
+              "show_threshold_to_participants": study.show_threshold_to_participants}
     if entry_open and not study.entry_slug:
         study.entry_slug = secrets.token_urlsafe(12)
     study.entry_open = entry_open
@@ -160,6 +163,8 @@ def configure(actor, study: Study, *, entry_open: bool, completion_url: str, com
     study.base_pay_cents = base_pay_cents
     study.bonus_bands = bonus_bands
     study.fault_compensation_cents = fault_compensation_cents
+    if show_threshold is not None:
+        study.show_threshold_to_participants = show_threshold
     study.save()
     after = {k: getattr(study, k) for k in before}
     audit.record(study, actor, AuditAction.ENTRY_CHANGED, reason=reason.strip(),

@@ -10,7 +10,9 @@ ATTEMPT_ACTIONS = ("retry", "reassign", "extend", "force_end", "invalidate", "se
 
 class StudyForm(forms.Form):
     name = forms.CharField(max_length=120)
-    tasks = forms.MultipleChoiceField(choices=())
+    tasks = forms.MultipleChoiceField(choices=(), error_messages={
+        "invalid_choice": "%(value)s is not a task a study can use (the practice task is never a study cell); "
+                          "choose an eval or train task"})
     seeds = forms.CharField(max_length=200, help_text="space-separated, e.g. 7 11 13")
     quota = forms.IntegerField(min_value=1, max_value=100, initial=1)
     policy = forms.ChoiceField(choices=AssignmentPolicy.choices)
@@ -118,6 +120,7 @@ class EntryForm(forms.Form):
     base_pay_cents = forms.IntegerField(min_value=0, max_value=100_000, initial=0)
     bonus_bands = forms.CharField(max_length=500, required=False, help_text="min_score:cents, e.g. 0.6:50, 0.8:150")
     fault_compensation_cents = forms.IntegerField(min_value=0, max_value=100_000, initial=0)
+    show_threshold_to_participants = forms.BooleanField(required=False)
     reason = forms.CharField(max_length=1000)
 
 

@@ -30,6 +30,7 @@ from django.db import models
 from django.db.models import Q
 
 import environment
+from shifts.briefing import PRACTICE_CELL
 from shifts.ending import DEADLINE_REASON
 from shifts.models import Shift
 
@@ -75,6 +76,9 @@ class Study(models.Model):
     base_pay_cents = models.PositiveIntegerField(default=0)
     bonus_bands = models.JSONField(default=list, blank=True)
     fault_compensation_cents = models.PositiveIntegerField(default=0)
+    # Whether a participant's end page shows the cell's pass threshold next to their score
+    # (off by default: the figure tells a participant where the scripted stores landed).
+    show_threshold_to_participants = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["name"]
@@ -170,7 +174,11 @@ class Cell(models.Model):
 
     class Meta:
         ordering = ["study", "task_id", "seed"]
-        constraints = [models.UniqueConstraint(fields=["study", "task_id", "seed"], name="cell_unique_task_seed")]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "task_id", "seed"], name="cell_unique_task_seed"),
+            # The console's practice task is never a study cell (studies.design refuses it in words).
+            models.CheckConstraint(condition=~Q(task_id=PRACTICE_CELL[0]), name="cell_not_practice_task"),
+        ]
 
     @property
     def key(self) -> str:

@@ -418,7 +418,8 @@ def entry_settings(request: HttpRequest, pk: int) -> HttpResponse:
         entry.configure(request.user, study, entry_open=d["entry_open"], completion_url=d["completion_url"],
                         completion_code=d["completion_code"], return_code=d["return_code"],
                         base_pay_cents=d["base_pay_cents"], bonus_bands=pay.parse_bands(d["bonus_bands"]),
-                        fault_compensation_cents=d["fault_compensation_cents"], reason=d["reason"])
+                        fault_compensation_cents=d["fault_compensation_cents"], reason=d["reason"],
+                        show_threshold=d["show_threshold_to_participants"])
     except StudyError as exc:
         return _fail(request, study, str(exc), "entry")
     messages.success(request, "Study link and pay rule saved.")

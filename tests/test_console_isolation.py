@@ -48,6 +48,7 @@ SHIFT_REQUESTS = [
     ("shift_call_detail", "get", [2], None),
     ("shift_call_status", "get", ["iso-orders-001"], None),
     ("shift_history", "get", [], None),
+    ("shift_panels", "get", [], None),
     ("shift_bar", "get", [], None),
     ("shift_pause", "post", [], {"reason": "not mine"}),
     ("shift_resume", "post", [], {}),

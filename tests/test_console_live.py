@@ -124,3 +124,35 @@ def test_a_foreign_origin_is_refused():
 
     connected, _ = async_to_sync(scenario)()
     assert not connected
+
+
+def test_a_push_names_the_newest_call_and_the_panels_bring_what_another_tab_missed():
+    user = make_user("olga")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    headers = session_headers(user)
+
+    async def scenario():
+        ws = communicator(shift, headers)
+        await ws.connect()
+        first = await ws.receive_json_from(timeout=10)
+        await sync_to_async(calls.call_tool)(shift, "list_returns", {}, uuid.uuid4().hex)
+        pushed = await ws.receive_json_from(timeout=10)
+        await ws.disconnect()
+        return first, pushed
+
+    first, pushed = async_to_sync(scenario)()
+    assert pushed["last_seq"] == first["last_seq"] + 1
+    client = Client()
+    client.force_login(user)
+    html = client.get(f"/shifts/{shift.pk}/panels/?after={first['last_seq']}", HTTP_HX_REQUEST="true").content.decode()
+    # only the missed call's history row, the inbox filled by it, and the cached views
+    assert f'id="call-{pushed["last_seq"]}"' in html and f'id="call-{first["last_seq"]}"' not in html
+    assert 'hx-swap-oob="afterbegin:#history-list"' in html
+    assert '<div id="inbox" class="panel" hx-swap-oob="true">' in html and "Cached view: <code>list_returns</code>" in html
+    assert 'id="cached-views"' in html and "cached-list_returns" in html
+    nothing_new = client.get(f"/shifts/{shift.pk}/panels/?after={pushed['last_seq']}").content.decode()
+    assert "afterbegin:#history-list" not in nothing_new
+    assert client.get(f"/shifts/{shift.pk}/panels/?after=x").status_code == 400
+    stranger = Client()
+    stranger.force_login(make_user("pavel"))
+    assert stranger.get(f"/shifts/{shift.pk}/panels/").status_code == 404

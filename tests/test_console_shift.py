@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from environment.tools import REGISTRY
 from shifts import cache, lifecycle
+from shifts.briefing import PRACTICE_CELL
 from shifts.models import Shift, ShiftCall
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
@@ -199,7 +200,7 @@ def test_load_demo_creates_one_practice_shift(db):
     shifts = Shift.objects.filter(participant__username="participant", is_practice=True)
     assert shifts.count() == 1
     demo = shifts.get()
-    assert (demo.task_id, demo.seed, demo.is_practice, demo.status) == (TASK, SEED, True, "assigned")
+    assert (demo.task_id, demo.seed, demo.is_practice, demo.status) == (*PRACTICE_CELL, True, "assigned")
 
 
 @pytest.mark.slow

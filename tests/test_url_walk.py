@@ -75,7 +75,7 @@ ALLOWED = {
     "console:home": (EVERYONE, NOBODY),  # anonymous visitors get the sign-in invitation
     "console:briefing": (SIGNED_IN, SIGNED_IN),  # acknowledging is a POST
     **{name: (OWNER, NOBODY) for name in ("console:shift", "console:shift_call_detail", "console:shift_call_status",
-                                          "console:shift_history",
+                                          "console:shift_history", "console:shift_panels",
                                           "console:shift_bar")},
 }
 # Not walked: the admin (its own staff-only login guards every page; tested in test_studies_records).

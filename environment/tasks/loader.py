@@ -21,6 +21,9 @@ from ..errors import StoreBenchError
 from .model import Channel, Competitor, Event, EventKind, Task
 
 FILES = Path(__file__).with_name("files")
+# The split of the console's practice task (files/practice/): loadable by id, but no
+# eval or train task, so it is never calibrated, batched, ranked or a study cell.
+PRACTICE = "practice"
 
 
 class TaskFileError(StoreBenchError):
@@ -257,7 +260,7 @@ def load_task_text(text: str, source: str = "<text>", split: str = "eval") -> Ta
 
 def load_task(path: str | Path) -> Task:
     path = Path(path)
-    split = "train" if path.parent.name == "train" else "eval"
+    split = path.parent.name if path.parent.name in ("train", PRACTICE) else "eval"
     try:
         text = path.read_text()
     except OSError as exc:
@@ -268,7 +271,7 @@ def load_task(path: str | Path) -> Task:
 @lru_cache(maxsize=1)
 def _bundled() -> dict[str, Task]:
     tasks: dict[str, Task] = {}
-    for split in ("eval", "train"):
+    for split in ("eval", "train", PRACTICE):
         for path in sorted((FILES / split).glob("*.toml")):
             task = load_task(path)
             if task.id in tasks:
@@ -282,7 +285,9 @@ def _bundled() -> dict[str, Task]:
 
 
 def all_tasks(split: str | None = None) -> list[Task]:
-    return [t for t in _bundled().values() if split is None or t.split == split]
+    """The bundled tasks of ``split``; with no split, the eval and train tasks, never the
+    practice ones (those are asked for by name or by ``split="practice"``)."""
+    return [t for t in _bundled().values() if t.split == split or (split is None and t.split != PRACTICE)]
 
 
 def get_task(task_id: str) -> Task:

@@ -62,7 +62,7 @@ class Task:
     id: str
     title: str
     prompt: str
-    split: str  # "train" or "eval", from the folder the file lives in
+    split: str  # "train", "eval" or "practice", from the folder the file lives in
     start: str
     horizon_days: int
     window_hours: int

@@ -73,6 +73,7 @@ document.addEventListener("htmx:confirm", function (evt) {
         countdown.dataset.secondsLeft = msg.seconds_left;
         window.storebenchAnchorCountdown();
       }
+      window.storebenchSeen(top.dataset.shift, msg.last_seq);
     };
     socket.onclose = function () {
       document.body.dataset.live = "polling";
@@ -85,6 +86,59 @@ document.addEventListener("htmx:confirm", function (evt) {
     var top = document.getElementById("shift-top");
     if (top && top.dataset.ws && window.WebSocket) connect(top, 0);
   });
+})();
+
+// Another tab's calls: when the websocket says the shift has a call this page has not
+// seen, fetch the side panels (history rows after ours, the inbox, the cached views) as
+// out-of-band swaps. A call made here may race its own push, so history rows are
+// de-duplicated by call number after every swap.
+(function () {
+  function lastSeq() {
+    var first = document.querySelector("#history-list li[id^='call-']");
+    return first ? parseInt(first.id.slice(5), 10) : 0;
+  }
+  var inFlight = false, again = false;
+  function refresh(shift) {
+    if (inFlight) { again = true; return; }
+    inFlight = true;
+    var done = function () {
+      inFlight = false;
+      if (again) { again = false; refresh(shift); }
+    };
+    htmx.ajax("GET", "/shifts/" + shift + "/panels/?after=" + lastSeq(), { target: "#history", swap: "none" })
+      .then(done, done);
+  }
+  function dedupe() {
+    var list = document.getElementById("history-list");
+    if (!list) return;
+    var seen = {};
+    Array.prototype.forEach.call(list.querySelectorAll("li"), function (li) {
+      if (li.classList.contains("empty") && list.querySelector("li[id^='call-']")) { li.remove(); return; }
+      if (!li.id) return;
+      if (seen[li.id]) li.remove(); else seen[li.id] = true;
+    });
+  }
+  // A push that arrives while this page's own call is on its way is checked once the
+  // call's answer has landed (it usually names that very call: nothing to fetch).
+  var pending = 0, wanted = 0, shiftOf = null;
+  function isCall(evt) {
+    var elt = evt.detail && evt.detail.elt;
+    return !!(elt && elt.querySelector && elt.querySelector("input[name=call_id]"));
+  }
+  function check() {
+    if (pending === 0 && shiftOf !== null && wanted > lastSeq()) refresh(shiftOf);
+  }
+  document.addEventListener("htmx:beforeRequest", function (evt) { if (isCall(evt)) pending += 1; });
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    if (isCall(evt)) { pending = Math.max(0, pending - 1); setTimeout(check, 0); }
+  });
+  document.addEventListener("htmx:afterSettle", dedupe);
+  document.addEventListener("htmx:oobAfterSwap", dedupe);
+  window.storebenchSeen = function (shift, seq) {
+    shiftOf = shift;
+    wanted = Math.max(wanted, seq || 0);
+    check();
+  };
 })();
 
 // Result tables: sort by a column (the cells' data-sort keys), filter rows by text,
@@ -153,7 +207,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     if (ok && row) {
       row.classList.remove("urgent");
       row.classList.add("done");
-      row.querySelectorAll("form.row-action").forEach(function (f) { f.remove(); });
+      row.querySelectorAll("form.row-action, input.pick").forEach(function (f) { f.remove(); });
     } else {
       form.querySelector("input[name=call_id]").value = freshId();
     }
@@ -201,7 +255,8 @@ document.addEventListener("htmx:confirm", function (evt) {
 })();
 
 // Keyboard: in a result table, j / k move between rows; a row action's letter
-// (s ship, r refund, p reprice, o reorder) submits it for the focused row.
+// (s ship, r refund, p reprice, o reorder) submits it for the focused row; x ticks the
+// focused row for a batch.
 (function () {
   document.addEventListener("keydown", function (evt) {
     if (evt.ctrlKey || evt.metaKey || evt.altKey) return;
@@ -218,6 +273,15 @@ document.addEventListener("htmx:confirm", function (evt) {
       return;
     }
     if (!row) return;
+    if (evt.key === "x") {  // tick or untick the row for a batch
+      var box = row.querySelector("input.pick");
+      if (box) {
+        evt.preventDefault();
+        box.checked = !box.checked;
+        box.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+      return;
+    }
     var form = row.querySelector('form.row-action[data-key="' + evt.key + '"]');
     if (form) {
       evt.preventDefault();
@@ -244,5 +308,106 @@ document.addEventListener("htmx:confirm", function (evt) {
     var form = evt.detail.elt;
     if (!form || !form.classList || !form.classList.contains("po-lines")) return;
     evt.detail.parameters["arg_lines"] = JSON.stringify(lines(form).lines);
+  });
+})();
+
+// Batches of row actions: tick rows, see how many operations they will spend, send. Each
+// row's action is still its own form (one metered call, its own call id), submitted one
+// after another, each after the previous one's answer; the first refusal or unanswered
+// call stops the batch and says which row and whether that call reached the store.
+(function () {
+  function blockOf(el) { return el.closest(".table-block"); }
+  function picked(block) {
+    return Array.prototype.filter.call(block.querySelectorAll("input.pick:checked"), function (box) {
+      return box.closest("tr").querySelector("form.row-action");
+    });
+  }
+  function opsLeft() {
+    var header = document.getElementById("store-header");
+    return header ? parseInt(header.dataset.opsLeft, 10) : NaN;
+  }
+  function update(block) {
+    var bar = block.querySelector("[data-batch]");
+    if (!bar) return;
+    var n = picked(block).length, left = opsLeft();
+    var words = n === 0 ? "Tick rows to queue their actions: each is one operation, sent one after another."
+      : n + " row" + (n === 1 ? "" : "s") + " ticked: " + n + " operation" + (n === 1 ? "" : "s") +
+        " will be spent, one metered call per row, sent one after another.";
+    if (n > 0 && left >= 0 && n > left) {
+      words += " Only " + left + " operation" + (left === 1 ? " is" : "s are") + " left in this window: the rest are spent in the next window, on lists read in this one.";
+    }
+    bar.querySelector(".batch-count").textContent = words;
+    var send = bar.querySelector(".batch-send");
+    send.disabled = n === 0 || bar.dataset.running === "1";
+    send.textContent = "Send " + n + " operation" + (n === 1 ? "" : "s");
+    bar.dataset.count = String(n);
+  }
+  function sendOne(form, row) {
+    return new Promise(function (resolve) {
+      function done(evt) {
+        if (evt.detail.elt !== form) return;
+        document.removeEventListener("htmx:afterRequest", done);
+        var xhr = evt.detail.xhr;
+        var answered = !!(xhr && xhr.status && xhr.status < 500);
+        setTimeout(function () {  // after the row's own handler has marked it
+          var outcome = row.querySelector(".row-status .outcome");
+          resolve({ answered: answered, ok: answered && !!outcome && outcome.dataset.ok === "1",
+                    text: outcome ? outcome.textContent.trim() : "" });
+        }, 0);
+      }
+      document.addEventListener("htmx:afterRequest", done);
+      if (form.requestSubmit) form.requestSubmit(); else form.querySelector("button").click();
+    });
+  }
+  function run(block) {
+    var bar = block.querySelector("[data-batch]");
+    var status = bar.querySelector(".batch-status");
+    var rows = picked(block).map(function (box) { return box.closest("tr"); });
+    var total = rows.length, sent = 0;
+    bar.dataset.running = "1";
+    status.classList.remove("problem");
+    update(block);
+    function next() {
+      if (sent === total) {
+        bar.dataset.running = "";
+        status.textContent = "Sent " + total + " operation" + (total === 1 ? "" : "s") + ": every row done.";
+        update(block);
+        return;
+      }
+      var row = rows[sent], form = row.querySelector("form.row-action"), box = row.querySelector("input.pick");
+      status.textContent = "Sending " + (sent + 1) + " of " + total + " (" + row.dataset.key + ")…";
+      sendOne(form, row).then(function (result) {
+        sent += 1;
+        if (box) box.checked = false;
+        if (result.ok) { next(); return; }
+        bar.dataset.running = "";
+        status.classList.add("problem");
+        var where = result.answered
+          ? (result.text || "refused") + (/before the store/.test(result.text) ? " This call did not reach the store." : " This call reached the store.")
+          : "No answer from the server: the row shows, from the call record, whether this call reached the store.";
+        status.textContent = "Batch stopped at row " + row.dataset.key + " (" + sent + " of " + total + "): " + where +
+          " " + (total - sent) + " row" + (total - sent === 1 ? " was" : "s were") + " not sent.";
+        update(block);
+      });
+    }
+    next();
+  }
+  document.addEventListener("change", function (evt) {
+    var t = evt.target;
+    if (!t.classList) return;
+    if (t.classList.contains("pick-all")) {
+      var block = blockOf(t);
+      block.querySelectorAll("tbody tr").forEach(function (row) {
+        var box = row.querySelector("input.pick");
+        if (box && !row.hidden) box.checked = t.checked;
+      });
+      update(block);
+    } else if (t.classList.contains("pick")) {
+      update(blockOf(t));
+    }
+  });
+  document.addEventListener("click", function (evt) {
+    var send = evt.target.closest && evt.target.closest("button.batch-send");
+    if (send && !send.disabled) run(blockOf(send));
   });
 })();

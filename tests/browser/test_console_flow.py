@@ -9,7 +9,10 @@ import itertools
 import json
 import re
 
+from environment.tasks import get_task
+
 PASSWORD = "pw-browser-123"
+PRACTICE_OPS = get_task("practice").ops_per_window  # the console's practice task (shifts.briefing.PRACTICE_CELL)
 _names = itertools.count(1)
 
 
@@ -76,7 +79,7 @@ def test_a_participant_works_a_whole_shift(page, server, login, screenshot):
 
     # the practice shift, started and ended
     start_shift_from_home(page, "practice")
-    assert ops_left(page) == 12
+    assert ops_left(page) == PRACTICE_OPS
     accept_and_end(page)
     page.goto("/")
     assert "Done: scored shifts are unlocked." in page.inner_text("main")
@@ -168,7 +171,7 @@ def test_a_second_tab_sees_the_same_shift_live(page, server, login):
     second.wait_for_selector("body[data-live=websocket]")
     call_tool(second, "list_orders", page_size=2)
     # the first tab's header follows without a reload
-    page.wait_for_function("() => document.querySelector('#store-header').dataset.opsLeft === '11'")
+    page.wait_for_function(f"() => document.querySelector('#store-header').dataset.opsLeft === '{PRACTICE_OPS - 1}'")
     second.close()
 
 
@@ -199,4 +202,4 @@ def test_pause_blocks_tools_until_resume(page, server, login):
     assert "Paused: lunch break" in page.inner_text("#shift-bar")
     page.click("#resume-button")
     page.wait_for_selector("#tools")
-    assert ops_left(page) == 12
+    assert ops_left(page) == PRACTICE_OPS

@@ -4,12 +4,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from shifts.briefing import PRACTICE_CELL
 from shifts.lifecycle import assign_shift
 from shifts.models import Shift
 from studies.demo import ensure_demo_study
 
-# The practice shift every demo participant gets: (task id, seed).
-DEMO_PRACTICE = ("counter-punch", 7)
+# The practice shift every demo participant gets: the console's practice cell.
+DEMO_PRACTICE = PRACTICE_CELL
 
 # (username, password, is_superuser)
 DEMO_USERS = (

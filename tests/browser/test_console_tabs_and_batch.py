@@ -1,0 +1,144 @@
+"""Two tabs on one shift, and batches of row actions, in a real browser.
+
+A call made in one tab reaches every other open tab of the shift through the shift's
+websocket: the header, and also the history, the returns inbox and the cached views.
+A batch of ticked rows says how many operations it will spend before it is sent, sends
+one metered call per row, and stops at the first refusal, naming the row.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+PASSWORD = "pw-tabs-123"
+_names = itertools.count(1)
+
+
+def ready_participant(server, login, page, task: str, seed: int) -> int:
+    """A participant past the briefing and practice, with a started scored shift; its id."""
+    username = f"tabs{next(_names)}-{server.port}"
+    server.create_user(username, PASSWORD)
+    out = server.shell(
+        "from django.contrib.auth import get_user_model\n"
+        "from django.utils import timezone\n"
+        "from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL\n"
+        "from shifts.models import BriefingAcknowledgement, Shift\n"
+        "from shifts.lifecycle import start_shift\n"
+        f"u = get_user_model().objects.get(username={username!r})\n"
+        "BriefingAcknowledgement.objects.create(user=u, version=BRIEFING_VERSION, acknowledged_at=timezone.now())\n"
+        "Shift.objects.create(participant=u, task_id=PRACTICE_CELL[0], seed=PRACTICE_CELL[1], is_practice=True,"
+        " status='ended')\n"
+        f"print(start_shift(u, {task!r}, {seed}).pk)\n")
+    login(page, username, PASSWORD)
+    return int(out.strip().splitlines()[-1])
+
+
+def quick(page, tool: str) -> int:
+    """Press a quick-read button and wait for its result; the call's number."""
+    before = page.evaluate("() => Number((document.querySelector('#result .result') || {dataset: {}}).dataset.seq || 0)")
+    page.click(f".quick-reads button[data-tool={tool}]")
+    page.wait_for_function(f"() => {{ const r = document.querySelector('#result .result'); "
+                           f"return r && Number(r.dataset.seq) > {before}; }}")
+    return int(page.get_attribute("#result .result", "data-seq"))
+
+
+@pytest.fixture
+def context(browser, server):
+    ctx = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
+    ctx.set_default_timeout(20_000)
+    yield ctx
+    ctx.close()
+
+
+def test_a_call_in_one_tab_shows_in_the_other_tabs_history_inbox_and_cached_views(context, server, login):
+    a = context.new_page()
+    a.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, a, "steady", 3)
+    b = context.new_page()  # the same session: a second tab
+    a.goto(f"/shifts/{shift}/")
+    b.goto(f"/shifts/{shift}/")
+    for tab in (a, b):
+        tab.wait_for_selector("body[data-live=websocket]")
+    assert "Call list_returns to fill the inbox" in b.inner_text("#inbox")
+    assert b.locator("#cached-list_returns").count() == 0
+
+    seq = quick(a, "list_returns")
+    b.wait_for_selector(f"#history-list li#call-{seq}")
+    b.wait_for_selector("#cached-list_returns")
+    assert "Cached view: list_returns" in b.inner_text("#inbox")
+    assert b.locator(f"#history-list li#call-{seq}").count() == 1
+    assert b.url.endswith(f"/shifts/{shift}/")  # not reloaded: the panels were swapped in place
+
+    # a call in B reaches A the same way, and A's own history has no duplicate row
+    seq2 = quick(b, "list_orders")
+    a.wait_for_selector(f"#history-list li#call-{seq2}")
+    a.wait_for_selector("#cached-list_orders")
+    b.wait_for_timeout(500)  # let B's own push land after its answer
+    for tab in (a, b):
+        ids = tab.eval_on_selector_all("#history-list li[id^=call-]", "els => els.map(e => e.id)")
+        assert len(ids) == len(set(ids)) and ids[:2] == [f"call-{seq2}", f"call-{seq}"]
+
+
+def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login, screenshot):
+    page = context.new_page()
+    page.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(page, "list_orders")
+    rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])")
+    keys = []
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        if row.locator("td.k-bool").last.inner_text().strip() == "yes":  # in stock
+            keys.append(row.get_attribute("data-key"))
+    assert len(keys) >= 5, keys
+    keys = keys[:5]
+    for key in keys[:4]:
+        page.check(f'#result tr[data-key="{key}"] input.pick')
+    page.locator(f'#result tr[data-key="{keys[4]}"]').focus()
+    page.keyboard.press("x")  # the keyboard ticks the focused row
+    bar = page.locator("#result [data-batch]").first
+    assert "5 rows ticked: 5 operations will be spent" in bar.locator(".batch-count").inner_text()
+    assert bar.locator("button.batch-send").inner_text() == "Send 5 operations"
+    screenshot(page, "workspace-batch-1280", full_page=False)
+    ops_before = int(page.get_attribute("#store-header", "data-ops-left"))
+    bar.locator("button.batch-send").click()
+    page.wait_for_function("() => /Sent 5 operations/.test(document.querySelector('#result .batch-status').textContent)")
+    for key in keys:
+        assert "done" in page.get_attribute(f'#result tr[data-key="{key}"]', "class")
+    assert int(page.get_attribute("#store-header", "data-ops-left")) == ops_before - 5
+
+    page.goto(f"/shifts/{shift}/history/?tool=fulfill_order")
+    assert page.locator("ol.history li, table.history-table tbody tr").count() == 5
+    out = server.shell(
+        "import json\n"
+        "from shifts.cache import replay_episode\n"
+        "from shifts.models import Shift\n"
+        f"ep = replay_episode(Shift.objects.get(pk={shift}))\n"
+        "print(json.dumps(sorted(e[5] for e in ep.ledger.entries if e[3] == 'shipping_label')))\n")
+    assert json.loads(out.strip().splitlines()[-1]) == sorted(keys)  # the ledger: five labels, these orders
+
+
+def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, login):
+    page = context.new_page()
+    page.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(page, "list_products")
+    rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=set_price])")
+    first, second, third = (rows.nth(i).get_attribute("data-key") for i in range(3))
+    page.fill(f'#result tr[data-key="{second}"] input[name=arg_price]', "1.234")  # refused before the store
+    for key in (first, second, third):
+        page.check(f'#result tr[data-key="{key}"] input.pick')
+    page.click("#result [data-batch] button.batch-send")
+    status = page.locator("#result .batch-status")
+    page.wait_for_function("() => /Batch stopped/.test(document.querySelector('#result .batch-status').textContent)")
+    text = status.inner_text()
+    assert f"Batch stopped at row {second} (2 of 3)" in text and "did not reach the store" in text
+    assert "1 row was not sent" in text
+    assert "done" in page.get_attribute(f'#result tr[data-key="{first}"]', "class")
+    assert "done" not in (page.get_attribute(f'#result tr[data-key="{third}"]', "class") or "")
+    page.goto(f"/shifts/{shift}/history/?tool=set_price")
+    assert page.locator("ol.history li, table.history-table tbody tr").count() == 2
