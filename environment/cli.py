@@ -182,7 +182,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch_one(job: tuple) -> dict:
+def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
     from .trial import read_actions, run_trial
 
     task, seed, out, policy, actions_path, calibration, cal_hash = job
@@ -258,7 +258,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict, float]:
+def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict[str, Any], float]:
     from .calibration import calibrate_cell
     from .tasks import get_task
     from .world import load_world
@@ -290,7 +290,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"storebench: cannot create the folder for --out {out}: {exc.strerror}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    results: dict[str, dict[int, dict]] = {}
+    results: dict[str, dict[int, dict[str, Any]]] = {}
     done = 0
 
     def record(item) -> None:

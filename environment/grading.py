@@ -189,7 +189,8 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
         if stored.get(den):
             derived = (finite_number(stored.get(num), f"score.json {num}")
                        / finite_number(stored[den], f"score.json {den}")).quantize(Decimal("0.000001"))
-            if _dec(stored.get(rate)) is None or abs(derived - _dec(stored[rate])) > TOLERANCE:
+            stated = _dec(stored.get(rate))
+            if stated is None or abs(derived - stated) > TOLERANCE:
                 out.problems.append(f"{rate}: score.json says {stored.get(rate)}, its own counts give {derived}")
     out.composite = compose(out.business, out.reliability, continuity)
     out.passed = out.composite >= Decimal(str(cell["threshold"]))
