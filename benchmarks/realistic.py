@@ -58,6 +58,7 @@ def _free_port() -> int:
 
 
 WARM_UP_AT_ONCE = 4
+KEEP_ALIVE_S = 120  # how long an idle participant's connection stays open, on both sides
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -117,7 +118,7 @@ def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
                              "--workers", str(workers), "--log-level", "warning", "--no-access-log",
                              # a participant's connection outlives its think time, as behind a proxy
                              # with sticky sessions: its calls stay on the process holding its shift
-                             "--timeout-keep-alive", "120"],
+                             "--timeout-keep-alive", str(KEEP_ALIVE_S)],
                             cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -148,7 +149,11 @@ async def _drive(base: str, people, duration: float, think: float, seed: int) ->
     latencies: list[float] = []
     errors: list[str] = []
     acked: dict[int, list[str]] = {shift.pk: [] for _u, shift, _s in people}
-    clients = [httpx.AsyncClient(base_url=base, timeout=120, limits=httpx.Limits(max_connections=1))
+    # httpx drops an idle connection after 5 s by default, shorter than a think time: the
+    # next call would open a new one, land on either process and rebuild the shift there.
+    # Kept alive as long as the server keeps it (--timeout-keep-alive), as a browser does.
+    clients = [httpx.AsyncClient(base_url=base, timeout=120,
+                                 limits=httpx.Limits(max_connections=1, keepalive_expiry=KEEP_ALIVE_S))
                for _ in people]
 
     def form(index: int, session_key: str) -> dict:

@@ -23,6 +23,16 @@ those three off and nothing else.
     DJANGO_CSRF_TRUSTED_ORIGINS  comma-separated origins (https://host) behind a proxy
     STOREBENCH_LOGIN_ATTEMPTS    failed sign-ins per username and address before a pause (5)
     STOREBENCH_LOGIN_LOCKOUT     the pause, in seconds (900)
+    STOREBENCH_DB_POOL_MAX       PostgreSQL connections per server process, at most (8; 0: no pool)
+
+On PostgreSQL each process keeps a connection pool (psycopg's, through Django's
+``"pool"`` option): a request borrows a connection and gives it back when it ends,
+instead of opening one per request (the ASGI server runs each request's sync code on a
+thread of its own, so without a pool every request is a new connection, and a burst of
+requests can exceed the server's ``max_connections``).  Keep processes x
+``STOREBENCH_DB_POOL_MAX`` (plus Celery's workers) well under ``max_connections``; a
+request that finds every connection busy waits for one (``STOREBENCH_DB_POOL_TIMEOUT``
+seconds, 30) rather than failing.
 """
 import os
 import warnings
@@ -39,9 +49,9 @@ def _env_bool(name: str, default: str) -> bool:
     return os.environ.get(name, default).strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _postgres_from_url(url: str) -> dict[str, str | dict[str, str]]:
+def _postgres_from_url(url: str) -> dict[str, Any]:
     parsed = urlparse(url)
-    config: dict[str, str | dict[str, str]] = {
+    config: dict[str, Any] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
         "USER": unquote(parsed.username or ""),
@@ -49,7 +59,11 @@ def _postgres_from_url(url: str) -> dict[str, str | dict[str, str]]:
         "HOST": parsed.hostname or "",
         "PORT": str(parsed.port or ""),
     }
-    options = dict(parse_qsl(parsed.query))
+    options: dict[str, Any] = dict(parse_qsl(parsed.query))
+    pool_max = int(os.environ.get("STOREBENCH_DB_POOL_MAX", "8"))
+    if pool_max > 0:
+        options["pool"] = {"min_size": min(2, pool_max), "max_size": pool_max,
+                           "timeout": float(os.environ.get("STOREBENCH_DB_POOL_TIMEOUT", "30"))}
     if options:
         config["OPTIONS"] = options
     return config
@@ -170,6 +184,10 @@ else:
 # so every server process counts the same failures.
 if _redis_url:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _redis_url}}
+    # Sessions are read from that shared cache (written through to the database, which
+    # stays the record): a page no longer costs a session query.  Without Redis each
+    # process would cache on its own, and a sign-out in one would not reach the others.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 # Celery (read by config/celery.py with namespace "CELERY")
 _broker_url = os.environ.get("CELERY_BROKER_URL", "")

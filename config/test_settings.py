@@ -16,3 +16,5 @@ from config.settings import *  # noqa: E402,F403
 
 # Sign-in failure counters stay inside one test process, whatever REDIS_URL says.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# ...so sessions are not cached there either (a server process a test starts has its own cache).
+SESSION_ENGINE = "django.contrib.sessions.backends.db"

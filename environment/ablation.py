@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from typing import Any
 
 from .anchors import run_policy
 from .engine import Episode
-from .engine.settlement import business_normalized, compose, score
+from .engine.settlement import Score, business_normalized, compose, score
 from .tasks import Task
+from .world.model import World
 
 ANCHORS = ("blast-list", "rule-based", "smart-triage")
 BITE = Decimal("0.02")
@@ -57,20 +59,20 @@ def ingredients(task: Task) -> list[Ingredient]:
     return out
 
 
-def _play(task: Task, seed: int, name: str, world):
+def _play(task: Task, seed: int, name: str, world: World | None) -> Score:
     ep = Episode(task, seed, world)
     run_policy(ep, name)
     return score(ep)
 
 
-def ablate(task: Task, seed: int, world=None) -> dict:
+def ablate(task: Task, seed: int, world: World | None = None) -> dict[str, Any]:
     """The lens's cell, then each ingredient removed: anchors' composites under the lens's constants."""
     from .calibration import calibrate_cell
 
     cell = calibrate_cell(task, seed, world)
     zero, scale = Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"]))
 
-    def composite(s) -> Decimal:
+    def composite(s: Score) -> Decimal:
         return compose(business_normalized(s.business_raw, zero, scale), s.reliability, s.continuity)
 
     base = {a: Decimal(str(cell["anchors"][a]["reward_composite"])) for a in ANCHORS}
@@ -85,7 +87,7 @@ def ablate(task: Task, seed: int, world=None) -> dict:
             "base": {a: float(base[a]) for a in ANCHORS}, "threshold": cell["threshold"], "ingredients": rows}
 
 
-def render(result: dict) -> str:
+def render(result: dict[str, Any]) -> str:
     head = " | ".join(ANCHORS)
     lines = [f"{result['task']} seed {result['seed']}: with every ingredient "
              + ", ".join(f"{a} {result['base'][a]:.3f}" for a in ANCHORS) + f" (threshold {result['threshold']})",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from .api import arm
 from .engine.state import ReturnState
@@ -30,7 +31,7 @@ WRITE_TARGETS = {
 EXAMPLES = 5
 
 
-def analyze(folder: str | Path) -> dict:
+def analyze(folder: str | Path) -> dict[str, Any]:
     folder = Path(folder)
     manifest = json.loads((folder / "manifest.json").read_text())
     summary = json.loads((folder / "summary.json").read_text())
@@ -40,10 +41,10 @@ def analyze(folder: str | Path) -> dict:
 
     last_seen: dict[str, int] = {}
     ops_spent: dict[int, int] = {}
-    ended_early: list[dict] = []
-    stale: list[dict] = []
-    blind: list[dict] = []
-    restocks: list[dict] = []
+    ended_early: list[dict[str, Any]] = []
+    stale: list[dict[str, Any]] = []
+    blind: list[dict[str, Any]] = []
+    restocks: list[dict[str, Any]] = []
     out_since: dict[str, int] = {}
     ran_out: set[str] = set()
     partial_before: dict[str, int] = {}

@@ -16,6 +16,7 @@ calibration file when one is given, otherwise by calibrating the cell on the spo
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from .calibration import calibrate_cell, cell_of
 from .engine import Episode
@@ -29,14 +30,14 @@ def arm(task: str | Task, seed: int, *, record: bool = False) -> Episode:
     return Episode(get_task(task) if isinstance(task, str) else task, seed, load_world(), record=record)
 
 
-def cell_constants(task: Task, seed: int, calibration: dict | None) -> tuple[dict, str]:
+def cell_constants(task: Task, seed: int, calibration: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
     cell = cell_of(calibration, task.id, seed) if calibration else None
     if cell is not None:
         return cell, "calibration file"
     return calibrate_cell(task, seed, load_world()), "calibrated for this cell on the spot"
 
 
-def grade(ep: Episode, cell: dict) -> Score:
+def grade(ep: Episode, cell: dict[str, Any]) -> Score:
     if not ep.over:
         ep.stop()
     return score(ep, Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"])))

@@ -21,7 +21,10 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
+from typing import Any, overload
 
 from . import __version__
 from .engine import Episode
@@ -33,7 +36,7 @@ class ArtifactError(StoreBenchError):
     code = "artifact_error"
 
 
-def _jsonl(rows) -> str:
+def _jsonl(rows: Iterable[Any]) -> str:
     return "".join(json.dumps(r, separators=(",", ":"), sort_keys=True, default=repr) + "\n" for r in rows)
 
 
@@ -50,7 +53,7 @@ SUMMARY_LABELS = ("model", "harness", "context_policy", "max_turns", "turns_take
 
 def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, world_hash: str,
                 calibration_hash: str | None, calibration_source: str, wall_seconds: float | None = None,
-                labels: dict | None = None) -> Path:
+                labels: dict[str, Any] | None = None) -> Path:
     """Write the trial folder of ``ep`` (played and graded) to ``out``, atomically.
 
     ``labels`` are what the player's side says about itself and the engine cannot know:
@@ -120,7 +123,7 @@ def cell_from_folder_name(folder: str | Path) -> tuple[str, int] | None:
     return None if match is None else (match["task"], int(match["seed"]))
 
 
-def checksum_problems(folder: str | Path, manifest: dict) -> list[str]:
+def checksum_problems(folder: str | Path, manifest: dict[str, Any]) -> list[str]:
     """Files that differ from, or are missing against, the manifest's ``files`` checksums.
 
     Empty when they all match, or when the manifest predates per-file checksums.
@@ -153,7 +156,11 @@ def whole_number(value: object, where: str) -> int:
     return int(value)
 
 
-def finite_number(value: object, where: str, *, optional: bool = False):
+@overload
+def finite_number(value: object, where: str) -> Decimal: ...
+@overload
+def finite_number(value: object, where: str, *, optional: bool) -> Decimal | None: ...
+def finite_number(value: object, where: str, *, optional: bool = False) -> Decimal | None:
     """A numeric field as a :class:`~decimal.Decimal`; NaN, infinities, strings and booleans are refused."""
     from decimal import Decimal
 

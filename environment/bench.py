@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .anchors import ANCHORS, run_policy
 from .api import arm
@@ -44,7 +45,7 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def bench_engine(repeats: int = 5) -> dict:
+def bench_engine(repeats: int = 5) -> dict[str, Any]:
     started = time.perf_counter()
     load_world()
     world_load = time.perf_counter() - started
@@ -127,7 +128,7 @@ def _play_anchor(task: str, name: str) -> None:
     run_policy(arm(task, 7), name)
 
 
-def bench_anchors(repeats: int = 3, full_year_repeats: int = 1) -> dict:
+def bench_anchors(repeats: int = 3, full_year_repeats: int = 1) -> dict[str, Any]:
     """Median wall time (s) of one whole episode per anchor, on steady and on full-year."""
     out = {}
     for task, n in (("steady", repeats), ("full-year", full_year_repeats)):
@@ -147,7 +148,7 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _run_json(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> dict:
+def _run_json(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``argv``; its last stdout line as JSON, or ``{"unavailable": reason}``."""
     try:
         done = subprocess.run(argv, cwd=REPO, env=env or _env(), capture_output=True, text=True, timeout=timeout)
@@ -165,14 +166,14 @@ def _run_json(argv: list[str], timeout: float, env: dict[str, str] | None = None
         return {"unavailable": f"no JSON in the output: {lines[-1][:200]}"}
 
 
-def bench_calibration(workers: tuple[int, ...] = (1, 2), timeout: float = 1800) -> dict:
+def bench_calibration(workers: tuple[int, ...] = (1, 2), timeout: float = 1800) -> dict[str, Any]:
     """Wall time of the full calibration (the 12 evaluation tasks on the public seeds,
     six anchors each) with each worker count, through ``storebench calibrate``; and
     whether every run wrote the same file."""
     from .tasks import PUBLIC_SEEDS, all_tasks
 
     tasks = [t.id for t in all_tasks("eval")]
-    out: dict = {"tasks": len(tasks), "seeds": list(PUBLIC_SEEDS), "cells": len(tasks) * len(PUBLIC_SEEDS)}
+    out: dict[str, Any] = {"tasks": len(tasks), "seeds": list(PUBLIC_SEEDS), "cells": len(tasks) * len(PUBLIC_SEEDS)}
     files = []
     with tempfile.TemporaryDirectory(prefix="storebench-bench-") as tmp:
         for n in workers:
@@ -223,7 +224,7 @@ GIB = 1024 ** 3
 
 def bench_memory(cases: tuple[tuple[str, int, str], ...] = (("steady", 20, "armed"), ("steady", 20, "played"),
                                                              ("full-year", 6, "played")),
-                 machine_gib: int = 24, timeout: float = 900) -> dict:
+                 machine_gib: int = 24, timeout: float = 900) -> dict[str, Any]:
     """Resident memory per live episode: RSS growth of a fresh process (world loaded)
     over N episodes kept alive, armed only or played to the end by smart-triage (a
     played episode holds its whole action, event and window logs: the most a live one
@@ -249,7 +250,7 @@ def bench_memory(cases: tuple[tuple[str, int, str], ...] = (("steady", 20, "arme
 # --- all of it, and the targets -----------------------------------------------------------
 
 
-def targets(figures: dict) -> list[dict]:
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
     """Each speed target of the operations spec against the figure measured for it."""
     engine = figures.get("engine", {})
     per_tool = [v for v in engine.get("tool_call_ms_p50_by_tool", {}).values() if v is not None]
@@ -304,14 +305,14 @@ ADAPTERS_ELSEWHERE = "measured by `python -m benchmarks` (the MCP and console fi
 
 
 def bench_all(repeats: int = 5, *, quick: bool = False, calibration: bool = True, participants: int = 20,
-              mcp_calls: int = 300, progress: Callable[[str], None] | None = None) -> dict:
+              mcp_calls: int = 300, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The core's figures in one run; ``quick`` trims repetitions and skips the calibration.
 
     The MCP and console round trips are measured by ``python -m benchmarks`` (which runs
     this too and adds them); ``participants`` and ``mcp_calls`` are passed on by it."""
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
-    figures: dict = {"mode": "quick" if quick else "full", "cpu_count": os.cpu_count()}
+    figures: dict[str, Any] = {"mode": "quick" if quick else "full", "cpu_count": os.cpu_count()}
     say("engine: tool calls, window advances, episodes")
     figures["engine"] = bench_engine(repeats=2 if quick else repeats)
     say("anchors: one episode each on steady and full-year")

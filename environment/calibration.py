@@ -19,12 +19,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
+from typing import Any
 
 from .anchors import ANCHORS, run_policy
 from .engine import Episode
-from .engine.settlement import business_normalized, compose, score
+from .engine.settlement import Score, business_normalized, compose, score
 from .errors import StoreBenchError
 from .tasks import Task, get_task
+from .world.model import World
 
 HONEST_TRADING = ("blast-list", "rule-based", "smart-triage")
 JUDGMENT = ("rule-based", "smart-triage")
@@ -57,7 +59,7 @@ class GateFailure:
         return f"{self.task} seed {self.seed}: gate {self.gate} failed: {self.detail}"
 
 
-def run_anchor(task: Task, seed: int, name: str, world=None):
+def run_anchor(task: Task, seed: int, name: str, world: World | None = None) -> tuple[Episode, Score]:
     ep = Episode(task, seed, world)
     run_policy(ep, name)
     return ep, score(ep)
@@ -71,7 +73,7 @@ def threshold_of(composites: dict[str, Decimal]) -> Decimal:
     return _r2((a + b) / 2)
 
 
-def calibrate_cell(task: Task, seed: int, world=None) -> dict:
+def calibrate_cell(task: Task, seed: int, world: World | None = None) -> dict[str, Any]:
     raw = {name: run_anchor(task, seed, name, world)[1] for name in ANCHORS}
     zero = max(raw["do-nothing"].business_raw, raw["absentee"].business_raw)
     oracle = max(JUDGMENT, key=lambda a: (raw[a].business_raw, a == "smart-triage"))
@@ -92,7 +94,7 @@ def calibrate_cell(task: Task, seed: int, world=None) -> dict:
             "diligence_composite": _num(diligence_composite)}
 
 
-def check_gates(task_id: str, cell: dict) -> list[GateFailure]:
+def check_gates(task_id: str, cell: dict[str, Any]) -> list[GateFailure]:
     seed = cell["seed"]
     comp = {name: Decimal(str(a["reward_composite"])) for name, a in cell["anchors"].items()}
     thr = Decimal(str(cell["threshold"]))
@@ -122,12 +124,12 @@ def check_gates(task_id: str, cell: dict) -> list[GateFailure]:
     return failures
 
 
-def document(cells: dict[str, dict[int, dict]], world_hash: str) -> dict:
+def document(cells: dict[str, dict[int, dict[str, Any]]], world_hash: str) -> dict[str, Any]:
     return {"world_hash": world_hash,
             "tasks": {tid: {str(seed): cells[tid][seed] for seed in sorted(cells[tid])} for tid in cells}}
 
 
-def dump(doc: dict) -> bytes:
+def dump(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
 
 
@@ -135,7 +137,7 @@ def file_hash(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def write_calibration(doc: dict, path: str | Path) -> str:
+def write_calibration(doc: dict[str, Any], path: str | Path) -> str:
     path = Path(path)
     data = dump(doc)
     tmp = path.with_name(path.name + ".tmp")
@@ -146,7 +148,7 @@ def write_calibration(doc: dict, path: str | Path) -> str:
     return digest
 
 
-def load_calibration(path: str | Path) -> tuple[dict, str]:
+def load_calibration(path: str | Path) -> tuple[dict[str, Any], str]:
     """A calibration file and its hash; refused if it is not the release's layout, or if
     the side file ``<name>.sha256`` written beside it records another hash."""
     path = Path(path)
@@ -171,8 +173,9 @@ def load_calibration(path: str | Path) -> tuple[dict, str]:
     return doc, file_hash(data)
 
 
-def cell_of(doc: dict, task_id: str, seed: int) -> dict | None:
-    return doc["tasks"].get(task_id, {}).get(str(seed))
+def cell_of(doc: dict[str, Any], task_id: str, seed: int) -> dict[str, Any] | None:
+    cell: dict[str, Any] | None = doc["tasks"].get(task_id, {}).get(str(seed))
+    return cell
 
 
 def cells_for(task_ids: Iterable[str], seeds: Iterable[int]) -> list[tuple[str, int]]:

@@ -182,7 +182,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch_one(job: tuple) -> dict:
+def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
     from .trial import read_actions, run_trial
 
     task, seed, out, policy, actions_path, calibration, cal_hash = job
@@ -196,8 +196,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .anchors import get_anchor
-    from .calibration import cells_for
-    from .tasks import all_tasks
+    from .orchestration import batch_cells, batch_label, batch_summary, expand_tasks
 
     if (args.policy is None) == (args.actions is None):
         print("storebench: give either --policy or --actions", file=sys.stderr)
@@ -205,11 +204,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     if args.policy:
         get_anchor(args.policy)
     calibration, cal_hash = _load_calibration_arg(args.calibration)
-    task_ids = [t.id for t in all_tasks()] if args.tasks == ["all"] else args.tasks
-    label = args.policy or Path(args.actions).stem
-    root = Path(args.out)
-    jobs = [(tid, seed, str(root / f"{tid}-{seed}-{label}"), args.policy, args.actions, calibration, cal_hash)
-            for tid, seed in cells_for(task_ids, args.seeds)]
+    cells = batch_cells(expand_tasks(args.tasks), args.seeds, Path(args.out), batch_label(args.policy, args.actions))
+    jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
     taken = [j[2] for j in jobs if Path(j[2]).exists() and any(Path(j[2]).iterdir())]
     if taken:
         print(f"storebench: {len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out",
@@ -223,8 +219,9 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(jobs)}] {data['out']}: composite {data['reward_composite']:.3f}"
                   f"{' pass' if data['pass'] else ''}", file=sys.stderr, flush=True)
     wall = time.perf_counter() - started
-    summary = {"trials": len(results), "passed": sum(r["pass"] for r in results), "wall_seconds": round(wall, 2),
-               "mean_composite": round(sum(r["reward_composite"] for r in results) / max(1, len(results)), 4)}
+    counts = batch_summary(results)
+    summary = {"trials": counts["trials"], "passed": counts["passed"], "wall_seconds": round(wall, 2),
+               "mean_composite": counts["mean_composite"]}
     if args.json:
         _print_json({**summary, "results": results})
     else:
@@ -258,26 +255,22 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict, float]:
-    from .calibration import calibrate_cell
-    from .tasks import get_task
-    from .world import load_world
+def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict[str, Any], float]:
+    from .orchestration import calibration_cell
 
     started = time.perf_counter()
     task_id, seed = cell
-    return task_id, seed, calibrate_cell(get_task(task_id), seed, load_world()), time.perf_counter() - started
+    return task_id, seed, calibration_cell(task_id, seed), time.perf_counter() - started
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
     from pathlib import Path
 
-    from .calibration import cells_for, check_gates, document, write_calibration
-    from .report import write_report
-    from .tasks import all_tasks
-    from .world import world_hash
+    from .calibration import cells_for
+    from .orchestration import expand_tasks, finish_calibration
 
-    task_ids = [t.id for t in all_tasks()] if args.tasks == ["all"] else args.tasks
+    task_ids = expand_tasks(args.tasks)
     cells = cells_for(task_ids, args.seeds)
     out = Path(args.out)
     if out.is_dir():
@@ -290,7 +283,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"storebench: cannot create the folder for --out {out}: {exc.strerror}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    results: dict[str, dict[int, dict]] = {}
+    results: dict[str, dict[int, dict[str, Any]]] = {}
     done = 0
 
     def record(item) -> None:
@@ -308,18 +301,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         for cell in cells:
             record(_calibrate_one(cell))
-    ordered = {tid: results[tid] for tid in task_ids}
-    doc = document(ordered, world_hash())
-    digest = write_calibration(doc, args.out)
-    report = write_report(doc, args.out)
-    failures = [f for tid, seeds in ordered.items() for seed in sorted(seeds)
-                for f in check_gates(tid, seeds[seed])]
+    written = finish_calibration(results, task_ids, args.out)
     wall = time.perf_counter() - started
-    print(report.read_text())
-    print(f"wrote {args.out} ({digest}) and {report} in {wall:.1f} s with {args.workers} worker(s)")
-    for failure in failures:
+    print(written.report.read_text())
+    print(f"wrote {args.out} ({written.digest}) and {written.report} in {wall:.1f} s with {args.workers} worker(s)")
+    for failure in written.failures:
         print(f"GATE FAILURE: {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    return 1 if written.failures else 0
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:

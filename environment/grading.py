@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from .artifacts import ArtifactError, cell_from_folder_name, checksum_problems, finite_number, whole_number
 from .calibration import cell_of
@@ -37,7 +38,7 @@ class Regrade:
     def reproduces(self) -> bool:
         return not self.problems
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         def f(x: Decimal | None) -> float | None:
             return None if x is None else float(x)
 
@@ -46,7 +47,7 @@ class Regrade:
                 "reproduces": self.reproduces, "problems": self.problems}
 
 
-def _dec(value) -> Decimal | None:
+def _dec(value: object) -> Decimal | None:
     return None if value is None else Decimal(str(value))
 
 
@@ -91,7 +92,7 @@ def _attended_windows(path: Path) -> int | None:
     return len(windows)
 
 
-def _json_object(path: Path) -> dict:
+def _json_object(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -101,7 +102,7 @@ def _json_object(path: Path) -> dict:
     return data
 
 
-def regrade(folder: str | Path, calibration: dict, calibration_hash: str | None = None) -> Regrade:
+def regrade(folder: str | Path, calibration: dict[str, Any], calibration_hash: str | None = None) -> Regrade:
     """Re-grade one trial folder; a malformed folder gets its problem named, never an exception.
 
     Reads this engine's folders and the release's (``<task>__s<seed>__<id>``, a float seed
@@ -117,7 +118,7 @@ def regrade(folder: str | Path, calibration: dict, calibration_hash: str | None 
         return _zero(out, exc.message)
 
 
-def _regrade(folder: Path, out: Regrade, calibration: dict, calibration_hash: str | None) -> Regrade:
+def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibration_hash: str | None) -> Regrade:
     try:
         stored = _json_object(folder / "score.json")
     except ArtifactError as exc:
@@ -188,7 +189,8 @@ def _regrade(folder: Path, out: Regrade, calibration: dict, calibration_hash: st
         if stored.get(den):
             derived = (finite_number(stored.get(num), f"score.json {num}")
                        / finite_number(stored[den], f"score.json {den}")).quantize(Decimal("0.000001"))
-            if _dec(stored.get(rate)) is None or abs(derived - _dec(stored[rate])) > TOLERANCE:
+            stated = _dec(stored.get(rate))
+            if stated is None or abs(derived - stated) > TOLERANCE:
                 out.problems.append(f"{rate}: score.json says {stored.get(rate)}, its own counts give {derived}")
     out.composite = compose(out.business, out.reliability, continuity)
     out.passed = out.composite >= Decimal(str(cell["threshold"]))

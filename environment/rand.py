@@ -19,6 +19,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 MASK64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -77,28 +78,28 @@ class Stream:
     def chance(self, p: float) -> bool:
         return self.random() < p
 
-    def choice(self, items: Sequence):
+    def choice(self, items: Sequence[Any]) -> Any:
         return items[self.next64() % len(items)]
 
     def weighted_index(self, cumulative: Sequence[float]) -> int:
         """Index drawn from a cumulative weight table (last entry is the total)."""
         return bisect_right(cumulative, self.random() * cumulative[-1])
 
-    def weighted_choice(self, items: Sequence, weights: Sequence[float]):
+    def weighted_choice(self, items: Sequence[Any], weights: Sequence[float]) -> Any:
         total = 0.0
-        cumulative = []
+        cumulative: list[float] = []
         for w in weights:
             total += w
             cumulative.append(total)
         return items[min(self.weighted_index(cumulative), len(items) - 1)]
 
-    def shuffle(self, items: list) -> None:
+    def shuffle(self, items: list[Any]) -> None:
         """Fisher-Yates, in place."""
         for i in range(len(items) - 1, 0, -1):
             j = self.next64() % (i + 1)
             items[i], items[j] = items[j], items[i]
 
-    def sample(self, items: Sequence, k: int) -> list:
+    def sample(self, items: Sequence[Any], k: int) -> list[Any]:
         pool = list(items)
         self.shuffle(pool)
         return pool[:k]

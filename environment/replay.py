@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from .api import arm
 from .artifacts import OBSERVATIONS
@@ -30,7 +31,7 @@ class ReplayResult:
     problems: list[str] = field(default_factory=list)
     calls: int = 0
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "matches": self.matches, "calls": self.calls, "problems": self.problems}
 
 

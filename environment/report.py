@@ -11,6 +11,7 @@ draws exactly the calibration chart.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 LADDER = ("blast-list", "rule-based", "smart-triage")
 COLOURS = {"blast-list": "#d95f02", "rule-based": "#7570b3", "smart-triage": "#1b9e77", "exploiter": "#999999"}
@@ -20,13 +21,13 @@ MARK_KINDS = {"human": ("M0,-6 L6,0 L0,6 L-6,0 Z", "white", "#111111"), "model":
               "this trial": ("M-5,-5 H5 V5 H-5 Z", "white", "#111111")}
 
 
-def table(doc: dict) -> str:
+def table(doc: dict[str, Any]) -> str:
     lines = ["| task | blast-list | rule-based | smart-triage | exploiter | threshold | oracle |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for tid, seeds in doc["tasks"].items():
         keys = sorted(seeds, key=int)
 
-        def col(anchor: str, seeds: dict = seeds, keys: list = keys) -> str:
+        def col(anchor: str, seeds: dict[str, Any] = seeds, keys: list[Any] = keys) -> str:
             return " / ".join(f"{seeds[k]['anchors'][anchor]['reward_composite']:.3f}" for k in keys)
 
         thr = " / ".join(f"{seeds[k]['threshold']:.3f}" for k in keys)
@@ -41,7 +42,7 @@ def _esc(text: str) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def svg(doc: dict, marks: list[dict] | tuple = ()) -> str:
+def svg(doc: dict[str, Any], marks: list[dict[str, Any]] | tuple[Any, ...] = ()) -> str:
     """The ladder chart; ``marks`` are ``{"task", "seed", "value", "kind", "label"}`` (kind: a key of
     :data:`MARK_KINDS`), drawn on their task's row and keyed at the bottom right."""
     tasks = list(doc["tasks"])
@@ -96,7 +97,7 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-def beside_paper(doc: dict) -> str:
+def beside_paper(doc: dict[str, Any]) -> str:
     """Our ladder beside the paper's Table 6, cell by cell, with each column's mean absolute
     deviation over the evaluation cells both have."""
     from .paper import SEEDS, TABLE6, TABLE6_COLUMNS
@@ -121,7 +122,7 @@ def beside_paper(doc: dict) -> str:
             + "\n".join(lines) + f"\n\nMean absolute deviation from Table 6: {mad}.")
 
 
-def beside_release(doc: dict) -> str:
+def beside_release(doc: dict[str, Any]) -> str:
     """Training cells: our business zero and scale beside the release's, with the ratio."""
     from .paper import RELEASE_TRAINING, SEEDS, release_zero_and_scale
 
@@ -139,7 +140,7 @@ def beside_release(doc: dict) -> str:
     return "Training cells beside the release's calibration (dollars; ratio ours / release).\n\n" + "\n".join(lines)
 
 
-def write_report(doc: dict, calibration_path: str | Path) -> Path:
+def write_report(doc: dict[str, Any], calibration_path: str | Path) -> Path:
     path = Path(calibration_path)
     stem = path.name[:-5] if path.name.endswith(".json") else path.name
     md = path.with_name(stem + ".report.md")

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from .api import arm
+from .engine import Episode
 from .engine.settlement import Score, score
 from .engine.state import OrderState, ReturnState
 from .rand import Stream
@@ -36,7 +38,7 @@ class SearchResult:
     best_reliability: float
     history: list[float]
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"method": self.method, "episodes": self.episodes, "best_composite": self.best,
                 "best_business": self.best_business, "best_reliability": self.best_reliability,
                 "best_so_far": self.history}
@@ -47,11 +49,11 @@ def random_genome(r: Stream, windows: int, per_window: int) -> list[list[Gene]]:
             for _ in range(windows)]
 
 
-def _pick(items: list, u: float):
+def _pick(items: list[Any], u: float) -> Any:
     return items[min(int(u * len(items)), len(items) - 1)] if items else None
 
 
-def play(ep, genome: list[list[Gene]]) -> None:
+def play(ep: Episode, genome: list[list[Gene]]) -> None:
     best = sorted((p for p in ep.products if p.active), key=lambda p: (-p.popularity, p.id))[:BEST_SELLERS]
     for genes in genome:
         if ep.over:
@@ -87,7 +89,7 @@ def play(ep, genome: list[list[Gene]]) -> None:
             ep.call("end_window")
 
 
-def evaluate(task: str, seed: int, cell: dict, genome) -> tuple[Decimal, Score]:
+def evaluate(task: str, seed: int, cell: dict[str, Any], genome: list[list[Gene]]) -> tuple[Decimal, Score]:
     ep = arm(task, seed)
     play(ep, genome)
     if not ep.over:
@@ -96,7 +98,7 @@ def evaluate(task: str, seed: int, cell: dict, genome) -> tuple[Decimal, Score]:
     return s.reward_composite, s
 
 
-def search(method: str, task: str, seed: int, cell: dict, episodes: int, *, rng_seed: int = 0,
+def search(method: str, task: str, seed: int, cell: dict[str, Any], episodes: int, *, rng_seed: int = 0,
            progress: Callable[[int, float], None] | None = None) -> SearchResult:
     ep = arm(task, seed)
     windows, per_window = ep.n_windows, ep.task.ops_per_window

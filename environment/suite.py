@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 
@@ -51,7 +52,7 @@ def suite_id() -> str:
     return f"storebench-{__version__}+{suite_digest()[:16]}"
 
 
-def public_calibration() -> tuple[dict | None, str | None]:
+def public_calibration() -> tuple[dict[str, Any] | None, str | None]:
     """The bundled public calibration and its hash, or ``(None, None)`` if it is not installed."""
     from .calibration import load_calibration
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from .anchors import get_anchor
 from .api import arm, cell_constants, grade
@@ -19,7 +20,7 @@ from .suite import suite_id
 from .world import world_hash
 
 
-def play_actions(ep: Episode, actions: list[dict], *, stop: bool = True) -> Episode:
+def play_actions(ep: Episode, actions: list[dict[str, Any]], *, stop: bool = True) -> Episode:
     """Replay recorded calls in order; ``stop`` freezes the store after them if still open."""
     for entry in actions:
         arguments = entry.get("arguments", {})
@@ -31,14 +32,14 @@ def play_actions(ep: Episode, actions: list[dict], *, stop: bool = True) -> Epis
     return ep
 
 
-def read_actions(path: str | Path) -> list[dict]:
+def read_actions(path: str | Path) -> list[dict[str, Any]]:
     with Path(path).open() as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
 def run_trial(task: str, seed: int, out: str | Path, *, policy: str | None = None,
-              actions: list[dict] | None = None, calibration: dict | None = None,
-              calibration_hash: str | None = None) -> dict:
+              actions: list[dict[str, Any]] | None = None, calibration: dict[str, Any] | None = None,
+              calibration_hash: str | None = None) -> dict[str, Any]:
     """Play one cell and write its folder; returns the score with pass and threshold."""
     started = time.perf_counter()
     ep = arm(task, seed, record=True)
@@ -53,9 +54,9 @@ def run_trial(task: str, seed: int, out: str | Path, *, policy: str | None = Non
                   wall_seconds=time.perf_counter() - started)
 
 
-def settle(ep: Episode, out: str | Path, *, policy: str, calibration: dict | None = None,
+def settle(ep: Episode, out: str | Path, *, policy: str, calibration: dict[str, Any] | None = None,
            calibration_hash: str | None = None, wall_seconds: float | None = None,
-           labels: dict | None = None) -> dict:
+           labels: dict[str, Any] | None = None) -> dict[str, Any]:
     """Freeze ``ep`` if still open, grade it and write its folder; the score with pass and threshold.
 
     The one writer of trial folders: ``storebench run`` and ``batch``, MCP sessions (stdio

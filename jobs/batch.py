@@ -16,8 +16,8 @@ from pathlib import Path
 from django.db import transaction
 
 from environment.anchors import get_anchor
-from environment.calibration import cells_for, load_calibration
-from environment.tasks import all_tasks
+from environment.calibration import load_calibration
+from environment.orchestration import batch_cells, batch_label, batch_summary, expand_tasks
 from environment.trial import read_actions, run_trial
 
 from .models import Job, JobItem
@@ -31,19 +31,18 @@ def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, pol
         get_anchor(policy)
     if calibration is not None:
         load_calibration(calibration)  # a bad file is refused now, not in every worker
-    task_ids = [t.id for t in all_tasks()] if list(tasks) == ["all"] else list(tasks)
-    label = policy or Path(str(actions)).stem
+    task_ids = expand_tasks(tasks)
     root = Path(out).resolve()
-    cells = cells_for(task_ids, seeds)
+    cells = batch_cells(task_ids, seeds, root, batch_label(policy, actions))
     with transaction.atomic():
         job = Job.objects.create(kind=Job.Kind.BATCH, total=len(cells), params={
             "tasks": task_ids, "seeds": [int(s) for s in seeds], "out": str(root), "policy": policy,
             "actions": str(Path(actions).resolve()) if actions else None,
             "calibration": str(Path(calibration).resolve()) if calibration else None})
         JobItem.objects.bulk_create(
-            JobItem(job=job, index=i, key=f"{tid}:{seed}",
-                    params={"task": tid, "seed": seed, "out": str(root / f"{tid}-{seed}-{label}")})
-            for i, (tid, seed) in enumerate(cells))
+            JobItem(job=job, index=i, key=f"{c.task}:{c.seed}",
+                    params={"task": c.task, "seed": c.seed, "out": str(c.out)})
+            for i, c in enumerate(cells))
     return job
 
 
@@ -62,6 +61,4 @@ def run_item(item: JobItem) -> str:
 
 
 def summary(job: Job) -> dict:
-    results = [json.loads(item.result_json) for item in job.items.filter(status=JobItem.Status.DONE)]
-    return {"trials": len(results), "passed": sum(bool(r["pass"]) for r in results),
-            "mean_composite": round(sum(r["reward_composite"] for r in results) / max(1, len(results)), 4)}
+    return batch_summary(json.loads(item.result_json) for item in job.items.filter(status=JobItem.Status.DONE))

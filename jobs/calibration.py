@@ -17,10 +17,8 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from environment.calibration import calibrate_cell, cells_for, check_gates, document, write_calibration
-from environment.report import write_report
-from environment.tasks import all_tasks, get_task
-from environment.world import load_world, world_hash
+from environment.calibration import cells_for
+from environment.orchestration import calibration_cell, expand_tasks, finish_calibration
 
 from . import progress
 from .models import Job, JobItem
@@ -28,7 +26,7 @@ from .models import Job, JobItem
 
 def create_calibration_job(tasks: list[str], seeds: list[int], out: str | Path) -> Job:
     """The job row and one item per cell; refuses unknown tasks before anything is stored."""
-    task_ids = [t.id for t in all_tasks()] if list(tasks) == ["all"] else list(tasks)
+    task_ids = expand_tasks(tasks)
     cells = cells_for(task_ids, seeds)
     with transaction.atomic():
         job = Job.objects.create(kind=Job.Kind.CALIBRATION, total=len(cells),
@@ -41,8 +39,7 @@ def create_calibration_job(tasks: list[str], seeds: list[int], out: str | Path) 
 
 def run_cell(item: JobItem) -> str:
     """The cell's calibration as JSON text (deterministic for the cell)."""
-    cell = calibrate_cell(get_task(item.params["task"]), int(item.params["seed"]), load_world())
-    return json.dumps(cell)
+    return json.dumps(calibration_cell(item.params["task"], int(item.params["seed"])))
 
 
 def gather(job_id: int) -> Job:
@@ -59,18 +56,13 @@ def gather(job_id: int) -> Job:
         results: dict[str, dict[int, dict]] = {}
         for item in items:
             results.setdefault(item.params["task"], {})[int(item.params["seed"])] = json.loads(item.result_json)
-        ordered = {tid: results[tid] for tid in job.params["tasks"] if tid in results}
-        doc = document(ordered, world_hash())
         out = Path(job.params["out"])
-        out.parent.mkdir(parents=True, exist_ok=True)
-        digest = write_calibration(doc, out)
-        report = write_report(doc, out)
-        failures = [str(f) for tid, seeds in ordered.items() for seed in sorted(seeds)
-                    for f in check_gates(tid, seeds[seed])]
+        written = finish_calibration(results, job.params["tasks"], out)
         job.status = Job.Status.DONE
         job.result_path = str(out)
-        job.result_hash = digest
-        job.summary = {"cells": len(items), "gate_failures": failures, "report": str(report),
+        job.result_hash = written.digest
+        job.summary = {"cells": len(items), "gate_failures": [str(f) for f in written.failures],
+                       "report": str(written.report),
                        "attempts": sum(item.attempts for item in items)}
         job.done = job.total
         job.finished_at = timezone.now()

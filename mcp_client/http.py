@@ -133,7 +133,7 @@ class EpisodeHub:
     """
 
     def __init__(self, *, state: str | Path | None = None, out: str | Path | None = None,
-                 calibration: tuple[dict | None, str | None] | None = None, fsync: bool = True) -> None:
+                 calibration: tuple[dict[str, Any] | None, str | None] | None = None, fsync: bool = True) -> None:
         self._entries: dict[bytes, _Entry] = {}
         self._sessions: dict[str, Session] = {}
         self._by_episode: dict[int, Session] = {}

@@ -164,7 +164,7 @@ def classes() -> dict[str, Any]:
                             "the settled business outcome with order and return reliability.")
 
         def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any):
-            options = {k: kwargs.pop(k) for k in ("task", "task_seed", "reward") if k in kwargs}
+            options: dict[str, Any] = {k: kwargs.pop(k) for k in ("task", "task_seed", "reward") if k in kwargs}
             if kwargs:
                 raise ValueError(f"unknown reset keywords {sorted(kwargs)}; they are task, task_seed, reward")
             task, task_seed = self.session.resolve(_Draws(seed), options)

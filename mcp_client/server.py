@@ -147,8 +147,11 @@ def _error_text(result: ToolResult) -> str:
 
 
 def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
-                  after_call: AfterCall | None = None) -> Callable[..., Any]:
-    """The async function the SDK registers for ``spec``: its signature is ``spec.args``."""
+                  after_call: AfterCall | None = None, *, inline: bool = False) -> Callable[..., Any]:
+    """The async function the SDK registers for ``spec``: its signature is ``spec.args``.
+    With ``inline``, every call (not only the free probe) runs on the event loop when the
+    episode's lock is free at once (see :func:`build_server`)."""
+    on_loop = spec.free or inline
     fields = spec.args.model_fields
     if _CTX in fields:
         raise RuntimeError(f"tool {spec.name!r} has an argument named {_CTX!r}, reserved for the MCP context")
@@ -158,7 +161,7 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
         arguments = _wire_arguments(ctx, kwargs, spec)
         episode = episode_provider()
         lock = lock_for(episode)
-        if spec.free and lock.acquire(blocking=False):
+        if on_loop and lock.acquire(blocking=False):
             # The free status probe takes well under a millisecond: answered on the event loop
             # when nobody holds the episode, sparing the hop to a worker thread.
             try:
@@ -191,9 +194,10 @@ def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
     return call_tool
 
 
-def _tool(spec: ToolSpec, episode_provider: EpisodeProvider, after_call: AfterCall | None = None) -> Tool:
+def _tool(spec: ToolSpec, episode_provider: EpisodeProvider, after_call: AfterCall | None = None,
+          inline: bool = False) -> Tool:
     tool = Tool.from_function(
-        tool_function(spec, episode_provider, after_call),
+        tool_function(spec, episode_provider, after_call, inline=inline),
         name=spec.name,
         title=spec.title,
         description=spec.description,
@@ -244,7 +248,8 @@ def _default_brief(episode_provider: EpisodeProvider) -> BriefProvider:
 
 
 def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING",
-                 brief_provider: BriefProvider | None = None, after_call: AfterCall | None = None) -> MCPServer:
+                 brief_provider: BriefProvider | None = None, after_call: AfterCall | None = None,
+                 inline_calls: bool = False) -> MCPServer:
     """An MCP server exposing the 29 merchant tools, each acting on ``episode_provider()``.
 
     The merchant's brief (:func:`environment.brief.brief` of the current episode's task,
@@ -257,8 +262,14 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
     internally, and handed to the constructor, so the published schema can also carry
     ``additionalProperties: false``.  ``log_level`` is the SDK's: at ``INFO`` it logs every
     refused call, with its text, to stderr.
+
+    ``inline_calls=True`` runs every tool call on the server's event loop (when the
+    episode's lock is free at once) instead of a worker thread: for a loop that serves one
+    episode and nothing else (the console's private session per shift,
+    :class:`mcp_client.client.SyncEpisodeClient`), where no other session waits on the
+    loop and the hop to a worker thread is pure cost.  The core and its lock are the same.
     """
-    tools = [_tool(spec, episode_provider, after_call) for spec in REGISTRY.values()]
+    tools = [_tool(spec, episode_provider, after_call, inline_calls) for spec in REGISTRY.values()]
     if len({t.name for t in tools}) != len(tools):
         raise RuntimeError("a tool is declared twice")
     current_brief = brief_provider or _default_brief(episode_provider)

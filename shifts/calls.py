@@ -109,6 +109,7 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
             end_if_due(shift)
             raise _not_active(shift)
         records = list(live.records)
+        call.is_latest = True  # nothing was stored after it when its transaction committed
         if live.episode.over:
             end_shift(shift, f"store closed: {live.episode.end_reason}")
         return Called(call, True, records)

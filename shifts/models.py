@@ -96,6 +96,10 @@ class ShiftCall(models.Model):
     window = models.PositiveIntegerField(null=True, blank=True)  # window the call was made in
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # Not stored: set on the instance a call returns when it was just made (the shift's latest
+    # call at its commit), so a reply need not look for later calls (shifts.calls.make_call).
+    is_latest: bool = False
+
     class Meta:
         db_table = "console_shiftcall"
         ordering = ["shift", "seq"]

@@ -24,7 +24,7 @@ from shifts.results import result_of
 from .attempts import settle
 from .models import Attempt
 
-HX = {"HTTP_HX_REQUEST": "true"}
+HX = {"HX-Request": "true"}
 
 
 class BotError(RuntimeError):
@@ -54,11 +54,14 @@ class Bot:
         self.attempt = attempt
         self.skill = skill
         self.shift = attempt.shift
+        user = attempt.participant.user
+        if user is None:
+            raise BotError(f"participant {attempt.participant.label} has no user to sign in with")
         self.client = Client()
-        self.client.force_login(attempt.participant.user)
+        self.client.force_login(user)
 
     def _post(self, url: str, data: dict | None = None, htmx: bool = False):
-        response = self.client.post(url, data or {}, **(HX if htmx else {}))
+        response = self.client.post(url, data or {}, headers=HX if htmx else None)
         if response.status_code not in (200, 204, 302):
             raise BotError(f"POST {url} answered {response.status_code}: {response.content[:200]!r}")
         return response

@@ -190,7 +190,7 @@ def participant_rows(study: Study, filters: Filters) -> Iterator[dict]:
             "role": q.get("role"), "platforms": q.get("platforms"), "prolific_pid": ids.get("PROLIFIC_PID"),
             "prolific_study_id": ids.get("STUDY_ID"), "prolific_session_id": ids.get("SESSION_ID"),
             "consent_version": p.consent_version.version if p.consent_version else None,
-            "consented_at": _iso(p.consented_at), "briefing_acknowledged_at": _iso(acks.get(p.user_id)),
+            "consented_at": _iso(p.consented_at), "briefing_acknowledged_at": _iso(acks.get(p.user_id) if p.user_id is not None else None),
             "practice_ended_at": _iso(practice.get(p.user_id)), "returned_at": _iso(p.returned_at),
             "attempts": counted[p.pk],
         }

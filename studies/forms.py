@@ -105,7 +105,7 @@ class ConsentForm(forms.Form):
 
 
 def errors_text(form: forms.Form) -> str:
-    return "; ".join(f"{field}: {' '.join(errs)}" if field != "__all__" else " ".join(errs)
+    return "; ".join(f"{field}: {' '.join(map(str, errs))}" if field != "__all__" else " ".join(map(str, errs))
                      for field, errs in form.errors.items())
 
 

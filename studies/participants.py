@@ -54,7 +54,7 @@ def clean_qualifications(raw: dict) -> dict:
     if unknown:
         raise StudyError(f"unknown qualification field(s): {', '.join(unknown)}; "
                          f"allowed: {', '.join(QUALIFICATION_KEYS)}")
-    out = {}
+    out: dict[str, int | str] = {}
     if raw.get("years_ecommerce") not in (None, ""):
         try:
             years = int(raw["years_ecommerce"])

@@ -97,7 +97,12 @@ def _s(x: Decimal | None) -> str | None:
 
 def _dmean(values: Iterable[Decimal]) -> Decimal | None:
     values = list(values)
-    return q6(sum(values, Decimal(0)) / len(values)) if values else None
+    return _dmean_of(values) if values else None
+
+
+def _dmean_of(values: Sequence[Decimal]) -> Decimal:
+    """The mean of a non-empty list (the caller knows it holds at least one value)."""
+    return q6(sum(values, Decimal(0)) / len(values))
 
 
 def _fmean(values: list[float]) -> float | None:
@@ -112,7 +117,7 @@ class _Cell:
     key: str
     task: str
     selected: AttemptRow | None
-    earliest: AttemptRow | None
+    earliest: AttemptRow  # every cell holds at least one attempt
 
 
 def _cells(rows: Iterable[AttemptRow]) -> list[_Cell]:
@@ -135,14 +140,15 @@ def _cells(rows: Iterable[AttemptRow]) -> list[_Cell]:
 Stat = Callable[[Sequence[int]], float | None]
 
 
-def _mean_of(values: list[float | None]) -> Stat:
+def _mean_of(values: Sequence[float | None]) -> Stat:
     """The mean of a per-cell value over the drawn cells (cells without the value left out)."""
-    if all(v is not None for v in values):
-        get = values.__getitem__
+    full = [v for v in values if v is not None]
+    if len(full) == len(values):
+        get = full.__getitem__
         return lambda idx: math.fsum(map(get, idx)) / len(idx) if idx else None
 
     def stat(idx: Sequence[int]) -> float | None:
-        present = [values[i] for i in idx if values[i] is not None]
+        present = [v for i in idx if (v := values[i]) is not None]
         return math.fsum(present) / len(present) if present else None
     return stat
 
@@ -150,10 +156,11 @@ def _mean_of(values: list[float | None]) -> Stat:
 def _person_mean_of(values: list[float | None], persons: list[str | None]) -> Stat:
     """The mean over persons of each person's mean over the drawn cells they hold."""
     def stat(idx: Sequence[int]) -> float | None:
-        per: dict[str, list[float]] = defaultdict(list)
+        per: dict[str | None, list[float]] = defaultdict(list)
         for i in idx:
-            if values[i] is not None:
-                per[persons[i]].append(values[i])
+            value = values[i]
+            if value is not None:
+                per[persons[i]].append(value)
         return _fmean([math.fsum(v) / len(v) for v in per.values()])
     return stat
 
@@ -164,6 +171,13 @@ def _selected(cells: Sequence[_Cell], get: Callable[[AttemptRow], Decimal | None
         value = get(c.selected) if c.selected else None
         out.append(None if value is None else float(value))
     return out
+
+
+def _component_getter(name: str) -> Callable[[AttemptRow], Decimal | None]:
+    """Reads one score component of an attempt (absent when the task does not score it)."""
+    def get(row: AttemptRow) -> Decimal | None:
+        return row.components.get(name)
+    return get
 
 
 def _percentile(sorted_values: list[float], q: Fraction) -> float:
@@ -201,8 +215,8 @@ def compute(rows: Iterable[AttemptRow], *, seed: int = DEFAULT_SEED, resamples: 
     per_person: dict[str, list[Decimal]] = defaultdict(list)
     for r in selected:
         per_person[r.person].append(r.composite)
-    equal_person = _dmean(_dmean(v) for v in per_person.values())
-    earliest = _dmean(c.earliest.composite for c in cells if c.earliest)
+    equal_person = _dmean(_dmean_of(v) for v in per_person.values())
+    earliest = _dmean(c.earliest.composite for c in cells)
     passed = _dmean(Decimal(1 if r.composite >= r.threshold else 0) for r in selected)
 
     composites = _selected(cells, lambda r: r.composite)
@@ -212,8 +226,8 @@ def compute(rows: Iterable[AttemptRow], *, seed: int = DEFAULT_SEED, resamples: 
 
     components = {}
     for name in COMPONENTS:
-        values = [r.components.get(name) for r in selected if r.components.get(name) is not None]
-        per_cell = _selected(cells, lambda r, name=name: r.components.get(name))
+        values = [v for r in selected if (v := r.components.get(name)) is not None]
+        per_cell = _selected(cells, _component_getter(name))
         components[name] = _estimate(_mean_of(per_cell), _dmean(values), len(values), draws)
 
     per_task = {}
@@ -259,7 +273,7 @@ def trial_figures(trials: Iterable[tuple[str, Decimal, str]], tasks: Mapping[str
     by_label: dict[str, dict[str, list[Decimal]]] = defaultdict(lambda: defaultdict(list))
     for cell, composite, label in trials:
         by_label[label][cell].append(Decimal(str(composite)))
-    return {label: equal_cell_of([(cell, _dmean(v)) for cell, v in per.items()], tasks,
+    return {label: equal_cell_of([(cell, _dmean_of(v)) for cell, v in per.items()], tasks,
                                  seed=seed, resamples=resamples)
             for label, per in sorted(by_label.items())}
 

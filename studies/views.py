@@ -9,11 +9,13 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest as DjangoRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from . import assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay, rehearsal
 from .errors import InvitationUsed, StudyError, StudyPermissionDenied
@@ -37,6 +39,12 @@ def _staff_study(request: HttpRequest, pk: int) -> Study:
     study = _study(pk)
     require(request.user, study, Action.VIEW)
     return study
+
+
+class HttpRequest(DjangoRequest):
+    """A request as the views see it: django-htmx's middleware adds ``htmx``."""
+
+    htmx: HtmxDetails
 
 
 def _back(study: Study, anchor: str = "") -> HttpResponse:
@@ -333,7 +341,7 @@ def exports_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def export_download(request: HttpRequest, pk: int, job_pk: int, name: str) -> HttpResponse:
+def export_download(request: HttpRequest, pk: int, job_pk: int, name: str) -> HttpResponse | FileResponse:
     study = _study(pk)
     job = get_object_or_404(ExportJob, pk=job_pk, study=study)
     try:
@@ -374,6 +382,8 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def me(request: HttpRequest) -> HttpResponse:
     """A participant's own page: consent, and completion codes of finished attempts."""
+    if not request.user.is_authenticated:  # login_required answered already; this narrows the type
+        raise Http404("sign in to see your study page")
     participant = Participant.objects.filter(user=request.user).select_related("study").first()
     if participant is None:
         raise Http404("you are not a participant in any study")
@@ -388,6 +398,8 @@ def me(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
         return redirect("studies:me")
     mine = my_study(request.user)
+    if mine is None:
+        raise Http404("you are not a participant in any study")
     return render(request, "studies/me.html", {"participant": mine.participant, "consent": mine.consent,
                                                "needs_consent": mine.needs_consent, "attempts": mine.attempts})
 

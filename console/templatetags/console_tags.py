@@ -62,8 +62,10 @@ def present_call(call):
 
     if call is None:
         return None
-    later = ShiftCall.objects.filter(shift_id=call.shift_id, seq__gt=call.seq, is_error=False,
-                                     tool__in=list(present.DONE_WORDS)).only("seq", "tool", "arguments", "is_error")
+    # A call just made is the shift's latest (shifts.calls marks it): no query for later calls.
+    later = [] if call.is_latest else (
+        ShiftCall.objects.filter(shift_id=call.shift_id, seq__gt=call.seq, is_error=False,
+                                 tool__in=list(present.DONE_WORDS)).only("seq", "tool", "arguments", "is_error"))
     sources = {}
     if call.tool == "list_inventory":
         reads = ShiftCall.objects.filter(shift_id=call.shift_id, seq__lt=call.seq, is_error=False,

@@ -65,7 +65,7 @@ class StoreBenchEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = DEFAULT_REWARD,
-                 calibration: str | Path | dict | None = "public", calibrate_missing: bool = False,
+                 calibration: str | Path | dict[str, Any] | None = "public", calibrate_missing: bool = False,
                  max_steps: int | None = None, seeds: Sequence[int] = PUBLIC_SEEDS,
                  tasks: Sequence[str] | None = None, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -83,18 +83,18 @@ class StoreBenchEnv(gym.Env[str, str]):
         """The live :class:`~environment.engine.Episode` (for harnesses and tests, not agents)."""
         return self.session.ep
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
         task, task_seed = self.session.resolve(self.np_random, options)
         obs = self.session.start(task, task_seed, options.get("reward"))
         return obs, self.session.info()
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         step = self.session.act(action)
         return step.text, float(step.reward), bool(step.terminated), bool(step.truncated), self.session.info(step)
 
-    def settle(self) -> dict:
+    def settle(self) -> dict[str, Any]:
         """Settle the store now, for a harness whose agent stopped acting (never an action)."""
         return self.session.settle()
 

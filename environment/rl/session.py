@@ -89,7 +89,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -115,17 +115,17 @@ OBSERVATION_CHARSET = "\n" + "".join(chr(c) for c in range(32, 127))
 _EXCERPT = 500
 _OUTSIDE_CHARSET = re.compile(r"[^\n -~]")
 
-_calibration_files: dict[str, dict | None] = {}
-_calibrated_on_the_spot: dict[tuple[str, int], dict] = {}
+_calibration_files: dict[str, dict[str, Any] | None] = {}
+_calibrated_on_the_spot: dict[tuple[str, int], dict[str, Any]] = {}
 
 
-def tool_specs() -> list[dict]:
+def tool_specs() -> list[dict[str, Any]]:
     """The 29 tools as an agent sees them: name, description, JSON input schema."""
     return [{"name": spec.name, "description": spec.description, "input_schema": spec.input_schema()}
             for spec in REGISTRY.values()]
 
 
-def load_calibration_doc(calibration: str | Path | dict | None) -> dict | None:
+def load_calibration_doc(calibration: str | Path | dict[str, Any] | None) -> dict[str, Any] | None:
     """``"public"`` (the shipped file, None if it is absent), a path, a loaded document, or None."""
     if calibration is None or isinstance(calibration, dict):
         return calibration
@@ -143,7 +143,7 @@ def _ascii(text: str) -> str:
     return text if text.isascii() else text.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def observation_text(header: str, body: dict | None) -> str:
+def observation_text(header: str, body: dict[str, Any] | None) -> str:
     """The header line, then compact JSON: :meth:`ToolResult.text`, with non-ASCII escaped."""
     return _ascii(header) + "\n" + json.dumps(body, separators=(",", ":"), ensure_ascii=True)
 
@@ -232,7 +232,7 @@ class Step:
     ok: bool
     error_code: str | None
     header: str
-    body: dict | None
+    body: dict[str, Any] | None
     text: str
     reward: float
     dense_cents: int
@@ -250,7 +250,7 @@ class Session:
     """Cell choice, action dispatch and rewards for one adapter (reused across resets)."""
 
     def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = DEFAULT_REWARD,
-                 calibration: str | Path | dict | None = "public", calibrate_missing: bool = False,
+                 calibration: str | Path | dict[str, Any] | None = "public", calibrate_missing: bool = False,
                  max_steps: int | None = None, seeds: Sequence[int] = PUBLIC_SEEDS,
                  tasks: Sequence[str] | None = None, max_observation: int | None = None) -> None:
         if reward not in REWARD_MODES:
@@ -271,7 +271,7 @@ class Session:
             raise ValueError("seeds and tasks to draw from must not be empty")
         self.max_observation = max_observation
         self.ep: Episode | None = None
-        self.cell: dict | None = None
+        self.cell: dict[str, Any] | None = None
         self.calibration_source: str | None = None
         self.steps = 0
         self.step_cap = 0
@@ -283,7 +283,7 @@ class Session:
 
     # -- cells ------------------------------------------------------------------------
 
-    def resolve(self, rng, options: dict | None = None) -> tuple[str, int]:
+    def resolve(self, rng, options: Mapping[str, Any] | None = None) -> tuple[str, int]:
         """The cell to play (see the module docstring for the rule)."""
         options = dict(options or {})
         unknown = sorted(set(options) - {"task", "task_seed", "reward"})
@@ -297,7 +297,7 @@ class Session:
             seed = self.seeds[int(rng.integers(len(self.seeds)))]
         return get_task(task).id, int(seed)
 
-    def constants(self, task: Task, seed: int) -> tuple[dict | None, str | None]:
+    def constants(self, task: Task, seed: int) -> tuple[dict[str, Any] | None, str | None]:
         cell = cell_of(self.calibration, task.id, seed) if self.calibration else None
         if cell is not None:
             return cell, "calibration file"
@@ -350,7 +350,7 @@ class Session:
         except Malformed as exc:
             malformed = exc
         tool: str | None
-        body: dict | None
+        body: dict[str, Any] | None
         code: str | None
         if malformed is None:
             assert parsed is not None
@@ -384,7 +384,7 @@ class Session:
                     dense_cents=dense, terminated=ep.over and not self.truncated,
                     truncated=ep.over and self.truncated, ended=ended_now, malformed=malformed is not None)
 
-    def settle(self) -> dict:
+    def settle(self) -> dict[str, Any]:
         """Freeze and settle the store now (the operator walks away); returns :meth:`final_info`.
 
         For harnesses whose agent stopped acting.  Never an action.  The settlement's dense
@@ -434,7 +434,7 @@ class Session:
     def shaped_business(self, s: Score) -> Decimal:
         return business_normalized(s.business_raw, s.business_zero_raw, s.business_scale, floor=SHAPED_FLOOR)
 
-    def info(self, step: Step | None = None) -> dict:
+    def info(self, step: Step | None = None) -> dict[str, Any]:
         ep = self._episode()
         out = {
             "task": ep.task.id, "task_seed": ep.seed, "header": ep.header_line(),
@@ -449,7 +449,7 @@ class Session:
             out.update(self.final_info())
         return out
 
-    def final_info(self) -> dict:
+    def final_info(self) -> dict[str, Any]:
         ep = self._episode()
         s = self.official()
         has_constants = self.cell is not None

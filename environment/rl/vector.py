@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from ..anchors import run_policy
 from ..calibration import cell_of
@@ -42,7 +43,7 @@ def _init_worker() -> None:
     load_world()  # once per worker process; every episode it plays reuses it
 
 
-def play_cell(task: str, seed: int, policy: Policy, cell: dict | None = None) -> dict:
+def play_cell(task: str, seed: int, policy: Policy, cell: dict[str, Any] | None = None) -> dict[str, Any]:
     """One episode of ``policy`` (an anchor's name, or a callable acting on the
     :class:`Episode` through ``ep.call`` only), settled, and scored with the calibration
     ``cell``'s constants when one is given."""
@@ -69,12 +70,12 @@ def _name(fn) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def _play(job: tuple) -> dict:
+def _play(job: tuple[Any, ...]) -> dict[str, Any]:
     return play_cell(*job)
 
 
 def run_many(cells: Iterable[tuple[str, int]], policy: Policy, workers: int = 2, *,
-             calibration: str | Path | dict | None = "public") -> list[dict]:
+             calibration: str | Path | dict[str, Any] | None = "public") -> list[dict[str, Any]]:
     """Play every (task, seed) cell with ``policy``; results in the order of ``cells``.
 
     ``policy`` is an anchor's name (see :data:`environment.anchors.ANCHORS`) or a

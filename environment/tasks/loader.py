@@ -15,7 +15,7 @@ from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import StoreBenchError
 from .model import Channel, Competitor, Event, EventKind, Task
@@ -97,16 +97,16 @@ def _one_of(*choices: str) -> Check:
     def check(field: str, v: Any) -> str:
         if v not in choices:
             raise _Reject(field, f"must be one of {', '.join(choices)}; got {v!r}")
-        return v
+        return cast(str, v)  # one of the choices
 
     return check
 
 
 def _window_hours(field: str, v: Any) -> int:
-    v = _int(1, 24)(field, v)
-    if 24 % v:
-        raise _Reject(field, f"must divide a day evenly (1, 2, 3, 4, 6, 8, 12 or 24), got {v}")
-    return v
+    hours: int = _int(1, 24)(field, v)
+    if 24 % hours:
+        raise _Reject(field, f"must divide a day evenly (1, 2, 3, 4, 6, 8, 12 or 24), got {hours}")
+    return hours
 
 
 SECTIONS: dict[str, dict[str, Check]] = {
@@ -155,14 +155,14 @@ EVENT_NEEDS = {
 }
 
 
-def _section(doc: dict, name: str) -> dict:
+def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:
     table = doc.get(name, {})
     if not isinstance(table, dict):
         raise _Reject(name, "must be a table")
     return table
 
 
-def _checked(table: dict, allowed: dict[str, Check], prefix: str) -> dict[str, Any]:
+def _checked(table: dict[str, Any], allowed: dict[str, Check], prefix: str) -> dict[str, Any]:
     out = {}
     for key, value in table.items():
         if key not in allowed:
@@ -171,7 +171,7 @@ def _checked(table: dict, allowed: dict[str, Check], prefix: str) -> dict[str, A
     return out
 
 
-def _parse(doc: dict, split: str) -> Task:
+def _parse(doc: dict[str, Any], split: str) -> Task:
     for name in doc:
         if name not in (*SECTIONS, "events"):
             raise _Reject(name, f"unknown section (allowed: {', '.join([*SECTIONS, 'events'])})")

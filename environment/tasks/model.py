@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from typing import Any
 
 
 class Channel(StrEnum):
@@ -77,7 +78,7 @@ class Task:
     events: tuple[Event, ...]
     source: str = ""  # file path it was read from
     file_hash: str = ""
-    extra: dict = field(default_factory=dict, compare=False)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def windows(self) -> int:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ..engine.copy import copy_quality
 from ..engine.dynamics import median_price
+from ..engine.episode import Episode
 from ..engine.ledger import Account
 from ..engine.state import POState, ProductRec, VariantRec
 from .format import usd, when
@@ -16,7 +17,7 @@ from .registry import Args, Family, PageArgs, Price, ToolError, ToolKind, page_o
 MIN_PRICE, MAX_PRICE = 100, 100_000
 
 
-def get_product_rec(ep, product_id: str) -> ProductRec:
+def get_product_rec(ep: Episode, product_id: str) -> ProductRec:
     product = ep.product_by_id.get(product_id)
     if product is None:
         raise ToolError("unknown_product", f"no product {product_id!r}; list_products shows the ids",
@@ -24,7 +25,7 @@ def get_product_rec(ep, product_id: str) -> ProductRec:
     return product
 
 
-def incoming_by_variant(ep) -> dict[int, int]:
+def incoming_by_variant(ep: Episode) -> dict[int, int]:
     incoming: dict[int, int] = {}
     for po in ep.pos.values():
         if po.status in (POState.PLACED, POState.IN_TRANSIT):
@@ -33,7 +34,7 @@ def incoming_by_variant(ep) -> dict[int, int]:
     return incoming
 
 
-def product_row(ep, p: ProductRec) -> dict:
+def product_row(ep: Episode, p: ProductRec) -> dict[str, Any]:
     low = high = p.variants[0].price
     on_hand = reserved = 0
     in_stock: list[int] = []
@@ -64,7 +65,7 @@ class ListProductsArgs(PageArgs):
 
 @tool("list_products", title="List products", family=Family.CATALOG, kind=ToolKind.READ, args=ListProductsArgs,
       idempotent=True)
-def list_products(ep, args: ListProductsArgs) -> dict:
+def list_products(ep: Episode, args: ListProductsArgs) -> dict[str, Any]:
     """List the shop's products (listed lines): status, price range, the shelf price shoppers
     see (the median price of in-stock sizes and colours), and stock. Filter by status,
     category or title words; up to 100 rows a page."""
@@ -93,7 +94,7 @@ class ProductArgs(Args):
     product_id: str = Field(..., max_length=40, description="A product id such as PRD-001.")
 
 
-def variant_row(v: VariantRec, incoming: dict[int, int]) -> dict:
+def variant_row(v: VariantRec, incoming: dict[int, int]) -> dict[str, Any]:
     return {"variant_id": v.id, "size": v.size, "colour": v.colour, "price": usd(v.price),
             "on_hand": v.on_hand, "reserved": v.reserved, "available": v.available,
             "incoming": incoming.get(v.idx, 0), "unit_cost": usd(v.unit_cost),
@@ -102,7 +103,7 @@ def variant_row(v: VariantRec, incoming: dict[int, int]) -> dict:
 
 @tool("get_product", title="Get product", family=Family.CATALOG, kind=ToolKind.READ, args=ProductArgs,
       idempotent=True)
-def get_product(ep, args: ProductArgs) -> dict:
+def get_product(ep: Episode, args: ProductArgs) -> dict[str, Any]:
     """One product in full: listing copy, status, every size-colour variant with its price,
     stock on hand, reserved by open orders, available to sell, incoming on purchase orders,
     unit cost and the batches it came from, and the supply products that restock it."""
@@ -128,7 +129,7 @@ class SetPriceArgs(Args):
 
 @tool("set_price", title="Set price", family=Family.CATALOG, kind=ToolKind.WRITE, args=SetPriceArgs,
       idempotent=True)
-def set_price(ep, args: SetPriceArgs) -> dict:
+def set_price(ep: Episode, args: SetPriceArgs) -> dict[str, Any]:
     """Set the shelf price of a product (all its variants) or of one variant, in dollars.
     Shoppers compare the median price of the sizes and colours in stock with what the garment
     is worth to them; open orders keep the price they were placed at."""
@@ -155,7 +156,7 @@ class ListingStatusArgs(ProductArgs):
     status: Literal["active", "inactive"] = Field(..., description="active publishes, inactive hides.")
 
 
-def publish(ep, p: ProductRec) -> None:
+def publish(ep: Episode, p: ProductRec) -> None:
     """Every way of publishing a listing charges the insertion fee and respects the cap."""
     if ep.active_listings() >= ep.econ.listing_cap:
         raise ToolError("listing_cap_reached", f"the shop already has {ep.econ.listing_cap} active listings, "
@@ -166,7 +167,7 @@ def publish(ep, p: ProductRec) -> None:
 
 @tool("set_listing_status", title="Set listing status", family=Family.CATALOG, kind=ToolKind.WRITE,
       args=ListingStatusArgs)
-def set_listing_status(ep, args: ListingStatusArgs) -> dict:
+def set_listing_status(ep: Episode, args: ListingStatusArgs) -> dict[str, Any]:
     """Publish (active) or hide (inactive) a product. Publishing charges the platform's
     insertion fee and counts against the listing cap (see platform_terms); hiding is free and
     stops new orders, while open orders still need shipping."""
@@ -188,7 +189,7 @@ class CopyArgs(ProductArgs):
 
 @tool("update_listing_copy", title="Update listing copy", family=Family.CATALOG, kind=ToolKind.WRITE,
       args=CopyArgs, idempotent=True)
-def update_listing_copy(ep, args: CopyArgs) -> dict:
+def update_listing_copy(ep: Episode, args: CopyArgs) -> dict[str, Any]:
     """Rewrite a product's listing description (and optionally its title). Shoppers buy a
     little more readily from copy that says what the garment is made of, how it fits, how to
     care for it and which colours it comes in; padding and repetition do not help."""
@@ -214,7 +215,7 @@ class ListSupplyArgs(Args):
 
 @tool("list_supply_product", title="List a supply product", family=Family.CATALOG, kind=ToolKind.WRITE,
       args=ListSupplyArgs)
-def list_supply_product(ep, args: ListSupplyArgs) -> dict:
+def list_supply_product(ep: Episode, args: ListSupplyArgs) -> dict[str, Any]:
     """Add a product from the supplier market to the shop as a new active listing, with one
     variant per supply SKU at the given price. It starts with no stock: place a purchase order
     to stock it. Charges the insertion fee and counts against the listing cap."""

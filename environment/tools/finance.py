@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .. import simtime
 from ..engine.competition import rival_price_index
 from ..engine.dynamics import shelf_price
+from ..engine.episode import Episode
 from ..engine.ledger import Account
 from ..engine.state import OrderState
 from ..simtime import DAY, HOUR
+from ..world.model import World
 from .format import usd, when
 from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 
 @tool("finance_summary", title="Finance summary", family=Family.FINANCE, kind=ToolKind.READ, idempotent=True)
-def finance_summary(ep, args: Args) -> dict:
+def finance_summary(ep: Episode, args: Args) -> dict[str, Any]:
     """Money now: cash, the platform deposit, sales awaiting payout (receivables), money in
     transit on purchase orders, net assets, payouts due over the next 7 days, what the last 7
     days cost by kind, and stock on hand at cost (stock is not part of net assets)."""
@@ -52,7 +54,7 @@ class LedgerArgs(PageArgs):
 
 @tool("ledger_entries", title="Ledger entries", family=Family.FINANCE, kind=ToolKind.READ, args=LedgerArgs,
       idempotent=True)
-def ledger_entries(ep, args: LedgerArgs) -> dict:
+def ledger_entries(ep: Episode, args: LedgerArgs) -> dict[str, Any]:
     """The store's money ledger since you took over, newest first: every sale, payout, fee,
     fine, refund and purchase, with the account it moved. Up to 100 rows a page."""
     rows = []
@@ -70,10 +72,10 @@ def ledger_entries(ep, args: LedgerArgs) -> dict:
     return out
 
 
-_HISTORY: dict[int, tuple[list[int], list]] = {}
+_HISTORY: dict[int, tuple[list[int], list[tuple[int, str, str, int, int]]]] = {}
 
 
-def history_sales(world) -> tuple[list[int], list]:
+def history_sales(world: World) -> tuple[list[int], list[tuple[int, str, str, int, int]]]:
     key = id(world)
     if key not in _HISTORY:
         rows = sorted((o.placed_at, o.id, o.variant_id, o.quantity, o.paid_cents) for o in world.orders)
@@ -90,7 +92,7 @@ class SalesArgs(PageArgs):
 
 @tool("sales_report", title="Sales report", family=Family.FINANCE, kind=ToolKind.READ, args=SalesArgs,
       idempotent=True)
-def sales_report(ep, args: SalesArgs) -> dict:
+def sales_report(ep: Episode, args: SalesArgs) -> dict[str, Any]:
     """Orders, units and revenue over the last N days (up to the store's full 18-month
     history), by product, category, variant or day, best sellers first. Demand for sold-out
     sizes is not recorded: shoppers who found nothing to buy leave no trace. Up to 100 rows a
@@ -148,7 +150,7 @@ def sales_report(ep, args: SalesArgs) -> dict:
 
 
 @tool("platform_terms", title="Platform terms", family=Family.FINANCE, kind=ToolKind.READ, idempotent=True)
-def platform_terms(ep, args: Args) -> dict:
+def platform_terms(ep: Episode, args: Args) -> dict[str, Any]:
     """The marketplace's terms of trade: commission, payout delay, shipping label and platform
     fulfilment fees, shipping deadline, fines, return escalation, listing fee and cap, storage
     charge, liquidation rate at handover, purchase order cancellation, and how the operations
@@ -187,7 +189,7 @@ def platform_terms(ep, args: Args) -> dict:
 
 @tool("announcements", title="Announcements", family=Family.FINANCE, kind=ToolKind.READ, args=PageArgs,
       idempotent=True)
-def announcements(ep, args: PageArgs) -> dict:
+def announcements(ep: Episode, args: PageArgs) -> dict[str, Any]:
     """Platform alerts and trade-press news that have reached sellers so far, newest first.
     Not everything that moves the market is announced."""
     posts = list(reversed(ep.events.visible_posts(ep.now)))
@@ -198,7 +200,7 @@ def announcements(ep, args: PageArgs) -> dict:
 
 
 @tool("competitor_watch", title="Competitor watch", family=Family.FINANCE, kind=ToolKind.READ, idempotent=True)
-def competitor_watch(ep, args: Args) -> dict:
+def competitor_watch(ep: Episode, args: Args) -> dict[str, Any]:
     """Rival stores selling on the platform in your lines: who they are, since when, which of
     your products they carry, and how their prices compare with your shelf prices right now."""
     rows = []

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
+from ..engine.episode import Episode
 from .catalog import get_product_rec, incoming_by_variant, variant_row
 from .format import usd
 from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
@@ -20,7 +21,7 @@ class ListInventoryArgs(PageArgs):
 
 @tool("list_inventory", title="List inventory", family=Family.INVENTORY, kind=ToolKind.READ,
       args=ListInventoryArgs, idempotent=True)
-def list_inventory(ep, args: ListInventoryArgs) -> dict:
+def list_inventory(ep: Episode, args: ListInventoryArgs) -> dict[str, Any]:
     """Stock levels. By product (default): units on hand, reserved for open orders, available,
     incoming on purchase orders, and how many variants are sold out. By variant: the same per
     size and colour. Filter to sold-out, low or in-stock rows; up to 100 rows a page."""
@@ -61,7 +62,7 @@ class DisposeArgs(Args):
 
 @tool("dispose_stock", title="Dispose of stock", family=Family.INVENTORY, kind=ToolKind.WRITE, args=DisposeArgs,
       destructive=True)
-def dispose_stock(ep, args: DisposeArgs) -> dict:
+def dispose_stock(ep: Episode, args: DisposeArgs) -> dict[str, Any]:
     """Write off units of a variant (for example a faulty batch), removing them from the shelf
     and from storage charges. Disposed units earn nothing. Units reserved for open orders
     cannot be disposed of."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ..engine.dynamics import cancel_order_money, complete_shipment, take_units
+from ..engine.episode import Episode
 from ..engine.ledger import Account
 from ..engine.state import OrderRec, OrderState
 from ..simtime import HOUR
@@ -21,7 +22,7 @@ STATUS_GROUPS = {
 }
 
 
-def order_row(ep, o: OrderRec) -> dict:
+def order_row(ep: Episode, o: OrderRec) -> dict[str, Any]:
     return {
         "order_id": o.id, "status": str(o.status), "placed_at": when(o.placed_at), "deadline": when(o.deadline),
         "hours_to_deadline": round((o.deadline - ep.now) / HOUR, 1) if o.status == OrderState.OPEN else None,
@@ -31,7 +32,7 @@ def order_row(ep, o: OrderRec) -> dict:
     }
 
 
-def get_order_rec(ep, order_id: str) -> OrderRec:
+def get_order_rec(ep: Episode, order_id: str) -> OrderRec:
     o = ep.orders.get(order_id)
     if o is None:
         raise ToolError("unknown_order", f"no order {order_id!r} open or recent; list_orders shows the ids",
@@ -47,7 +48,7 @@ class ListOrdersArgs(PageArgs):
 
 @tool("list_orders", title="List orders", family=Family.ORDERS, kind=ToolKind.READ, args=ListOrdersArgs,
       idempotent=True)
-def list_orders(ep, args: ListOrdersArgs) -> dict:
+def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
     """List orders, by default those awaiting shipment with the soonest deadline first. Every
     order must ship within 1 day of being placed; at the deadline the platform ships it for
     you and charges its fulfilment fee, and an order with no stock to ship is cancelled and
@@ -66,7 +67,7 @@ class OrderArgs(Args):
 
 
 @tool("get_order", title="Get order", family=Family.ORDERS, kind=ToolKind.READ, args=OrderArgs, idempotent=True)
-def get_order(ep, args: OrderArgs) -> dict:
+def get_order(ep: Episode, args: OrderArgs) -> dict[str, Any]:
     """One order in full: customer, item, price paid, deadline, shipping and delivery, payout
     status, refunds and any return."""
     o = get_order_rec(ep, args.order_id)
@@ -82,7 +83,7 @@ def get_order(ep, args: OrderArgs) -> dict:
 
 
 @tool("fulfill_order", title="Ship order", family=Family.ORDERS, kind=ToolKind.WRITE, args=OrderArgs)
-def fulfill_order(ep, args: OrderArgs) -> dict:
+def fulfill_order(ep: Episode, args: OrderArgs) -> dict[str, Any]:
     """Ship an order yourself now, buying the shipping label (see platform_terms). Shipping by
     the deadline counts as on time; shipping after it draws a late fine and hurts the store
     rating. Refused if the variant has no stock on hand."""
@@ -113,7 +114,7 @@ class CancelOrderArgs(OrderArgs):
 
 @tool("cancel_order", title="Cancel order", family=Family.ORDERS, kind=ToolKind.WRITE, args=CancelOrderArgs,
       destructive=True)
-def cancel_order(ep, args: CancelOrderArgs) -> dict:
+def cancel_order(ep: Episode, args: CancelOrderArgs) -> dict[str, Any]:
     """Cancel an order awaiting shipment and refund the customer in full. The platform fines a
     seller-cancelled order and the store rating suffers; it counts as not shipped on time."""
     o = get_order_rec(ep, args.order_id)

@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from inspect import cleandoc
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..errors import StoreBenchError
+
+if TYPE_CHECKING:
+    from ..engine.episode import Episode
 
 
 class ToolKind(StrEnum):
@@ -79,6 +82,11 @@ Price = Annotated[Decimal, BeforeValidator(_money),
                   Field(json_schema_extra={"minimum": float(PRICE_RANGE[0]), "maximum": float(PRICE_RANGE[1])})]
 RefundAmount = Annotated[Decimal, BeforeValidator(_money), Field(json_schema_extra={"minimum": 0.01})]
 
+# A tool's handler: the live episode and the tool's own validated arguments model in, the
+# result out (the arguments type is each tool's subclass of Args, hence Any here).
+Handler = Callable[["Episode", Any], dict[str, Any]]
+H = TypeVar("H", bound=Callable[..., dict[str, Any]])
+
 COSTS_ONE = ("Costs one operation, as every call but store_status does (a refused call too); the window's last "
              "operation ends the window and moves the world on.")
 
@@ -90,7 +98,7 @@ class ToolSpec:
     family: Family
     kind: ToolKind
     args: type[Args]
-    handler: Callable[[Any, Any], dict]
+    handler: Handler
     description: str
     free: bool = False
     destructive: bool = False
@@ -107,7 +115,7 @@ class ToolSpec:
         effect.  Only a free call qualifies; every other call spends another operation."""
         return self.idempotent and self.free
 
-    def input_schema(self) -> dict:
+    def input_schema(self) -> dict[str, Any]:
         schema = self.args.model_json_schema()
         schema.pop("title", None)
         return schema
@@ -117,8 +125,8 @@ REGISTRY: dict[str, ToolSpec] = {}
 
 
 def tool(name: str, *, title: str, family: Family, kind: ToolKind, args: type[Args] = Args,
-         free: bool = False, destructive: bool = False, idempotent: bool = False):
-    def register(fn: Callable[[Any, Any], dict]) -> Callable[[Any, Any], dict]:
+         free: bool = False, destructive: bool = False, idempotent: bool = False) -> Callable[[H], H]:
+    def register(fn: H) -> H:
         if name in REGISTRY:
             raise RuntimeError(f"tool {name!r} is declared twice")
         description = cleandoc(fn.__doc__ or "")
@@ -132,7 +140,7 @@ def tool(name: str, *, title: str, family: Family, kind: ToolKind, args: type[Ar
     return register
 
 
-def page_of(rows: list, args: PageArgs) -> dict:
+def page_of(rows: list[Any], args: PageArgs) -> dict[str, Any]:
     total = len(rows)
     pages = max(1, -(-total // args.page_size))
     if args.page > pages:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ..engine.dynamics import apply_refund
+from ..engine.episode import Episode
 from ..engine.state import ReturnRec, ReturnState
 from ..simtime import HOUR
 from .format import usd, when
 from .registry import Args, Family, PageArgs, RefundAmount, ToolError, ToolKind, page_of, tool
 
 
-def return_row(ep, r: ReturnRec) -> dict:
+def return_row(ep: Episode, r: ReturnRec) -> dict[str, Any]:
     return {
         "return_id": r.id, "order_id": r.order.id, "status": str(r.status), "reason": r.reason,
         "product_id": r.order.variant.product.id, "variant_id": r.order.variant.id,
@@ -23,7 +24,7 @@ def return_row(ep, r: ReturnRec) -> dict:
     }
 
 
-def get_return_rec(ep, return_id: str) -> ReturnRec:
+def get_return_rec(ep: Episode, return_id: str) -> ReturnRec:
     r = ep.returns.get(return_id)
     if r is None:
         raise ToolError("unknown_return", f"no return {return_id!r}; list_returns shows the ids", return_id=return_id)
@@ -36,7 +37,7 @@ class ListReturnsArgs(PageArgs):
 
 @tool("list_returns", title="List returns", family=Family.RETURNS, kind=ToolKind.READ, args=ListReturnsArgs,
       idempotent=True)
-def list_returns(ep, args: ListReturnsArgs) -> dict:
+def list_returns(ep: Episode, args: ListReturnsArgs) -> dict[str, Any]:
     """The returns inbox, soonest escalation first. A return you leave unanswered past its
     escalation time is refunded in full by the platform, which also fines the store. Up to
     100 rows a page."""
@@ -51,7 +52,7 @@ class ReturnArgs(Args):
 
 @tool("get_return", title="Get return", family=Family.RETURNS, kind=ToolKind.READ, args=ReturnArgs,
       idempotent=True)
-def get_return(ep, args: ReturnArgs) -> dict:
+def get_return(ep: Episode, args: ReturnArgs) -> dict[str, Any]:
     """One return in full: the customer's reason, the item and the batch it shipped from, what
     the customer paid, what has been refunded, what can still be refunded, and when it
     escalates."""
@@ -68,7 +69,7 @@ class RefundArgs(ReturnArgs):
 
 
 @tool("refund_return", title="Refund a return", family=Family.RETURNS, kind=ToolKind.WRITE, args=RefundArgs)
-def refund_return(ep, args: RefundArgs) -> dict:
+def refund_return(ep: Episode, args: RefundArgs) -> dict[str, Any]:
     """Refund a return, in full by default. The customer closes the return once the refunds
     add up to what they find acceptable; a smaller refund is still paid but leaves the return
     open until it escalates. Refunding a sale that has not been paid out yet comes out of the

@@ -2,40 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ..allocation import apportion
-from ..engine.episode import PO_ARRIVAL
+from ..engine.episode import PO_ARRIVAL, Episode
 from ..engine.ledger import Account
 from ..engine.state import PORec, POState
 from ..simtime import DAY, HOUR
 from ..world.generate import size_weight
+from ..world.model import SupplyProduct, World
 from .format import usd, when
 from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 MAX_PO_UNITS = 5_000
 
 
-def size_curve(ep, sp) -> list[float]:
+def size_curve(ep: Episode, sp: SupplyProduct) -> list[float]:
     """Each SKU's share of a supply product: the standard size curve, even over colours."""
     return [size_weight(ep.skus[s].size, sp.sizes) / len(sp.colours) for s in sp.sku_ids]
 
 
-def get_supply(ep, sp_id: str):
-    sp = ep.supply_products.get(sp_id)
+def get_supply(ep: Episode, sp_id: str) -> SupplyProduct:
+    sp: SupplyProduct | None = ep.supply_products.get(sp_id)
     if sp is None:
         raise ToolError("unknown_supply_product", f"no supply product {sp_id!r}; search_supply_catalog shows the "
                         "ids", supply_product_id=sp_id)
     return sp
 
 
-def restocks(ep, sp) -> str | None:
+def restocks(ep: Episode, sp: SupplyProduct) -> str | None:
     return sp.product_id or ep.listed_supply.get(sp.id)
 
 
-def supply_row(ep, sp) -> dict:
+def supply_row(ep: Episode, sp: SupplyProduct) -> dict[str, Any]:
     vendor = ep.vendors[sp.vendor_id]
     cheapest, dearest = base_cost_range(ep.world)[sp.id]
     costs = [ep.unit_cost_now(cheapest), ep.unit_cost_now(dearest)]
@@ -56,7 +57,7 @@ class SearchSupplyArgs(PageArgs):
 
 @tool("search_supply_catalog", title="Search supply catalog", family=Family.SOURCING, kind=ToolKind.READ,
       args=SearchSupplyArgs, idempotent=True)
-def search_supply_catalog(ep, args: SearchSupplyArgs) -> dict:
+def search_supply_catalog(ep: Episode, args: SearchSupplyArgs) -> dict[str, Any]:
     """Search the supplier market: supply products with their vendor, country, current unit
     cost range, minimum order (MOQ, units per purchase order), lead time, and which shop
     product each restocks (none means you could list it). Up to 100 rows a page."""
@@ -87,7 +88,7 @@ class SupplyArgs(Args):
 
 @tool("supply_product_detail", title="Supply product detail", family=Family.SOURCING, kind=ToolKind.READ,
       args=SupplyArgs, idempotent=True)
-def supply_product_detail(ep, args: SupplyArgs) -> dict:
+def supply_product_detail(ep: Episode, args: SupplyArgs) -> dict[str, Any]:
     """One supply product: every SKU (size and colour) with its current unit cost and the shop
     variant it restocks, plus the vendor's MOQ and current lead time."""
     sp = get_supply(ep, args.supply_product_id)
@@ -107,7 +108,7 @@ class VendorArgs(Args):
 
 @tool("supplier_profile", title="Supplier profile", family=Family.SOURCING, kind=ToolKind.READ, args=VendorArgs,
       idempotent=True)
-def supplier_profile(ep, args: VendorArgs) -> dict:
+def supplier_profile(ep: Episode, args: VendorArgs) -> dict[str, Any]:
     """A vendor's profile: country, tier, current lead time, minimum order, its record of
     delivering on time and of defect returns on the shop's past orders, and whether it is
     still trading."""
@@ -124,10 +125,10 @@ def supplier_profile(ep, args: VendorArgs) -> dict:
             "supply_products": sorted(sp.id for sp in ep.world.supply_products if sp.vendor_id == vendor.id)}
 
 
-_COST_RANGE: dict[int, dict] = {}
+_COST_RANGE: dict[int, dict[str, tuple[str, str]]] = {}
 
 
-def base_cost_range(world) -> dict[str, tuple[str, str]]:
+def base_cost_range(world: World) -> dict[str, tuple[str, str]]:
     """Per supply product, its cheapest and dearest SKU (every SKU drifts by the same factor)."""
     key = id(world)
     if key not in _COST_RANGE:
@@ -139,10 +140,10 @@ def base_cost_range(world) -> dict[str, tuple[str, str]]:
     return _COST_RANGE[key]
 
 
-_RECORDS: dict[int, dict] = {}
+_RECORDS: dict[int, dict[str, Any]] = {}
 
 
-def vendor_record(world) -> dict:
+def vendor_record(world: World) -> dict[str, Any]:
     """Observed history per vendor (received POs, units sold, defect returns), computed once."""
     key = id(world)
     if key not in _RECORDS:
@@ -174,7 +175,7 @@ class PlacePOArgs(Args):
 
 @tool("place_purchase_order", title="Place purchase order", family=Family.SOURCING, kind=ToolKind.WRITE,
       args=PlacePOArgs)
-def place_purchase_order(ep, args: PlacePOArgs) -> dict:
+def place_purchase_order(ep: Episode, args: PlacePOArgs) -> dict[str, Any]:
     """Buy stock from a vendor. Pays the vendor now (the money is in transit until the goods
     land after the lead time, sometimes later), must meet the vendor's MOQ in total units, and
     needs enough cash. Goods can only land on a product in the shop: list an unlisted supply
@@ -246,7 +247,7 @@ class POArgs(Args):
 
 @tool("cancel_purchase_order", title="Cancel purchase order", family=Family.SOURCING, kind=ToolKind.WRITE,
       args=POArgs, destructive=True)
-def cancel_purchase_order(ep, args: POArgs) -> dict:
+def cancel_purchase_order(ep: Episode, args: POArgs) -> dict[str, Any]:
     """Cancel a purchase order before the vendor ships it (within its cancellation window, see
     platform_terms). The vendor refunds the cost less a cancellation fee."""
     po = ep.pos.get(args.po_id)
@@ -271,7 +272,7 @@ class ListPOArgs(PageArgs):
 
 @tool("list_purchase_orders", title="List purchase orders", family=Family.SOURCING, kind=ToolKind.READ,
       args=ListPOArgs, idempotent=True)
-def list_purchase_orders(ep, args: ListPOArgs) -> dict:
+def list_purchase_orders(ep: Episode, args: ListPOArgs) -> dict[str, Any]:
     """Your purchase orders: vendor, supply product, units, cost, when placed, expected
     arrival and status. Open means paid and not yet landed. Up to 100 rows a page."""
     groups = {"open": {POState.PLACED, POState.IN_TRANSIT}, "received": {POState.RECEIVED},

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..engine.episode import Episode
 from ..engine.state import OrderState, POState, ReturnState
 from ..simtime import DAY, HOUR
 from .format import usd, when
@@ -10,7 +13,7 @@ from .registry import Args, Family, ToolKind, tool
 
 @tool("store_status", title="Store status", family=Family.STATUS, kind=ToolKind.READ, free=True,
       idempotent=True)
-def store_status(ep, args: Args) -> dict:
+def store_status(ep: Episode, args: Args) -> dict[str, Any]:
     """Free: costs no operation. The store at a glance: the time, the window, operations left,
     money, rating, and the work waiting for you (orders to ship and how many fall due before
     the next window, open returns and how many escalate within a day, listings, purchase
@@ -41,7 +44,7 @@ def store_status(ep, args: Args) -> dict:
 
 
 @tool("end_window", title="End the window", family=Family.STATUS, kind=ToolKind.CONTROL)
-def end_window(ep, args: Args) -> dict:
+def end_window(ep: Episode, args: Args) -> dict[str, Any]:
     """End the current window now, giving up its remaining operations (they do not roll
     over). The world then moves on one window: orders arrive, deadlines pass, returns come
     in, payouts settle and purchase orders land. Spending the window's last operation does
