@@ -415,7 +415,8 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="TASKS_COMMAND", required=True)
     tlist = tsub.add_parser("list", help="list the training tasks and evaluation lenses")
     tlist.add_argument("--json", action="store_true", help="print JSON")
-    tlist.add_argument("--split", choices=("train", "eval"), help="only this split")
+    tlist.add_argument("--split", choices=("train", "eval", "practice"),
+                       help="only this split (without it: train and eval; practice is the console's practice task)")
     tlist.set_defaults(func=_cmd_tasks_list)
     tshow = tsub.add_parser("show", help="one task's public terms, or with --prompt the brief an agent is given",
                             description="Show a task's public terms. With --prompt, print exactly the brief an "
