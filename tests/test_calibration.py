@@ -357,9 +357,9 @@ def test_cli_calibrate_refuses_a_folder_as_output_before_any_work(tmp_path):
 
 def test_cli_calibrate_exits_1_naming_the_cell_and_gate_on_a_gate_failure(tmp_path, monkeypatch, capsys):
     """In-process with one worker, the cell can be swapped for a hand-made one that fails a gate."""
-    from environment import cli
+    from environment import cli, orchestration
 
-    monkeypatch.setattr(cal, "calibrate_cell", lambda task, seed, world=None: hand_cell(seed, exploiter=0.2))
+    monkeypatch.setattr(orchestration, "calibrate_cell", lambda task, seed, world=None: hand_cell(seed, exploiter=0.2))
     code = cli.main(["calibrate", "--tasks", "counter-punch", "--seeds", "13", "--out", str(tmp_path / "cal.json"),
                      "--workers", "1"])
     err = capsys.readouterr().err
