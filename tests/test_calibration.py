@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from environment import calibration as cal
 from environment.calibration import (
     FLAP_MARGIN,
     JUDGMENT_GAP,
