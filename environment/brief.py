@@ -55,7 +55,8 @@ def brief(task: Task) -> str:
         "of its last month (its sales history predates that growth). Announced changes in traffic are "
         "relative to this level.",
         "What is graded at the end of the shift: mostly the growth of the store's net assets (cash, "
-        "deposit, money owed to you, stock at cost and goods on the way), then reliability (orders shipped "
+        "deposit and money owed to you; stock still on the shelf or on the way when the shift ends goes to "
+        f"the liquidator at {econ.salvage_bp / 100:g}% of its cost), then reliability (orders shipped "
         "on time and returns handled), then continuity (acting in every window rather than leaving the "
         "store alone). Stopping early forfeits the windows left.",
         "Call store_status (free) to see where things stand; platform_terms and announcements say more.",
