@@ -38,9 +38,7 @@ import argparse
 import hashlib
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +46,8 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .console_process import ConsoleProcess, ConsoleProcessError
+
 CHROMIUM = Path(os.environ.get("STOREBENCH_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 USERNAME, PASSWORD = "bench-player", "bench-player-pw-1"
@@ -57,62 +56,23 @@ REORDER_EVERY = 4  # windows between inventory reviews
 COMPARED = ("net_assets", "business_raw", "business", "reliability", "continuity", "reward_composite")
 
 
-class BenchError(RuntimeError):
+class BenchError(ConsoleProcessError):
     """The benchmark could not run (no chromium, the server would not start, ...)."""
 
 
 # --- the server ------------------------------------------------------------------------------
 
-class Console:
-    """``make run``'s server on a SQLite file of its own; ``manage`` runs commands against it."""
-
-    def __init__(self, workdir: Path, port: int) -> None:
-        self.db = workdir / "console.sqlite3"
-        self.log = workdir / "server.log"
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.env = {**os.environ, "DATABASE_URL": f"sqlite:///{self.db}", "DJANGO_DEBUG": "1",
-                    "PYTHONUNBUFFERED": "1"}
-        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-            self.env.pop(name, None)  # the embedded defaults, as `make run` without services
-        self.process: subprocess.Popen | None = None
-
-    def manage(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
-                              text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            raise BenchError(f"manage.py {args[0]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        return done.stdout
+class Console(ConsoleProcess):
+    """``make run``'s server on a SQLite file of its own, on a port that must be free."""
 
     def shell(self, code: str) -> str:
-        return self.manage("shell", "-c", code).strip().splitlines()[-1]
+        return super().shell(code).strip().splitlines()[-1]  # the last line printed: the answer
 
-    def start(self) -> None:
+    def start(self, timeout: float = 60) -> None:
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", self.port)) == 0:
                 raise BenchError(f"port {self.port} is taken; choose another with --port")
-        log = self.log.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port",
-             str(self.port), "--log-level", "warning"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise BenchError(f"the server exited; see {self.log}:\n{self.log.read_text()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise BenchError(f"the server did not listen on port {self.port} within 60 s")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
-        self.process = None
+        super().start(timeout)
 
 
 def prepare(console: Console, task: str, seed: int) -> int:
@@ -369,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(args.task, args.seed, args.windows, args.port,
                      progress=lambda msg: print(f"console-browser: {msg}", file=sys.stderr, flush=True))
-    except BenchError as exc:
+    except ConsoleProcessError as exc:  # BenchError among them
         print(f"console-browser: {exc}", file=sys.stderr)
         return 2
     if args.json:

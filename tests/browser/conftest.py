@@ -50,14 +50,12 @@ Fixtures, for any browser test module (the studies app and the explorer reuse th
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from benchmarks.console_process import ConsoleProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("STOREBENCH_CHROMIUM", "/usr/bin/chromium"))  # the env var is for checking the skip
@@ -81,34 +79,14 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-class Server:
+class Server(ConsoleProcess):
     """One uvicorn process over a SQLite file; see the module docstring."""
 
     def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.db_path = workdir / "browser.sqlite3"
-        self.log_path = workdir / "server.log"
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": f"sqlite:///{self.db_path}",
-            "DJANGO_DEBUG": "1",
-            "PYTHONUNBUFFERED": "1",
-        }
-        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-            self.env.pop(name, None)  # the embedded defaults, as `make run` without services
-        self.process: subprocess.Popen | None = None
+        super().__init__(workdir, _free_port(), db_name="browser.sqlite3")
 
     def manage(self, *args: str, timeout: float = 120) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
-        return done.stdout
-
-    def shell(self, code: str) -> str:
-        return self.manage("shell", "-c", code)
+        return super().manage(*args, timeout=timeout)
 
     def create_user(self, username: str, password: str) -> None:
         self.shell(
@@ -117,33 +95,8 @@ class Server:
             f"u.set_password({password!r}); u.save()\n"
         )
 
-    def start(self, timeout: float = 60) -> None:
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited ({self.process.returncode}); see {self.log_path}:\n"
-                                   + self.log_path.read_text()[-3000:])
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"the server did not listen on port {self.port} within {timeout} s")
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)  # an abrupt stop, like a crash
-            self.process.wait(timeout=30)
-        self.process = None
+    def stop(self, *, crash: bool = True) -> None:
+        super().stop(crash=crash)  # an abrupt stop, like a crash
 
     def restart(self) -> None:
         self.stop()
