@@ -99,3 +99,22 @@ def render(result: dict[str, Any]) -> str:
     if not result["ingredients"]:
         lines.append("| (no ingredients: the plain world) | | | | |")
     return "\n".join(lines)
+
+
+def document(results: list[dict[str, Any]]) -> str:
+    """The lens ablation table of the calibration report (``calibration/ablation.md``): the
+    criterion and the inert ingredients first, then one section per lens."""
+    inert = [f"{r['task']}: {row['ingredient']}" for r in results for row in r["ingredients"] if not row["bites"]]
+    plain = [r["task"] for r in results if not r["ingredients"]]
+    seeds = sorted({r["seed"] for r in results})
+    head = (f"Each lens on seed {', '.join(map(str, seeds))} with one defining ingredient removed (`storebench "
+            "tasks ablate TASK`), graded with the lens's own zero and scale; the figure in brackets is the change. "
+            f"Criterion: an ingredient bites when removing it moves an honest trading anchor's composite by {BITE} "
+            "or more (twice the flap margin, about a tenth of the gap between volume play and judgment). "
+            + (f"Inert today (NO): {'; '.join(inert)}." if inert else "Every ingredient bites.")
+            + (f" {', '.join(plain)} {'has' if len(plain) == 1 else 'have'} no ingredient to remove." if plain else ""))
+    sections = []
+    for r in results:
+        body = [line for line in render(r).splitlines() if not line.startswith("criterion:")]
+        sections.append(f"#### {r['task']}\n\n" + "\n".join(body).strip())
+    return head + "\n\n" + "\n\n".join(sections) + "\n"

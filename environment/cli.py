@@ -99,16 +99,43 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
 # --- tasks, runs, calibration, grading ------------------------------------------------
 
 
-def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
-    from .ablation import ablate, render
+def _ablate_one(task_id: str, seed: int) -> dict[str, Any]:
+    from .ablation import ablate
     from .tasks import get_task
     from .world import load_world
 
-    result = ablate(get_task(args.task), args.seed, load_world())
+    return ablate(get_task(task_id), seed, load_world())
+
+
+def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from pathlib import Path
+
+    from .ablation import document, render
+    from .tasks import all_tasks
+
+    if args.task != "all":
+        result = _ablate_one(args.task, args.seed)
+        if args.json:
+            _print_json(result)
+        else:
+            print(render(result))
+        return 0
+    ids = [t.id for t in all_tasks()]
+    results: dict[str, dict[str, Any]] = {}
+    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        futures = {pool.submit(_ablate_one, task_id, args.seed): task_id for task_id in ids}
+        for n, future in enumerate(as_completed(futures), start=1):
+            results[futures[future]] = future.result()
+            print(f"[{n}/{len(ids)}] {futures[future]} ablated", file=sys.stderr)
+    ordered = [results[task_id] for task_id in ids]
     if args.json:
-        _print_json(result)
+        _print_json(ordered)
+    elif args.out:
+        Path(args.out).write_text(document(ordered))
+        print(f"wrote {args.out} (a calibration report written beside it includes it)")
     else:
-        print(render(result))
+        print(document(ordered), end="")
     return 0
 
 
@@ -433,8 +460,11 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "rule-based and smart-triage without it, graded with the lens's own "
                                        "zero and scale. An ingredient bites when removing it moves an anchor's "
                                        "composite by at least 0.02.")
-    tabl.add_argument("task", help="task id (see: storebench tasks list)")
+    tabl.add_argument("task", help="task id (see: storebench tasks list), or all for every eval and train task")
     tabl.add_argument("--seed", type=int, default=7, help="seed (default 7)")
+    tabl.add_argument("--out", metavar="FILE", help="with all: write the report's ablation table "
+                                                   "(e.g. calibration/ablation.md) instead of printing it")
+    tabl.add_argument("--workers", type=int, default=2, help="with all: parallel worker processes (default 2)")
     tabl.add_argument("--json", action="store_true", help="print JSON")
     tabl.set_defaults(func=_cmd_tasks_ablate)
 

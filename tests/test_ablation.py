@@ -38,3 +38,21 @@ def test_cli_ablate_prints_each_anchors_change_and_whether_it_bites():
         for anchor, change in row["change"].items():
             assert abs(row["composite"][anchor] - out["base"][anchor] - change) < 1e-9
         assert row["bites"] == any(abs(c) >= float(BITE) for c in row["change"].values())
+
+
+def test_the_report_table_names_the_inert_ingredients_and_the_plain_lenses():
+    from environment.ablation import document
+
+    def result(task, rows):
+        return {"task": task, "seed": 7, "criterion": "x", "threshold": 0.7,
+                "base": dict.fromkeys(("blast-list", "rule-based", "smart-triage"), 0.5),
+                "ingredients": [{"ingredient": name, "bites": bites,
+                                 "composite": dict.fromkeys(("blast-list", "rule-based", "smart-triage"), 0.5),
+                                 "change": dict.fromkeys(("blast-list", "rule-based", "smart-triage"), 0.0)}
+                                for name, bites in rows]}
+
+    text = document([result("steady", [("event 1", True), ("event 2", False)]), result("full-year", [])])
+    head = text.splitlines()[0]
+    assert "Inert today (NO): steady: event 2." in head and "event 1" not in head
+    assert head.endswith("full-year has no ingredient to remove.")
+    assert "#### steady" in text and "#### full-year" in text and "criterion:" not in text
