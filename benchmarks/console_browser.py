@@ -78,17 +78,7 @@ class Console(ConsoleProcess):
 def prepare(console: Console, task: str, seed: int) -> int:
     """A participant past the briefing and practice, with a started scored shift; its id."""
     console.manage("migrate", "--noinput")
-    return int(console.shell(
-        "from django.contrib.auth import get_user_model\n"
-        "from django.utils import timezone\n"
-        "from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL\n"
-        "from shifts.lifecycle import start_shift\n"
-        "from shifts.models import BriefingAcknowledgement, Shift\n"
-        f"u = get_user_model().objects.create_user({USERNAME!r}, password={PASSWORD!r})\n"
-        "BriefingAcknowledgement.objects.create(user=u, version=BRIEFING_VERSION, acknowledged_at=timezone.now())\n"
-        "Shift.objects.create(participant=u, task_id=PRACTICE_CELL[0], seed=PRACTICE_CELL[1], is_practice=True,"
-        " status='ended')\n"
-        f"print(start_shift(u, {task!r}, {seed}).pk)\n"))
+    return console.ready_participant(USERNAME, PASSWORD, task, seed)
 
 
 # --- the player --------------------------------------------------------------------------------

@@ -50,6 +50,23 @@ class ConsoleProcess:
         """Run Python in ``manage.py shell -c``; its stdout."""
         return self.manage("shell", "-c", code)
 
+    def ready_participant(self, username: str, password: str, task: str, seed: int) -> int:
+        """A participant (made if new) past the briefing and with practice ended, with a started
+        scored shift on the cell; the shift's id."""
+        out = self.manage("shell", "-c",
+            "from django.contrib.auth import get_user_model\n"
+            "from django.utils import timezone\n"
+            "from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL\n"
+            "from shifts.lifecycle import start_shift\n"
+            "from shifts.models import BriefingAcknowledgement, Shift\n"
+            f"u, _ = get_user_model().objects.get_or_create(username={username!r})\n"
+            f"u.set_password({password!r}); u.save()\n"
+            "BriefingAcknowledgement.objects.create(user=u, version=BRIEFING_VERSION, acknowledged_at=timezone.now())\n"
+            "Shift.objects.create(participant=u, task_id=PRACTICE_CELL[0], seed=PRACTICE_CELL[1], is_practice=True,"
+            " status='ended')\n"
+            f"print(start_shift(u, {task!r}, {seed}).pk)\n")
+        return int(out.strip().splitlines()[-1])
+
     def start(self, timeout: float = 60) -> None:
         """Start the server and wait until it listens; an error names the log if it exits or stays deaf."""
         log = self.log_path.open("ab")

@@ -51,22 +51,26 @@ def test_owner_gets_the_state_on_connect():
     assert state["url"] == f"/shifts/{shift.pk}/"
 
 
-def test_a_tool_call_pushes_the_new_header():
-    user = make_user("nils")
-    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
-
-    headers = session_headers(user)
+def state_and_push_after(shift, headers, tool: str, arguments: dict) -> tuple[dict, dict]:
+    """The state a tab receives on connecting, and what it is pushed after one tool call elsewhere."""
 
     async def scenario():
         ws = communicator(shift, headers)
         await ws.connect()
-        await ws.receive_json_from(timeout=10)
-        await sync_to_async(calls.call_tool)(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+        first = await ws.receive_json_from(timeout=10)
+        await sync_to_async(calls.call_tool)(shift, tool, arguments, uuid.uuid4().hex)
         pushed = await ws.receive_json_from(timeout=10)
         await ws.disconnect()
-        return pushed
+        return first, pushed
 
-    pushed = async_to_sync(scenario)()
+    return async_to_sync(scenario)()
+
+
+def test_a_tool_call_pushes_the_new_header():
+    user = make_user("nils")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+
+    _first, pushed = state_and_push_after(shift, session_headers(user), "list_orders", {"page_size": 2})
     assert 'data-ops-left="11"' in pushed["header_html"]
 
 
@@ -129,18 +133,7 @@ def test_a_foreign_origin_is_refused():
 def test_a_push_names_the_newest_call_and_the_panels_bring_what_another_tab_missed():
     user = make_user("olga")
     shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
-    headers = session_headers(user)
-
-    async def scenario():
-        ws = communicator(shift, headers)
-        await ws.connect()
-        first = await ws.receive_json_from(timeout=10)
-        await sync_to_async(calls.call_tool)(shift, "list_returns", {}, uuid.uuid4().hex)
-        pushed = await ws.receive_json_from(timeout=10)
-        await ws.disconnect()
-        return first, pushed
-
-    first, pushed = async_to_sync(scenario)()
+    first, pushed = state_and_push_after(shift, session_headers(user), "list_returns", {})
     assert pushed["last_seq"] == first["last_seq"] + 1
     client = Client()
     client.force_login(user)

@@ -17,22 +17,11 @@ _names = itertools.count(1)
 
 
 def ready_participant(server, login, page, task: str, seed: int) -> int:
-    """A participant past the briefing and practice, with a started scored shift; its id."""
+    """A participant past the briefing and practice, with a started scored shift, signed in; the shift's id."""
     username = f"tabs{next(_names)}-{server.port}"
-    server.create_user(username, PASSWORD)
-    out = server.shell(
-        "from django.contrib.auth import get_user_model\n"
-        "from django.utils import timezone\n"
-        "from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL\n"
-        "from shifts.models import BriefingAcknowledgement, Shift\n"
-        "from shifts.lifecycle import start_shift\n"
-        f"u = get_user_model().objects.get(username={username!r})\n"
-        "BriefingAcknowledgement.objects.create(user=u, version=BRIEFING_VERSION, acknowledged_at=timezone.now())\n"
-        "Shift.objects.create(participant=u, task_id=PRACTICE_CELL[0], seed=PRACTICE_CELL[1], is_practice=True,"
-        " status='ended')\n"
-        f"print(start_shift(u, {task!r}, {seed}).pk)\n")
+    shift = server.ready_participant(username, PASSWORD, task, seed)
     login(page, username, PASSWORD)
-    return int(out.strip().splitlines()[-1])
+    return shift
 
 
 def quick(page, tool: str) -> int:

@@ -53,21 +53,11 @@ def counted(browser, server, login):
 
 
 def ready_participant(server, login, page, task: str, seed: int) -> int:
-    """A participant past the briefing and practice, with a started scored shift; its id."""
+    """A participant past the briefing and practice, with a started scored shift, signed in; the shift's id."""
     username = f"worker{next(_names)}-{server.port}"
-    server.create_user(username, PASSWORD)
-    out = server.shell(
-        "from django.contrib.auth import get_user_model\n"
-        "from django.utils import timezone\n"
-        "from shifts.briefing import BRIEFING_VERSION\n"
-        "from shifts.models import BriefingAcknowledgement, Shift\n"
-        "from shifts.lifecycle import start_shift\n"
-        f"u = get_user_model().objects.get(username={username!r})\n"
-        "BriefingAcknowledgement.objects.create(user=u, version=BRIEFING_VERSION, acknowledged_at=timezone.now())\n"
-        "Shift.objects.create(participant=u, task_id='counter-punch', seed=7, is_practice=True, status='ended')\n"
-        f"print(start_shift(u, {task!r}, {seed}).pk)\n")
+    shift = server.ready_participant(username, PASSWORD, task, seed)
     login(page, username, PASSWORD)
-    return int(out.strip().splitlines()[-1])
+    return shift
 
 
 def seq_shown(page) -> int:
