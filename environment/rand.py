@@ -19,11 +19,12 @@ import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 MASK64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
 _INV53 = 1.0 / (1 << 53)
+T = TypeVar("T")
 
 
 def mix64(z: int) -> int:
@@ -78,14 +79,14 @@ class Stream:
     def chance(self, p: float) -> bool:
         return self.random() < p
 
-    def choice(self, items: Sequence[Any]) -> Any:
+    def choice(self, items: Sequence[T]) -> T:
         return items[self.next64() % len(items)]
 
     def weighted_index(self, cumulative: Sequence[float]) -> int:
         """Index drawn from a cumulative weight table (last entry is the total)."""
         return bisect_right(cumulative, self.random() * cumulative[-1])
 
-    def weighted_choice(self, items: Sequence[Any], weights: Sequence[float]) -> Any:
+    def weighted_choice(self, items: Sequence[T], weights: Sequence[float]) -> T:
         total = 0.0
         cumulative: list[float] = []
         for w in weights:
@@ -99,7 +100,7 @@ class Stream:
             j = self.next64() % (i + 1)
             items[i], items[j] = items[j], items[i]
 
-    def sample(self, items: Sequence[Any], k: int) -> list[Any]:
+    def sample(self, items: Sequence[T], k: int) -> list[T]:
         pool = list(items)
         self.shuffle(pool)
         return pool[:k]

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from .. import simtime
 from ..simtime import DAY
-from .model import OrderStatus, POStatus, ReturnStatus, SupplyRole, World
+from .model import Order, OrderStatus, POStatus, Product, PurchaseOrder, Return, ReturnStatus, SupplyRole, World
 from .params import HISTORY_ORDERS, LISTED_LINES, SETTLEMENT_DAYS, TARGET_VARIANTS
 
 LISTING_CAP = 120
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +28,7 @@ class AuditResult:
     passed: bool
     detail: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str | bool]:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
@@ -52,7 +54,7 @@ def run_audits(world: World) -> list[AuditResult]:
     return results
 
 
-def _first_bad(items, pred, label) -> tuple[bool, str]:
+def _first_bad(items: Sequence[T], pred: Callable[[T], bool], label: Callable[[T], str]) -> tuple[bool, str]:
     bad = [label(x) for x in items if pred(x)]
     if bad:
         return False, f"{len(bad)} bad, e.g. {', '.join(bad[:3])}"
@@ -60,7 +62,7 @@ def _first_bad(items, pred, label) -> tuple[bool, str]:
 
 
 def _spearman(xs: list[float], ys: list[float]) -> float:
-    def ranks(vals):
+    def ranks(vals: list[float]) -> list[float]:
         order = sorted(range(len(vals)), key=lambda i: vals[i])
         out = [0.0] * len(vals)
         i = 0
@@ -86,39 +88,39 @@ def _spearman(xs: list[float], ys: list[float]) -> float:
 
 
 @audit("count_supply_lines")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return len(w.products) == LISTED_LINES, f"{len(w.products)} listed supply lines (want {LISTED_LINES})"
 
 
 @audit("count_variants")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return len(w.variants) == TARGET_VARIANTS, f"{len(w.variants)} variants (want {TARGET_VARIANTS})"
 
 
 @audit("count_vendors")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return len(w.vendors) == 40, f"{len(w.vendors)} vendors (want 40)"
 
 
 @audit("count_supply_skus")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     n = len(w.supply_skus)
     return 5000 <= n <= 5400, f"{n} supply SKUs (want 5,000 to 5,400)"
 
 
 @audit("count_customers")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     n = len(w.customers)
     return 2375 <= n <= 2625, f"{n} customers (want 2,375 to 2,625)"
 
 
 @audit("count_history_orders")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return len(w.orders) == HISTORY_ORDERS, f"{len(w.orders)} history orders (want {HISTORY_ORDERS})"
 
 
 @audit("return_rate")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     rate = len(w.returns) / max(1, len(w.orders))
     return 0.142 <= rate <= 0.152, f"return rate {rate:.4f} (want 0.142 to 0.152)"
 
@@ -127,7 +129,7 @@ def _(w):
 
 
 @audit("history_spans_18_months")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     first = min(o.placed_at for o in w.orders)
     last = max(o.placed_at for o in w.orders)
     ok = first - w.history_start < 7 * DAY and w.shift_start - last < 2 * DAY and last < w.shift_start
@@ -135,7 +137,7 @@ def _(w):
 
 
 @audit("seasonality_store_level")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     months = Counter(simtime.to_datetime(o.placed_at).strftime("%Y-%m") for o in w.orders)
     full = [months[m] for m in sorted(months)][1:-1] or [0]
     ratio = max(full) / max(1, min(full))
@@ -143,11 +145,11 @@ def _(w):
 
 
 @audit("seasonality_follows_season_tags")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     variants = w.by_id("variants")
     products = w.by_id("products")
-    summer = Counter()
-    winter = Counter()
+    summer: Counter[str] = Counter()
+    winter: Counter[str] = Counter()
     for o in w.orders:
         month = simtime.to_datetime(o.placed_at).month
         season = products[variants[o.variant_id].product_id].season
@@ -162,7 +164,7 @@ def _(w):
 
 
 @audit("diurnal_peak_evening")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     hours = Counter(simtime.hour_of_day(o.placed_at) for o in w.orders)
     peak = max(range(24), key=lambda h: hours[h])
     night = sum(hours[h] for h in range(1, 6)) / len(w.orders)
@@ -170,7 +172,7 @@ def _(w):
 
 
 @audit("repeat_purchase_shape")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     per = Counter(o.customer_id for o in w.orders)
     dist = Counter(per.values())
     one = dist[1] / max(1, len(per))
@@ -181,8 +183,8 @@ def _(w):
 
 
 @audit("popularity_concentrated")
-def _(w):
-    sales = Counter()
+def _(w: World) -> tuple[bool, str]:
+    sales: Counter[str] = Counter()
     variants = w.by_id("variants")
     for o in w.orders:
         sales[variants[o.variant_id].product_id] += o.quantity
@@ -192,13 +194,13 @@ def _(w):
 
 
 @audit("defects_follow_vendor_rates")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     variants = w.by_id("variants")
     products = w.by_id("products")
     sps = w.by_id("supply_products")
     orders = w.by_id("orders")
-    shipped = Counter()
-    defects = Counter()
+    shipped: Counter[str] = Counter()
+    defects: Counter[str] = Counter()
     for o in w.orders:
         if o.delivered_at is not None:
             shipped[sps[products[variants[o.variant_id].product_id].supply_product_id].vendor_id] += 1
@@ -206,7 +208,7 @@ def _(w):
         if r.defective:
             o = orders[r.order_id]
             defects[sps[products[variants[o.variant_id].product_id].supply_product_id].vendor_id] += 1
-    by_tier = defaultdict(lambda: [0, 0])
+    by_tier: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     for v in w.vendors:
         by_tier[str(v.tier)][0] += defects[v.id]
         by_tier[str(v.tier)][1] += shipped[v.id]
@@ -217,12 +219,12 @@ def _(w):
 
 
 @audit("tier_terms_ordered")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     by = defaultdict(list)
     for v in w.vendors:
         by[str(v.tier)].append(v)
 
-    def mean(tier, attr):
+    def mean(tier: str, attr: str) -> float:
         vals = [getattr(v, attr) for v in by[tier]]
         return sum(vals) / len(vals) if vals else float("nan")
 
@@ -235,7 +237,7 @@ def _(w):
 
 
 @audit("vendor_countries_and_china_share")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     countries = Counter(v.country for v in w.vendors)
     sps = w.by_id("supply_products")
     vendors = w.by_id("vendors")
@@ -246,7 +248,7 @@ def _(w):
 
 
 @audit("supply_costs_by_tier")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     sps = w.by_id("supply_products")
     vendors = w.by_id("vendors")
     share = defaultdict(list)
@@ -262,7 +264,7 @@ def _(w):
 
 
 @audit("ids_unique")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     dupes = []
     for table in ("vendors", "supply_products", "supply_skus", "products", "variants", "customers",
                   "orders", "returns", "purchase_orders"):
@@ -272,7 +274,7 @@ def _(w):
 
 
 @audit("orders_reference_catalog_and_customers")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     variants = w.by_id("variants")
     customers = w.by_id("customers")
     return _first_bad(w.orders, lambda o: o.variant_id not in variants or o.customer_id not in customers,
@@ -280,7 +282,7 @@ def _(w):
 
 
 @audit("variants_reference_products_and_skus")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     products = w.by_id("products")
     skus = w.by_id("supply_skus")
     return _first_bad(w.variants, lambda v: v.product_id not in products or not v.sku_ids
@@ -288,11 +290,11 @@ def _(w):
 
 
 @audit("products_reference_sources")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     sps = w.by_id("supply_products")
     variants = w.by_id("variants")
 
-    def bad(p):
+    def bad(p: Product) -> bool:
         ids = (p.supply_product_id, *p.alt_supply_product_ids)
         return (any(i not in sps or sps[i].product_id != p.id for i in ids)
                 or any(v not in variants for v in p.variant_ids))
@@ -301,7 +303,7 @@ def _(w):
 
 
 @audit("supply_products_reference_vendors_and_skus")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     vendors = w.by_id("vendors")
     skus = w.by_id("supply_skus")
     return _first_bad(w.supply_products, lambda sp: sp.vendor_id not in vendors
@@ -311,11 +313,11 @@ def _(w):
 
 
 @audit("returns_reference_delivered_orders")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     orders = w.by_id("orders")
     per_order = Counter(r.order_id for r in w.returns)
 
-    def bad(r):
+    def bad(r: Return) -> bool:
         o = orders.get(r.order_id)
         return o is None or o.delivered_at is None or r.requested_at < o.delivered_at or per_order[r.order_id] > 1
 
@@ -323,11 +325,11 @@ def _(w):
 
 
 @audit("purchase_orders_reference_vendor_skus")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     skus = w.by_id("supply_skus")
     sps = w.by_id("supply_products")
 
-    def bad(po):
+    def bad(po: PurchaseOrder) -> bool:
         sp = sps.get(po.supply_product_id)
         return (sp is None or sp.vendor_id != po.vendor_id
                 or any(line.sku_id not in skus or skus[line.sku_id].supply_product_id != sp.id
@@ -337,10 +339,10 @@ def _(w):
 
 
 @audit("size_colour_grid_complete")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     variants = w.by_id("variants")
 
-    def bad(p):
+    def bad(p: Product) -> bool:
         keys = {(variants[v].size, variants[v].colour) for v in p.variant_ids}
         sizes = {k[0] for k in keys}
         colours = {k[1] for k in keys}
@@ -353,8 +355,8 @@ def _(w):
 
 
 @audit("order_money_reconciles")
-def _(w):
-    def bad(o):
+def _(w: World) -> tuple[bool, str]:
+    def bad(o: Order) -> bool:
         expect = o.unit_price * o.quantity * (10_000 - o.discount_bp) // 100
         return o.paid_subcents != expect or o.paid_subcents > o.gross * 100 or o.unit_price <= 0
 
@@ -362,20 +364,20 @@ def _(w):
 
 
 @audit("refunds_within_payment")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     orders = w.by_id("orders")
     return _first_bad(w.returns, lambda r: r.refunded < 0 or r.refunded > orders[r.order_id].paid_cents
                       or (r.status == ReturnStatus.REFUNDED) != (r.refunded > 0), lambda r: r.id)
 
 
 @audit("prices_above_cost")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return _first_bad(w.variants, lambda v: not (v.unit_cost < v.price <= 40_000), lambda v: v.id)
 
 
 @audit("settlement_follows_shipping")
-def _(w):
-    def bad(o):
+def _(w: World) -> tuple[bool, str]:
+    def bad(o: Order) -> bool:
         if o.shipped_at is None:
             return o.settled_at is not None
         due = o.shipped_at + SETTLEMENT_DAYS * DAY
@@ -385,7 +387,7 @@ def _(w):
 
 
 @audit("purchase_order_costs_match_catalog")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     skus = w.by_id("supply_skus")
     return _first_bad(w.purchase_orders, lambda po: any(line.unit_cost != skus[line.sku_id].unit_cost
                                                         for line in po.lines), lambda po: po.id)
@@ -395,25 +397,25 @@ def _(w):
 
 
 @audit("no_negative_stock")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return _first_bad(w.variants, lambda v: v.stock < 0, lambda v: v.id)
 
 
 @audit("stock_flow_conserved")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     """Units bought = units shipped + units on the shelf - units restocked from returns."""
     skus = w.by_id("supply_skus")
     orders = w.by_id("orders")
-    received = Counter()
+    received: Counter[str] = Counter()
     for po in w.purchase_orders:
         if po.status == POStatus.RECEIVED:
             for line in po.lines:
                 received[skus[line.sku_id].variant_id] += line.quantity
-    shipped = Counter()
+    shipped: Counter[str] = Counter()
     for o in w.orders:
         if o.shipped_at is not None:
             shipped[o.variant_id] += o.quantity
-    restocked = Counter()
+    restocked: Counter[str] = Counter()
     for r in w.returns:
         if r.restocked:
             restocked[orders[r.order_id].variant_id] += orders[r.order_id].quantity
@@ -422,10 +424,10 @@ def _(w):
 
 
 @audit("stock_never_negative_through_history")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     skus = w.by_id("supply_skus")
     orders = w.by_id("orders")
-    events = []
+    events: list[tuple[int | None, int, str, int]] = []
     for po in w.purchase_orders:
         if po.status == POStatus.RECEIVED:
             for line in po.lines:
@@ -438,20 +440,20 @@ def _(w):
         if o.shipped_at is not None:
             events.append((o.shipped_at, 2, o.variant_id, -o.quantity))
     events.sort()
-    level = Counter()
+    level: Counter[str] = Counter()
     bad = []
     for at, _kind, variant, qty in events:
         level[variant] += qty
         if level[variant] < 0:
-            bad.append(f"{variant}@{simtime.iso(at)}")
+            bad.append(f"{variant}@{simtime.iso(cast(int, at))}")
             level[variant] = 0
     return not bad, f"{len(bad)} shipments without stock, e.g. {bad[:3]}" if bad else \
         f"{len(events)} stock movements, never below zero"
 
 
 @audit("reserved_stock_covers_unshipped")
-def _(w):
-    reserved = Counter()
+def _(w: World) -> tuple[bool, str]:
+    reserved: Counter[str] = Counter()
     for o in w.orders:
         if o.status == OrderStatus.UNFULFILLED and not o.backorder:
             reserved[o.variant_id] += o.quantity
@@ -463,8 +465,8 @@ def _(w):
 
 
 @audit("order_dates_monotonic")
-def _(w):
-    def bad(o):
+def _(w: World) -> tuple[bool, str]:
+    def bad(o: Order) -> bool:
         if o.deadline != o.placed_at + DAY or o.placed_at >= w.shift_start:
             return True
         if o.shipped_at is not None and o.shipped_at <= o.placed_at:
@@ -477,8 +479,8 @@ def _(w):
 
 
 @audit("customers_exist_before_orders")
-def _(w):
-    first = {}
+def _(w: World) -> tuple[bool, str]:
+    first: dict[str, int] = {}
     for o in w.orders:
         first[o.customer_id] = min(first.get(o.customer_id, o.placed_at), o.placed_at)
     return _first_bad(w.customers, lambda c: c.id not in first or c.created_at > first[c.id],
@@ -486,7 +488,7 @@ def _(w):
 
 
 @audit("orders_after_listing")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     variants = w.by_id("variants")
     products = w.by_id("products")
     return _first_bad(w.orders, lambda o: o.placed_at < products[variants[o.variant_id].product_id].listed_since,
@@ -494,8 +496,8 @@ def _(w):
 
 
 @audit("purchase_order_dates")
-def _(w):
-    def bad(po):
+def _(w: World) -> tuple[bool, str]:
+    def bad(po: PurchaseOrder) -> bool:
         if po.placed_at >= po.eta or po.placed_at > w.shift_start:
             return True
         if po.status == POStatus.RECEIVED:
@@ -509,7 +511,7 @@ def _(w):
 
 
 @audit("opening_work_in_progress")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     unshipped = [o for o in w.orders if o.status == OrderStatus.UNFULFILLED]
     open_returns = [r for r in w.returns if r.status == ReturnStatus.OPEN]
     transit = [po for po in w.purchase_orders if po.status == POStatus.IN_TRANSIT]
@@ -522,7 +524,7 @@ def _(w):
 
 
 @audit("open_returns_are_recent")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return _first_bad([r for r in w.returns if r.status == ReturnStatus.OPEN],
                       lambda r: not (w.shift_start - 5 * DAY <= r.requested_at < w.shift_start),
                       lambda r: r.id)
@@ -532,10 +534,10 @@ def _(w):
 
 
 @audit("listing_copy_and_titles")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     titles = Counter(p.title for p in w.products)
 
-    def bad(p):
+    def bad(p: Product) -> bool:
         return (titles[p.title] > 1 or len(p.description) < 12
                 or p.material.split()[0].lower() not in p.description.lower())
 
@@ -543,7 +545,7 @@ def _(w):
 
 
 @audit("categories_and_seasons_covered")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     cats = Counter(p.category for p in w.products)
     seasons = Counter(str(p.season) for p in w.products)
     ok = len(cats) >= 10 and all(n >= 2 for n in cats.values()) and set(seasons) == {"warm", "cold", "all-season"}
@@ -551,7 +553,7 @@ def _(w):
 
 
 @audit("unlisted_products_on_market")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     unlisted = [sp for sp in w.supply_products if sp.role == SupplyRole.UNLISTED]
     ok = len(unlisted) >= 10 and all(sp.product_id is None for sp in unlisted) and all(
         w.by_id("supply_skus")[s].variant_id is None for sp in unlisted for s in sp.sku_ids)
@@ -561,13 +563,13 @@ def _(w):
 
 
 @audit("listing_cap_respected")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     active = sum(p.active for p in w.products)
     return active <= LISTING_CAP, f"{active} active listings (cap {LISTING_CAP})"
 
 
 @audit("vendor_terms_sane")
-def _(w):
+def _(w: World) -> tuple[bool, str]:
     return _first_bad(w.vendors, lambda v: not (2 <= v.lead_days <= 40 and 1 <= v.moq <= 300
                                                 and 0 < v.defect_rate < 0.2 and 0.5 < v.on_time_rate <= 1),
                       lambda v: v.id)

@@ -31,7 +31,7 @@ _TABLES = {
 _SCALARS = ("world_seed", "history_start", "shift_start", "settlement_days")
 
 
-def _row(rec: Any, names: tuple[str, ...]) -> dict:
+def _row(rec: Any, names: tuple[str, ...]) -> dict[str, Any]:
     out = {}
     for name in names:
         value = getattr(rec, name)
@@ -41,7 +41,7 @@ def _row(rec: Any, names: tuple[str, ...]) -> dict:
     return out
 
 
-def to_document(world: World) -> dict:
+def to_document(world: World) -> dict[str, Any]:
     """Plain JSON-able form.  StrEnums are ``str`` and tuples encode as arrays."""
     doc: dict[str, Any] = {name: getattr(world, name) for name in _SCALARS}
     for name, cls in _TABLES.items():
@@ -65,7 +65,7 @@ def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if not f.name.startswith("_"))
 
 
-def _build(cls: type, data: dict) -> Any:
+def _build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**{name: _coerce(hint, data[name]) for name, hint in _fields(cls)})
 
 
@@ -86,7 +86,7 @@ def _coerce(hint: Any, value: Any) -> Any:
     return value
 
 
-def from_document(doc: dict) -> World:
+def from_document(doc: dict[str, Any]) -> World:
     kwargs: dict[str, Any] = {name: doc[name] for name in _SCALARS}
     for name, cls in _TABLES.items():
         kwargs[name] = tuple(_build(cls, rec) for rec in doc[name])

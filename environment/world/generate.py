@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..rand import Stream
 from . import vocab
-from .history import History
+from .history import History, VariantRow
 from .model import Product, Season, SupplyProduct, SupplyRole, SupplySku, Tier, Vendor, World
 from .params import (
     CURRENT_DAILY_ORDERS,
@@ -112,13 +112,17 @@ def _vendors() -> list[Vendor]:
 # --- 2. designs and catalog ---------------------------------------------------
 
 
+# A row of vocab.GARMENTS: garment, category, season, size run, price range, materials, colour range.
+_Template = tuple[str, str, str, tuple[str, ...], tuple[int, int], tuple[str, ...], tuple[int, int]]
+
+
 class _Design:
     """A garment design before it becomes a listed line or a market offer."""
 
     __slots__ = ("garment", "category", "season", "sizes", "material", "fit", "title",
                  "ref_price", "colours", "colour_range", "popularity", "elasticity")
 
-    def __init__(self, template, material: str, fit: str) -> None:
+    def __init__(self, template: _Template, material: str, fit: str) -> None:
         garment, category, season, sizes, _price, _materials, colour_range = template
         self.garment = garment
         self.category = category
@@ -239,11 +243,12 @@ def _unit_cost(ref_price: int, vendor: Vendor, size: str, r: Stream) -> int:
     return max(100, int(round(ref_price * share * premium)))
 
 
-def _catalog(listed, unlisted, vendors):
+def _catalog(listed: list[_Design], unlisted: list[_Design], vendors: list[Vendor]
+             ) -> tuple[list[SupplyProduct], list[SupplySku], list[Product], dict[str, list[VariantRow]]]:
     supply_products: list[SupplyProduct] = []
     supply_skus: list[SupplySku] = []
     products: list[Product] = []
-    variants_by_product: dict[str, list[dict]] = {}
+    variants_by_product: dict[str, list[VariantRow]] = {}
     total_pop = sum(d.popularity for d in listed)
     scale = CURRENT_DAILY_ORDERS / total_pop
     sp_no = 0
@@ -304,7 +309,7 @@ def _catalog(listed, unlisted, vendors):
         elif roll < 0.22:
             markup = r.uniform(0.78, 0.9)  # left on a stale markdown
         price = _round_price(design.ref_price * markup / 100.0)
-        rows = []
+        rows: list[VariantRow] = []
         for size, sw in zip(design.sizes, size_w, strict=True):
             for colour, cw in zip(design.colours, colour_w, strict=True):
                 key = (size, colour)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
+from typing import TypedDict
 
 from .. import simtime
 from ..allocation import apportion
+from ..rand import Stream
 from ..simtime import DAY, HOUR
 from . import vocab
 from .model import (
@@ -28,7 +30,10 @@ from .model import (
     PurchaseOrder,
     Return,
     ReturnStatus,
+    SupplyProduct,
+    SupplySku,
     Variant,
+    Vendor,
 )
 from .params import (
     DIURNAL,
@@ -53,8 +58,21 @@ def trend(minutes: int) -> float:
     return 0.4 + 0.6 * (minutes - HISTORY_START) / (SHIFT_START - HISTORY_START)
 
 
+class VariantRow(TypedDict):
+    """A listed variant as the catalog step hands it to the history: shelf price and cost in cents."""
+
+    id: str
+    size: str
+    colour: str
+    price: int
+    unit_cost: int
+    sku_ids: tuple[str, ...]
+    mix: float
+
+
 class History:
-    def __init__(self, products, variants_by_product, supply_products, supply_skus, vendors) -> None:
+    def __init__(self, products: list[Product], variants_by_product: dict[str, list[VariantRow]],
+                 supply_products: list[SupplyProduct], supply_skus: list[SupplySku], vendors: list[Vendor]) -> None:
         self.products: list[Product] = products
         self.variant_rows = variants_by_product
         self.sp = {sp.id: sp for sp in supply_products}
@@ -186,7 +204,7 @@ class History:
             ))
 
     @staticmethod
-    def _ship_delay(r, at: int) -> int:
+    def _ship_delay(r: Stream, at: int) -> int:
         """The previous operator shipped most orders the same day, a few late."""
         if at >= SHIFT_START - 20 * HOUR:
             # Work in progress: the last day's orders are still waiting for the new operator.
@@ -332,7 +350,8 @@ class History:
         ranked = sorted(self.products, key=lambda p: -p.popularity)[:30]
         return {p.id for p in r.sample(ranked, 7)}
 
-    def _in_transit_po(self, p, sp, vendor, rows, po_id) -> PurchaseOrder:
+    def _in_transit_po(self, p: Product, sp: SupplyProduct, vendor: Vendor, rows: list[VariantRow],
+                       po_id: str) -> PurchaseOrder:
         r = rng("in-transit", p.id)
         total = max(vendor.moq, int(round(p.popularity * 30)))
         shares = apportion(total, [row["mix"] for row in rows])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Tier(StrEnum):
@@ -214,9 +215,9 @@ class World:
     orders: tuple[Order, ...]
     returns: tuple[Return, ...]
     purchase_orders: tuple[PurchaseOrder, ...]
-    _index: dict = field(default_factory=dict, compare=False, repr=False, init=False)
+    _index: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False, init=False)
 
-    def by_id(self, kind: str) -> dict:
+    def by_id(self, kind: str) -> dict[str, Any]:
         """Lazily built id -> record maps, e.g. ``world.by_id("variants")``."""
         if kind not in self._index:
             self._index[kind] = {rec.id: rec for rec in getattr(self, kind)}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from .. import simtime
 from .loader import world_hash
 from .model import OrderStatus, POStatus, ReturnStatus, SupplyRole, World
 
 
-def world_stats(world: World) -> dict:
+def world_stats(world: World) -> dict[str, Any]:
     orders = world.orders
     unsettled = [o for o in orders if o.shipped_at is not None and o.settled_at is None]
     return {
