@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .anchors import ANCHORS, run_policy
 from .api import arm
@@ -161,7 +161,7 @@ def _run_json(argv: list[str], timeout: float, env: dict[str, str] | None = None
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"unavailable": f"exit {done.returncode}: {tail[:300]}"}
     try:
-        return json.loads(lines[-1])
+        return cast(dict[str, Any], json.loads(lines[-1]))
     except ValueError:
         return {"unavailable": f"no JSON in the output: {lines[-1][:200]}"}
 
@@ -260,7 +260,7 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
     console = figures.get("console", {})
     rows = []
 
-    def row(target: str, value, met: bool | None, note: str = "") -> None:
+    def row(target: str, value: object, met: bool | None, note: str = "") -> None:
         rows.append({"target": target, "measured": value, "met": met, **({"note": note} if note else {})})
 
     if per_tool:

@@ -18,7 +18,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .errors import StoreBenchError
 
@@ -177,7 +177,7 @@ def _cmd_tasks_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_calibration_arg(path: str | None):
+def _load_calibration_arg(path: str | None) -> tuple[dict[str, Any], str] | tuple[None, None]:
     from .calibration import load_calibration
 
     if path is None:
@@ -313,7 +313,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     results: dict[str, dict[int, dict[str, Any]]] = {}
     done = 0
 
-    def record(item) -> None:
+    def record(item: tuple[str, int, dict[str, Any], float]) -> None:
         nonlocal done
         task_id, seed, cell, seconds = item
         done += 1
@@ -569,7 +569,7 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
     parser = parser or build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        return cast(int, args.func(args))
     except StoreBenchError as exc:
         print(f"storebench: {exc.message}", file=sys.stderr)
         return 2

@@ -48,6 +48,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from ..engine import Episode
 from ..tasks import PUBLIC_SEEDS
 from .session import DEFAULT_REWARD, OBSERVATION_CHARSET, Session, tool_specs
 
@@ -79,7 +80,7 @@ class StoreBenchEnv(gym.Env[str, str]):
         self.tools = tool_specs()
 
     @property
-    def episode(self):
+    def episode(self) -> Episode | None:
         """The live :class:`~environment.engine.Episode` (for harnesses and tests, not agents)."""
         return self.session.ep
 

@@ -92,7 +92,7 @@ import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..calibration import calibrate_cell, cell_of, load_calibration
 from ..engine import Episode, ToolResult
@@ -241,9 +241,15 @@ class Step:
     ended: bool
     malformed: bool
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, **kw: Any) -> None:
         for k in self.__slots__:
             setattr(self, k, kw.get(k))
+
+
+class Draws(Protocol):
+    """What cells are drawn with: Gymnasium's ``np_random`` (a numpy ``Generator``) or OpenEnv's seeded stand-in."""
+
+    def integers(self, n: int, /) -> int: ...
 
 
 class Session:
@@ -283,7 +289,7 @@ class Session:
 
     # -- cells ------------------------------------------------------------------------
 
-    def resolve(self, rng, options: Mapping[str, Any] | None = None) -> tuple[str, int]:
+    def resolve(self, rng: Draws, options: Mapping[str, Any] | None = None) -> tuple[str, int]:
         """The cell to play (see the module docstring for the rule)."""
         options = dict(options or {})
         unknown = sorted(set(options) - {"task", "task_seed", "reward"})

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..anchors import run_policy
 from ..calibration import cell_of
@@ -35,6 +35,9 @@ from ..engine.settlement import score
 from ..tasks import PUBLIC_SEEDS, get_task
 from ..world import load_world
 from .session import load_calibration_doc
+
+if TYPE_CHECKING:
+    from gymnasium.vector import VectorEnv
 
 Policy = str | Callable[[Episode], object]
 
@@ -66,7 +69,7 @@ def play_cell(task: str, seed: int, policy: Policy, cell: dict[str, Any] | None 
     }
 
 
-def _name(fn) -> str:
+def _name(fn: Callable[[Episode], object]) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
@@ -104,7 +107,7 @@ def bench_vector(n_episodes: int = 12, workers: int = 1, *, task: str = "short-r
     return n_episodes / (time.perf_counter() - started)
 
 
-def make_vector_env(num_envs: int, vectorization_mode: str = "sync", **env_kwargs):
+def make_vector_env(num_envs: int, vectorization_mode: str = "sync", **env_kwargs: Any) -> VectorEnv:
     """``StoreBench-v0`` as a Gymnasium vector env (``"sync"`` or ``"async"``)."""
     import gymnasium
 
