@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 from ..engine import Episode
 from ..engine.episode import ToolResult
 from ..errors import StoreBenchError
 
 
-def data_of(result: ToolResult) -> dict:
+def data_of(result: ToolResult) -> dict[str, Any]:
     """The data of a call the caller knows succeeded (a failed call carries an error instead)."""
     assert result.data is not None, f"{result.tool} failed: {result.error}"
     return result.data
@@ -43,7 +44,7 @@ class Policy:
             if not ep.over and data_of(ep.call("store_status"))["window"] == status["window"]:
                 ep.call("end_window")
 
-    def window(self, ep: Episode, status: dict) -> None:  # pragma: no cover - overridden
+    def window(self, ep: Episode, status: dict[str, Any]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def ops(self, ep: Episode) -> int:
@@ -51,9 +52,9 @@ class Policy:
         status = data_of(ep.call("store_status"))
         return 0 if ep.over or status["window"] != self._window else status["operations_left"]
 
-    def rows(self, ep: Episode, tool: str, **args) -> list[dict]:
+    def rows(self, ep: Episode, tool: str, **args: Any) -> list[dict[str, Any]]:
         """Every row of a paginated read (one operation per page), within this window."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         page = 1
         while True:
             result = ep.call(tool, {**args, "page": page, "page_size": 100})
@@ -91,7 +92,7 @@ class BlastList(Policy):
 
     name = "blast-list"
 
-    def window(self, ep: Episode, status: dict) -> None:
+    def window(self, ep: Episode, status: dict[str, Any]) -> None:
         if status["orders_awaiting_shipment"]:
             for row in self.rows(ep, "list_orders", status="awaiting_shipment"):
                 if self.ops(ep) < 1:
@@ -138,12 +139,12 @@ class RuleBased(Policy):
     sales_days = 14  # the sales the checklist reads: the last two weeks, history included
 
     def __init__(self) -> None:
-        self.sources: dict[str, dict] = {}
+        self.sources: dict[str, dict[str, Any]] = {}
         self.open_po: dict[str, float] = {}  # line -> the day its purchase order should have landed
         self.window_no = 0
         self.day = 0.0
 
-    def window(self, ep: Episode, status: dict) -> None:
+    def window(self, ep: Episode, status: dict[str, Any]) -> None:
         self.window_no += 1
         self.day = (status["window"] - 1) * status["window_hours"] / 24
         days_left = (status["windows_total"] - status["window"] + 1) * status["window_hours"] / 24
@@ -211,14 +212,14 @@ class SmartTriage(Policy):
     clear_within_days = 8.0  # markdowns wait for the last days: earlier, full-price demand may still come
 
     def __init__(self) -> None:
-        self.sources: dict[str, list[dict]] = {}
-        self.variant_mix: dict[str, list[dict]] = {}
+        self.sources: dict[str, list[dict[str, Any]]] = {}
+        self.variant_mix: dict[str, list[dict[str, Any]]] = {}
         self.long_rate: dict[str, float] = {}
         self.unit_price: dict[str, float] = {}
         self.rates: dict[str, float] = {}
         self.scarce: dict[str, float] = {}
         self.scarce_done: set[str] = set()
-        self.last_stock: dict[str, dict] = {}
+        self.last_stock: dict[str, dict[str, Any]] = {}
         self.days_left = 0.0
         self.label = 450
         self.salvage = 0.4
@@ -229,7 +230,7 @@ class SmartTriage(Policy):
 
     # -- a window ------------------------------------------------------------------
 
-    def window(self, ep: Episode, status: dict) -> None:
+    def window(self, ep: Episode, status: dict[str, Any]) -> None:
         """Urgent returns first, then the restock review when it is due, then shipping.
 
         Shipping alone can fill a busy window, and an order left unshipped still goes
@@ -295,7 +296,7 @@ class SmartTriage(Policy):
                 if target < ours * 0.97:
                     ep.call("set_price", {"product_id": pid, "price": f"{target / 100:.2f}"})
 
-    def _ship(self, ep: Episode, status: dict) -> None:
+    def _ship(self, ep: Episode, status: dict[str, Any]) -> None:
         if not status["orders_awaiting_shipment"] or ep.over:
             return
         rows = self.rows(ep, "list_orders", status="awaiting_shipment", sort="deadline")
@@ -331,13 +332,13 @@ class SmartTriage(Policy):
 
     def _refresh_sources(self, ep: Episode) -> None:
         """Supplier prices, lead times and availability move: look again every few days."""
-        fresh: dict[str, list[dict]] = {}
+        fresh: dict[str, list[dict[str, Any]]] = {}
         for row in self.rows(ep, "search_supply_catalog", listed="in_shop"):
             fresh.setdefault(row["restocks_product"], []).append(row)
         if fresh:
             self.sources = fresh
 
-    def _restock(self, ep: Episode, status: dict) -> None:
+    def _restock(self, ep: Episode, status: dict[str, Any]) -> None:
         """Order what will sell before the shift ends, from the source that pays best.
 
         Demand per line is the recent sales rate, or the longer history when the line has
