@@ -58,7 +58,7 @@ def bench_engine(repeats: int = 5) -> dict[str, Any]:
         ep.call("end_window")
     product = ep.products[2].id
     variant = ep.products[2].variants[0].id
-    calls = {
+    calls: dict[str, dict[str, Any]] = {
         "store_status": {}, "list_orders": {"page_size": 100}, "list_products": {"page_size": 100},
         "get_product": {"product_id": product}, "list_inventory": {"level": "variant", "page_size": 100},
         "list_returns": {}, "sales_report": {"days": 30, "page_size": 100},

@@ -8,10 +8,17 @@ volatility.  With no rivals in the task every shopper stays.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..simtime import DAY
 
+if TYPE_CHECKING:
+    from ..tasks.model import Competitor
+    from .episode import Episode
+    from .state import ProductRec
 
-def competition_factor(ep, product, shelf: int, at: int) -> float:
+
+def competition_factor(ep: Episode, product: ProductRec, shelf: int, at: int) -> float:
     rivals = ep.task.competitors
     if not rivals:
         return 1.0
@@ -33,6 +40,6 @@ def competition_factor(ep, product, shelf: int, at: int) -> float:
     return loyal + (1.0 - loyal) * keep
 
 
-def rival_price_index(ep, rival, window: int) -> float:
+def rival_price_index(ep: Episode, rival: Competitor, window: int) -> float:
     wobble = ep.stream("rival-price", rival.id, window).gauss(0.0, rival.volatility)
     return max(0.2, rival.price_index * (1.0 + wobble))

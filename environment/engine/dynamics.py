@@ -12,6 +12,7 @@ boundaries, and a store whose cash stayed negative too long is suspended.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, cast
 
 from .. import simtime
 from ..simtime import DAY, HOUR
@@ -23,13 +24,17 @@ from .episode import DEADLINE, DELIVERY, ESCALATION, PO_ARRIVAL, RETURN_REQUEST,
 from .ledger import Account
 from .state import LISTING_LAG, Lot, OrderRec, OrderState, POState, ReturnRec, ReturnState, VariantRec
 
+if TYPE_CHECKING:
+    from .episode import Episode
+    from .state import PORec, ProductRec
+
 REFERENCE_RATING = 4.6
 BASE_TRAFFIC = 5.0  # shoppers per unit of a line's popularity, before seasons, events and rivals
 ESCALATION_RATING = 0.015  # an escalated return's review
 STOCKOUT_RATING = 0.015  # a cancelled order's review; backorders make these common for a store that runs dry
 
 
-def run_window(ep) -> None:
+def run_window(ep: Episode) -> None:
     t0 = ep.now
     t1 = t0 + ep.window_minutes
     _shoppers(ep, t0, t1)
@@ -53,12 +58,12 @@ def median_price(prices: list[int]) -> int | None:
     return prices[mid] if len(prices) % 2 else (prices[mid - 1] + prices[mid]) // 2
 
 
-def shelf_price(product) -> int | None:
+def shelf_price(product: ProductRec) -> int | None:
     """Median price over variants a shopper can actually buy (in stock only)."""
     return median_price([v.price for v in product.variants if v.available > 0])
 
 
-def expected_shoppers(ep, product, t0: int, traffic: float, doy: int) -> float:
+def expected_shoppers(ep: Episode, product: ProductRec, t0: int, traffic: float, doy: int) -> float:
     """The hidden expected number of shoppers for a listed line in one window."""
     from ..world.params import season_factor
 
@@ -71,14 +76,14 @@ def expected_shoppers(ep, product, t0: int, traffic: float, doy: int) -> float:
         if v.available > 0:
             in_stock_share += cum - prev
         prev = cum
-    price_factor = min(4.0, max(0.02, (shelf / product.ref_price) ** (-product.elasticity)))
+    price_factor: float = min(4.0, max(0.02, (shelf / product.ref_price) ** (-product.elasticity)))
     attract = (ep.rating / REFERENCE_RATING) ** 2 * (0.75 + 0.25 * in_stock_share)
     return (product.popularity * season_factor(product.season, doy) * traffic * price_factor * attract
             * copy_factor(product.copy_quality) * ep.events.demand_factor(product, t0)
             * competition_factor(ep, product, shelf, t0))
 
 
-def _shoppers(ep, t0: int, t1: int) -> None:
+def _shoppers(ep: Episode, t0: int, t1: int) -> None:
     hours = ep.window_minutes // HOUR
     first_hour = simtime.hour_of_day(t0)
     weights = [DIURNAL[(first_hour + h) % 24] for h in range(hours)]
@@ -97,7 +102,7 @@ def _shoppers(ep, t0: int, t1: int) -> None:
         lam = expected_shoppers(ep, product, t0, traffic, doy)
         if lam <= 0.0:
             continue
-        shelf = shelf_price(product)
+        shelf = cast(int, shelf_price(product))  # not None: a line with no shelf price drew no shoppers
         r = ep.stream("demand", ep.window, product.id)
         n = r.poisson(lam)
         for i in range(n):
@@ -134,7 +139,7 @@ SUBSTITUTION = 0.5  # share of shoppers who take another colour in their size wh
 BACKORDER = 0.4
 
 
-def _same_size_substitute(product, wanted):
+def _same_size_substitute(product: ProductRec, wanted: VariantRec) -> VariantRec | None:
     best = None
     for v in product.variants:
         if v.size == wanted.size and v.available > 0 and (best is None or v.mix > best.mix):
@@ -142,7 +147,7 @@ def _same_size_substitute(product, wanted):
     return best
 
 
-def _create_order(ep, at: int, variant, qty: int, backorder: bool = False) -> None:
+def _create_order(ep: Episode, at: int, variant: VariantRec, qty: int, backorder: bool = False) -> None:
     no = ep.next_order_no
     ep.next_order_no += 1
     order_id = f"ORD-{no}"
@@ -167,7 +172,7 @@ def _create_order(ep, at: int, variant, qty: int, backorder: bool = False) -> No
 # --- shipping ------------------------------------------------------------------------------
 
 
-def take_units(ep, order: OrderRec) -> None:
+def take_units(ep: Episode, order: OrderRec) -> None:
     """Pick the order's units first-in first-out; each unit may be defective."""
     variant = order.variant
     left = order.quantity
@@ -188,14 +193,14 @@ def take_units(ep, order: OrderRec) -> None:
     order.unit_cost = cost // max(1, n)
 
 
-def complete_shipment(ep, order: OrderRec, at: int) -> None:
+def complete_shipment(ep: Episode, order: OrderRec, at: int) -> None:
     order.shipped_at = at
     order.settle_at = at + ep.econ.settlement_days * DAY
     ep.schedule(order.settle_at, SETTLEMENT, order.id)
     ep._schedule_delivery(order, at)
 
 
-def cancel_order_money(ep, order: OrderRec, at: int, kind: str) -> None:
+def cancel_order_money(ep: Episode, order: OrderRec, at: int, kind: str) -> None:
     """An unshipped order is cancelled: the platform hands the payment back, so the
     pending payout (net of commission) disappears and the reservation is released."""
     ep.ledger.post(at, ep.window, Account.RECEIVABLE, kind, -order.receivable, order.id)
@@ -204,7 +209,7 @@ def cancel_order_money(ep, order: OrderRec, at: int, kind: str) -> None:
     order.variant.reserved -= order.quantity
 
 
-def _deadline(ep, at: int, ref: str) -> None:
+def _deadline(ep: Episode, at: int, ref: str) -> None:
     order = ep.orders[ref]
     if order.status != OrderState.OPEN:
         return
@@ -228,7 +233,7 @@ def _deadline(ep, at: int, ref: str) -> None:
     complete_shipment(ep, order, at)
 
 
-def _delivery(ep, at: int, ref: str) -> None:
+def _delivery(ep: Episode, at: int, ref: str) -> None:
     order = ep.orders[ref]
     if order.status not in (OrderState.SHIPPED, OrderState.AUTO_SHIPPED):
         return
@@ -241,7 +246,7 @@ def _delivery(ep, at: int, ref: str) -> None:
 # --- returns ---------------------------------------------------------------------------------
 
 
-def _return_request(ep, at: int, ref: str) -> None:
+def _return_request(ep: Episode, at: int, ref: str) -> None:
     order = ep.orders[ref]
     if order.refunded >= order.paid_cents:
         return
@@ -257,7 +262,7 @@ def _return_request(ep, at: int, ref: str) -> None:
     ep.schedule(rec.escalate_at, ESCALATION, rid)
 
 
-def refund_money(ep, order: OrderRec, amount: int, at: int, kind: str) -> None:
+def refund_money(ep: Episode, order: OrderRec, amount: int, at: int, kind: str) -> None:
     """Refunding an unsettled sale shrinks its pending payout; a settled one costs cash."""
     from_receivable = min(amount, order.receivable)
     if from_receivable:
@@ -268,7 +273,7 @@ def refund_money(ep, order: OrderRec, amount: int, at: int, kind: str) -> None:
     order.refunded += amount
 
 
-def escalate(ep, ret: ReturnRec, at: int) -> None:
+def escalate(ep: Episode, ret: ReturnRec, at: int) -> None:
     """Ignored too long: the platform refunds the customer in full and fines the store."""
     e = ep.econ
     if ret.capacity > 0:
@@ -280,7 +285,7 @@ def escalate(ep, ret: ReturnRec, at: int) -> None:
     ep.adjust_rating(-ESCALATION_RATING)
 
 
-def _escalation(ep, at: int, ref: str) -> None:
+def _escalation(ep: Episode, at: int, ref: str) -> None:
     ret = ep.returns[ref]
     if ret.status == ReturnState.OPEN:
         escalate(ep, ret, at)
@@ -290,7 +295,7 @@ MIN_ACCEPTABLE_BP = 8_000  # the lowest share of a payment any customer accepts 
 SHORT_REFUND_RATING = 0.02  # rating a customer's review takes off for an 80% refund (pro rata)
 
 
-def apply_refund(ep, ret: ReturnRec, amount: int) -> bool:
+def apply_refund(ep: Episode, ret: ReturnRec, amount: int) -> bool:
     """Pay a refund on an open return; True when the customer accepts and the return closes.
 
     Refunds accumulate toward the customer's hidden floor.  The return's credit toward
@@ -312,7 +317,7 @@ def apply_refund(ep, ret: ReturnRec, amount: int) -> bool:
     return True
 
 
-def restock_return(ep, ret: ReturnRec) -> None:
+def restock_return(ep: Episode, ret: ReturnRec) -> None:
     """A resolved, non-defective return goes back on the shelf."""
     if ret.defective:
         return
@@ -324,7 +329,7 @@ def restock_return(ep, ret: ReturnRec) -> None:
 # --- money and stock arriving -------------------------------------------------------------------
 
 
-def _settlement(ep, at: int, ref: str) -> None:
+def _settlement(ep: Episode, at: int, ref: str) -> None:
     order = ep.orders[ref]
     if order.settled:
         return
@@ -335,7 +340,7 @@ def _settlement(ep, at: int, ref: str) -> None:
         order.receivable = 0
 
 
-def _po_arrival(ep, at: int, ref: str) -> None:
+def _po_arrival(ep: Episode, at: int, ref: str) -> None:
     po = ep.pos[ref]
     if po.status not in (POState.PLACED, POState.IN_TRANSIT):
         return
@@ -346,7 +351,7 @@ def _po_arrival(ep, at: int, ref: str) -> None:
         ep.put_lot(ep.variants[variant_idx], Lot(po.id, qty, unit_cost, po.defect_rate))
 
 
-def void_purchase_order(ep, po) -> None:
+def void_purchase_order(ep: Episode, po: PORec) -> None:
     """A supplier that stops trading refunds what it will never ship."""
     ep.ledger.post(ep.now, ep.window, Account.IN_TRANSIT, "po_voided", -po.cost, po.id)
     ep.ledger.post(ep.now, ep.window, Account.CASH, "po_voided_refund", po.cost, po.id)
@@ -366,13 +371,13 @@ HANDLERS = {
 # --- running costs and drift ---------------------------------------------------------------------------
 
 
-def _holding_cost(ep, t0: int, t1: int) -> None:
+def _holding_cost(ep: Episode, t0: int, t1: int) -> None:
     hc = ep.stock_units * ep.econ.holding_hc_per_unit_day * (t1 - t0) // DAY + ep.holding_carry_hc
     charge, ep.holding_carry_hc = divmod(hc, 100)
     ep.ledger.post(t1 - 1, ep.window, Account.CASH, "holding_cost", -charge, "")
 
 
-def _price_drift(ep, t0: int, t1: int) -> None:
+def _price_drift(ep: Episode, t0: int, t1: int) -> None:
     first_day = -(-t0 // DAY)
     for day in range(first_day, (t1 - 1) // DAY + 1):
         if day * DAY < t0 or day * DAY >= t1:
@@ -383,7 +388,7 @@ def _price_drift(ep, t0: int, t1: int) -> None:
             ep.cost_drift[sp.id] = min(1.25, max(0.85, ep.cost_drift[sp.id] * step))
 
 
-def _suspension(ep, t1: int) -> None:
+def _suspension(ep: Episode, t1: int) -> None:
     if ep.cash() >= 0:
         ep.negative_cash_since = None
         return

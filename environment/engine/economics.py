@@ -51,7 +51,7 @@ _MONEY = {"starting_cash", "deposit", "label_fee", "autoship_fee", "stockout_fin
           "unshipped_fine", "ignored_return_fine", "insertion_fee"}
 
 
-def economics_for(overrides: dict, listing_cap: int) -> Economics:
+def economics_for(overrides: dict[str, Decimal | int], listing_cap: int) -> Economics:
     """Apply a task's ``[economics]`` table (dollars and plain rates) to the defaults."""
     changes: dict[str, int] = {"listing_cap": listing_cap}
     for key, value in overrides.items():

@@ -15,6 +15,8 @@ by what it is for, the window and the entity it concerns.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import simtime
 from ..rand import Stream
@@ -26,13 +28,19 @@ from .economics import economics_for
 from .ledger import Account, Ledger
 from .state import LISTING_LAG, Lot, OrderRec, OrderState, PORec, ProductRec, ReturnRec, VariantRec
 
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from ..tools.registry import ToolError
+    from ..world.model import Order, SupplyProduct, SupplySku, Vendor
+
 
 class ToolResult:
     """What one tool call returns: the store header, and data or a structured error."""
 
     __slots__ = ("tool", "header", "data", "error")
 
-    def __init__(self, tool: str, header: str, data: dict | None, error: dict | None) -> None:
+    def __init__(self, tool: str, header: str, data: dict[str, Any] | None, error: dict[str, Any] | None) -> None:
         self.tool = tool
         self.header = header
         self.data = data
@@ -42,7 +50,7 @@ class ToolResult:
     def ok(self) -> bool:
         return self.error is None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         body = {"ok": True, "result": self.data} if self.ok else {"ok": False, "error": self.error}
         return {"header": self.header, **body}
 
@@ -54,7 +62,7 @@ class ToolResult:
         return self.header + "\n" + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
-def _validation_error(exc):
+def _validation_error(exc: ValidationError) -> ToolError:
     from ..tools.registry import ToolError
 
     problems = []
@@ -106,9 +114,9 @@ class Episode:
         self.autoship_used: dict[int, int] = {}
         self._queue: list[tuple[int, int, int, str]] = []
         self._seq = 0
-        self.event_log: list[dict] = []
-        self.window_log: list[dict] = []
-        self.action_log: list[dict] = []
+        self.event_log: list[dict[str, Any]] = []
+        self.window_log: list[dict[str, Any]] = []
+        self.action_log: list[dict[str, Any]] = []
         self._flow_mark = 0  # order numbers below this have been counted as placed
         self._awaiting: dict[str, OrderRec] = {}  # orders still awaiting shipment at the last row
         self._arm()
@@ -124,7 +132,7 @@ class Episode:
         self._seq += 1
         heapq.heappush(self._queue, (at, self._seq, kind, ref))
 
-    def due(self, until: int):
+    def due(self, until: int) -> Iterator[tuple[int, int, str]]:
         """Pop scheduled happenings strictly before ``until``, in time order."""
         q = self._queue
         while q and q[0][0] < until:
@@ -139,9 +147,9 @@ class Episode:
         task = self.task
         sp_by_id = w.by_id("supply_products")
         vendors = w.by_id("vendors")
-        self.vendors = vendors
-        self.supply_products = sp_by_id
-        self.skus = w.by_id("supply_skus")
+        self.vendors: dict[str, Vendor] = vendors
+        self.supply_products: dict[str, SupplyProduct] = sp_by_id
+        self.skus: dict[str, SupplySku] = w.by_id("supply_skus")
         self.sku_variant: dict[str, int] = {}
         self.stock_units = 0
         self.stock_cost = 0
@@ -275,7 +283,7 @@ class Episode:
         for po in w.purchase_orders:
             if po.status != POStatus.IN_TRANSIT:
                 continue
-            lines = [(line.sku_id, self.variant_by_id[self.skus[line.sku_id].variant_id].idx, line.quantity,
+            lines = [(line.sku_id, self.variant_by_id[cast(str, self.skus[line.sku_id].variant_id)].idx, line.quantity,
                       line.unit_cost) for line in po.lines]
             arrive = po.eta + self._po_delay(po.id, po.vendor_id)
             po_rec = PORec(po.id, po.vendor_id, po.supply_product_id, lines, po.cost, po.placed_at, po.eta,
@@ -309,7 +317,7 @@ class Episode:
             daily = product.popularity * season_factor(product.season, doy) * BASE_TRAFFIC
             held = [stock[v.id] for v in product.variants]
             sizes = len({v.size for v in product.variants})
-            keep = min(sum(held), max(self.task.trim_stock_floor * sizes, round(self.task.trim_stock_days * daily)))
+            keep = min(sum(held), max(self.task.trim_stock_floor * sizes, round(cast(float, self.task.trim_stock_days) * daily)))
             weights = [v.mix if n else 0.0 for v, n in zip(product.variants, held, strict=True)]
             shares = apportion(keep, weights) if keep and sum(weights) > 0 else [0] * len(held)
             spill = 0
@@ -324,7 +332,7 @@ class Episode:
                 spill -= extra
         return caps
 
-    def _order_from_world(self, o, status: OrderState) -> OrderRec:
+    def _order_from_world(self, o: Order, status: OrderState) -> OrderRec:
         rec = OrderRec(o.id, o.customer_id, self.variant_by_id[o.variant_id], o.quantity, o.unit_price,
                        o.paid_subcents, o.placed_at, o.deadline, status, backorder=o.backorder, opening=True)
         rec.unit_cost = self.variant_by_id[o.variant_id].unit_cost or 0
@@ -471,7 +479,7 @@ class Episode:
 
     # -- the tool surface ---------------------------------------------------------------
 
-    def call(self, name: str, arguments: dict | None = None) -> ToolResult:
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Call one merchant tool by name, exactly as an agent would through MCP.
 
         Every call but ``store_status`` spends one operation, a refused one included; a
@@ -517,7 +525,7 @@ class Episode:
         result.header = header(self)
         return self._log(entry, result)
 
-    def _log(self, entry: dict, result: ToolResult) -> ToolResult:
+    def _log(self, entry: dict[str, Any], result: ToolResult) -> ToolResult:
         entry["ok"] = result.ok
         if result.error is not None:  # the same test as ``not result.ok``, spelled so mypy narrows
             entry["error"] = result.error["code"]

@@ -9,18 +9,24 @@ a *silent* one posts nothing, so only the store's own sales show it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .. import simtime
 from ..simtime import DAY
 from ..tasks.model import Channel, Event, EventKind
 from .state import POState
 
+if TYPE_CHECKING:
+    from .episode import Episode
+    from .state import ProductRec
+
 
 class EventBook:
-    def __init__(self, ep) -> None:
+    def __init__(self, ep: Episode) -> None:
         self.ep = ep
         self.scheduled: list[tuple[int, int, Event]] = []
         self.active: list[tuple[int, int | None, Event]] = []
-        self.posts: list[dict] = []
+        self.posts: list[dict[str, Any]] = []
         for i, ev in enumerate(ep.task.events):
             at = ep.start + int(round(ev.at_days * DAY))
             until = ep.start + int(round(ev.until_days * DAY)) if ev.until_days is not None else None
@@ -38,7 +44,7 @@ class EventBook:
 
     # -- effects on demand ----------------------------------------------------------
 
-    def demand_factor(self, product, at: int) -> float:
+    def demand_factor(self, product: ProductRec, at: int) -> float:
         f = 1.0
         for start, until, ev in self.active:
             if at < start or (until is not None and at >= until):
@@ -71,6 +77,7 @@ class EventBook:
     def _apply(self, ev: Event, index: int) -> None:
         ep = self.ep
         if ev.kind == EventKind.SUPPLY_SHOCK_COUNTRY:
+            assert ev.country is not None, "the task loader requires a country for country shocks"
             ep.country_cost[ev.country] = ep.country_cost.get(ev.country, 1.0) * ev.factor
             ep.country_lead[ev.country] = ep.country_lead.get(ev.country, 0) + ev.lead_time_days
             if ev.delist_share:
@@ -137,11 +144,11 @@ class EventBook:
             weight[vid] = weight.get(vid, 0.0) + p.popularity
         return max(sorted(weight), key=lambda v: weight[v])
 
-    def visible_posts(self, now: int) -> list[dict]:
+    def visible_posts(self, now: int) -> list[dict[str, Any]]:
         return [p for p in self.posts if p["posted_at"] <= now]
 
 
-def _matches(ev: Event, product) -> bool:
+def _matches(ev: Event, product: ProductRec) -> bool:
     if ev.season_tag and product.season != ev.season_tag:
         return False
     if ev.category and product.category != ev.category:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
+from typing import Any
 
 from .. import simtime
 
@@ -41,7 +42,7 @@ class Ledger:
     def total(self, account: Account) -> int:
         return sum(e[4] for e in self.entries if e[2] == account)
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[dict[str, Any]]:
         running = {a: 0 for a in Account}
         out = []
         for seq, (at, window, account, kind, amount, ref) in enumerate(self.entries, start=1):

@@ -20,16 +20,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING, Any
 
 from .dynamics import cancel_order_money, complete_shipment, escalate, take_units
 from .ledger import Account
 from .state import OrderState, POState, ReturnState
 
+if TYPE_CHECKING:
+    from .episode import Episode
+
 WEIGHTS = (Decimal("0.7"), Decimal("0.2"), Decimal("0.1"))
 SHAPED_FLOOR = Decimal(-2)
 
 
-def settle(ep) -> None:
+def settle(ep: Episode) -> None:
     at = ep.now
     e = ep.econ
     horizon = ep.horizon_end
@@ -86,7 +90,7 @@ class Score:
     business_zero_raw: Decimal | None
     business_scale: Decimal | None
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {k: (float(v) if isinstance(v, Decimal) else v) for k, v in asdict(self).items()}
 
 
@@ -98,7 +102,7 @@ def dollars(cents: int) -> Decimal:
     return Decimal(cents) / 100
 
 
-def rates(ep) -> tuple[int, int, int, Decimal]:
+def rates(ep: Episode) -> tuple[int, int, int, Decimal]:
     """(orders due, shipped on time by the merchant, returns due, summed return credit)."""
     due = on_time = 0
     for o in ep.orders.values():
@@ -125,7 +129,7 @@ def compose(business: Decimal, reliability: Decimal, continuity: Decimal) -> Dec
     return _q(WEIGHTS[0] * business + WEIGHTS[1] * reliability + WEIGHTS[2] * continuity)
 
 
-def score(ep, zero_raw: Decimal | None = None, scale: Decimal | None = None) -> Score:
+def score(ep: Episode, zero_raw: Decimal | None = None, scale: Decimal | None = None) -> Score:
     due, on_time, returns_due, credit = rates(ep)
     on_time_rate = _q(Decimal(on_time) / due) if due else None
     handled_rate = _q(credit / returns_due) if returns_due else None

@@ -49,7 +49,8 @@ class VariantRec:
     __slots__ = ("idx", "id", "product", "size", "colour", "price", "lots", "reserved", "sku_ids", "mix", "on_hand",
                  "offered_until")
 
-    def __init__(self, idx, id, product, size, colour, price, sku_ids, mix) -> None:
+    def __init__(self, idx: int, id: str, product: ProductRec, size: str, colour: str, price: int,
+                 sku_ids: tuple[str, ...], mix: float) -> None:
         self.idx = idx
         self.id = id
         self.product = product  # ProductRec
@@ -81,8 +82,9 @@ class ProductRec:
                  "active", "variants", "supply_product_ids", "ref_price", "popularity", "elasticity",
                  "mix_cum", "copy_quality", "listed_at", "competitor_overlap")
 
-    def __init__(self, idx, id, title, description, category, season, material, garment, active,
-                 supply_product_ids, ref_price, popularity, elasticity, listed_at) -> None:
+    def __init__(self, idx: int, id: str, title: str, description: str, category: str, season: str, material: str,
+                 garment: str, active: bool, supply_product_ids: tuple[str, ...], ref_price: int, popularity: float,
+                 elasticity: float, listed_at: int) -> None:
         self.idx = idx
         self.id = id
         self.title = title
@@ -108,8 +110,9 @@ class OrderRec:
                  "deadline", "status", "shipped_at", "delivered_at", "settle_at", "settled", "receivable",
                  "on_time", "defective_units", "backorder", "refunded", "unit_cost", "opening")
 
-    def __init__(self, id, customer_id, variant, quantity, unit_price, paid_subcents, placed_at, deadline,
-                 status, backorder=False, opening=False) -> None:
+    def __init__(self, id: str, customer_id: str, variant: VariantRec, quantity: int, unit_price: int,
+                 paid_subcents: int, placed_at: int, deadline: int, status: OrderState, backorder: bool = False,
+                 opening: bool = False) -> None:
         self.id = id
         self.customer_id = customer_id
         self.variant = variant  # VariantRec
@@ -140,7 +143,8 @@ class ReturnRec:
     __slots__ = ("id", "order", "reason", "defective", "requested_at", "escalate_at", "floor_bp",
                  "refunded", "status", "resolved_at", "credit_bp", "opening")
 
-    def __init__(self, id, order, reason, defective, requested_at, escalate_at, floor_bp, opening=False) -> None:
+    def __init__(self, id: str, order: OrderRec, reason: str, defective: bool, requested_at: int, escalate_at: int,
+                 floor_bp: int, opening: bool = False) -> None:
         self.id = id
         self.order = order  # OrderRec
         self.reason = reason
@@ -164,8 +168,9 @@ class PORec:
     __slots__ = ("id", "vendor_id", "supply_product_id", "lines", "cost", "placed_at", "eta", "arrive_at",
                  "status", "defect_rate", "received_at", "opening")
 
-    def __init__(self, id, vendor_id, supply_product_id, lines, cost, placed_at, eta, arrive_at, defect_rate,
-                 opening=False) -> None:
+    def __init__(self, id: str, vendor_id: str, supply_product_id: str, lines: list[tuple[str, int, int, int]],
+                 cost: int, placed_at: int, eta: int, arrive_at: int, defect_rate: float,
+                 opening: bool = False) -> None:
         self.id = id
         self.vendor_id = vendor_id
         self.supply_product_id = supply_product_id
