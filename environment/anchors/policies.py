@@ -137,6 +137,7 @@ class RuleBased(Policy):
     min_weekly_units = 4  # the checklist reorders only lines that sell at least this many a week
     stop_days = 10  # and orders nothing that would land within this many days of the end
     sales_days = 14  # the sales the checklist reads: the last two weeks, history included
+    cover_weeks = 1.0  # and reorders a line once its stock is down to a week of those sales
 
     def __init__(self) -> None:
         self.sources: dict[str, dict[str, Any]] = {}
@@ -186,7 +187,7 @@ class RuleBased(Policy):
             source = self.sources.get(pid)
             weekly = row["units"] * 7 / self.sales_days
             if (source is None or self.open_po.get(pid, -1.0) > self.day
-                    or row["units_available_now"] > self.reorder_point
+                    or row["units_available_now"] > max(self.reorder_point, self.cover_weeks * weekly)
                     or weekly < self.min_weekly_units or source["moq"] > 3 * weekly
                     or source["lead_days"] > days_left - self.stop_days):
                 continue  # the checklist skips lines whose minimum order would not sell in three weeks

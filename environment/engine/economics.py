@@ -23,7 +23,7 @@ class Economics:
     settlement_days: int = 7
     commission_bp: int = 1_000
     label_fee: int = 450  # merchant-bought shipping label, per order
-    autoship_fee: int = 1_200  # platform fulfilment at the deadline, per order (label included)
+    autoship_fee: int = 600  # platform fulfilment at the deadline, per order (label included)
     autoship_capacity_per_day: int = 60  # orders the platform's carrier takes a day
     stockout_fine: int = 1_500  # an order nobody could ship
     late_ship_fine: int = 800  # self-shipped after the deadline

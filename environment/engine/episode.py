@@ -278,10 +278,10 @@ class Episode:
             self.schedule(escalate, ESCALATION, r.id)
         self.next_return_no = 20_001 + len(w.returns)
 
-        # Purchase orders in transit.
+        # Purchase orders in transit (a cleared warehouse has had its incoming orders cancelled too).
         self.pos: dict[str, PORec] = {}
         for po in w.purchase_orders:
-            if po.status != POStatus.IN_TRANSIT:
+            if po.status != POStatus.IN_TRANSIT or task.empty_shelf:
                 continue
             lines = [(line.sku_id, self.variant_by_id[cast(str, self.skus[line.sku_id].variant_id)].idx, line.quantity,
                       line.unit_cost) for line in po.lines]
