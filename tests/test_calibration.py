@@ -624,7 +624,7 @@ def test_smart_triage_passes_32_to_35_of_the_36_evaluation_cells_and_rule_based_
     passed = [c for _t, c in cells if _composite(c, "smart-triage") >= Decimal(str(c["threshold"]))]
     assert 32 <= len(passed) <= 35  # the paper: 97%
     rule = [c for _t, c in cells if _composite(c, "rule-based") >= Decimal(str(c["threshold"]))]
-    assert len(rule) < len(passed)
+    assert 2 <= len(rule) <= 8  # the paper: 12%
 
 
 def test_diligence_alone_never_reaches_the_threshold_on_a_shipped_cell():
@@ -635,17 +635,14 @@ def test_diligence_alone_never_reaches_the_threshold_on_a_shipped_cell():
 
 
 def test_budgets_bind_so_judgment_anchors_are_not_perfectly_reliable():
-    """On every lens with a stocked shelf the must-do work outruns the budget on busy windows:
-    the judgment anchors land between 0.5 and 0.95, give or take the two rule-based cells the
-    closing note names (new-entrant 11 at 0.954, perfect-storm 11 at 0.959).  cold-start is the
-    exception: a clerk who does not rebuild its emptied shelf has little to ship and ships it
-    all, yet never everything on time."""
-    cells = _shipped_cells()
-    rel = [c["anchors"][a]["reliability"] for t, c in cells if t != "cold-start" for a in ("rule-based", "smart-triage")]
+    """The must-do work outruns the budget on busy windows (and on cold-start the live listings
+    of empty sizes take orders nobody can ship): the judgment anchors land between 0.5 and 0.95,
+    give or take the three cells the closing note names, each within a hundredth of the band
+    (cold-start 13 smart-triage 0.951, new-entrant 11 rule-based 0.951, perfect-storm 11
+    rule-based 0.959)."""
+    rel = [c["anchors"][a]["reliability"] for _t, c in _shipped_cells() for a in ("rule-based", "smart-triage")]
     assert 0.5 <= min(rel) and max(rel) < 0.96
-    assert sum(r > 0.95 for r in rel) <= 2
-    cold = [c["anchors"][a]["reliability"] for t, c in cells if t == "cold-start" for a in ("rule-based", "smart-triage")]
-    assert 0.5 <= min(cold) and max(cold) < 1.0
+    assert sum(r > 0.95 for r in rel) <= 3
 
 
 def test_rule_based_is_the_oracle_on_some_cells_and_smart_triage_is_not_pinned():

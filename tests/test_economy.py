@@ -65,3 +65,27 @@ def _over_buy(ep) -> list[str]:
 def test_cash_crunch_small_cash_binds_on_an_over_buyer_where_short_runway_does_not():
     assert "insufficient_cash" in _over_buy(arm("cash-crunch", 7))
     assert "insufficient_cash" not in _over_buy(arm("short-runway", 7))
+
+
+def test_a_cleared_warehouse_has_nothing_on_order_and_its_empty_sizes_stay_on_offer():
+    cleared, stocked = arm("cold-start", 7), arm("steady", 7)
+    assert not cleared.pos and stocked.pos  # the clear-out cancelled the purchase orders in transit
+    assert cleared.stock_units == sum(v.reserved for v in cleared.variant_by_id.values())
+    live = [v for v in cleared.variant_by_id.values() if v.offered_until == cleared.horizon_end]
+    assert live and not any(v.offered_until == stocked.horizon_end for v in stocked.variant_by_id.values())
+
+
+def test_a_store_that_never_restocks_a_cleared_shelf_loses_orders_to_the_live_listings():
+    ep = run_policy(arm("cold-start", 7), "blast-list")
+    cancelled = [o for o in ep.orders.values() if o.status == OrderState.CANCELLED_STOCKOUT]
+    assert len(cancelled) >= 10
+    assert score(ep).on_time_rate < 0.8
+
+
+def test_the_rule_based_clerk_reorders_before_a_line_runs_dry():
+    """Its reorder point is the textbook one (lead time plus the wait for its next pass), so over a
+    year it keeps restocking (59 orders on seed 7); with the old rule (a line down to 3 units, by
+    when its sold-out sizes had stopped selling) it placed 16."""
+    ep = run_policy(arm("full-year", 7), "rule-based")
+    placed = [e for e in ep.action_log if e["tool"] == "place_purchase_order" and e["ok"]]
+    assert len(placed) >= 40

@@ -137,18 +137,19 @@ class RuleBased(Policy):
     min_weekly_units = 4  # the checklist reorders only lines that sell at least this many a week
     stop_days = 10  # and orders nothing that would land within this many days of the end
     sales_days = 14  # the sales the checklist reads: the last two weeks, history included
-    cover_weeks = 1.0  # and reorders a line once its stock is down to a week of those sales
 
     def __init__(self) -> None:
         self.sources: dict[str, dict[str, Any]] = {}
         self.open_po: dict[str, float] = {}  # line -> the day its purchase order should have landed
         self.window_no = 0
         self.day = 0.0
+        self.review_days = 1.0
 
     def window(self, ep: Episode, status: dict[str, Any]) -> None:
         self.window_no += 1
         self.day = (status["window"] - 1) * status["window_hours"] / 24
         days_left = (status["windows_total"] - status["window"] + 1) * status["window_hours"] / 24
+        self.review_days = 2 * status["window_hours"] / 24  # the reorder pass comes every other window
         reorder = self.window_no % 2 == 1 and days_left > self.stop_days
         keep = 3 if reorder else 0  # operations held back for the reorder pass, only when it is due
         if status["returns_escalating_within_24h"]:  # the checklist's first line: returns about to escalate
@@ -186,8 +187,11 @@ class RuleBased(Policy):
             pid = row["product_id"]
             source = self.sources.get(pid)
             weekly = row["units"] * 7 / self.sales_days
+            # The textbook reorder point: reorder once stock would not outlast the supplier's lead time
+            # plus the wait for the next reorder pass.
+            cover = (source["lead_days"] + self.review_days) / 7 * weekly if source else 0.0
             if (source is None or self.open_po.get(pid, -1.0) > self.day
-                    or row["units_available_now"] > max(self.reorder_point, self.cover_weeks * weekly)
+                    or row["units_available_now"] > max(self.reorder_point, cover)
                     or weekly < self.min_weekly_units or source["moq"] > 3 * weekly
                     or source["lead_days"] > days_left - self.stop_days):
                 continue  # the checklist skips lines whose minimum order would not sell in three weeks

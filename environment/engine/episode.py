@@ -250,7 +250,8 @@ class Episode:
             units = max(units, reserved_open.get(v.id, 0))
             vr.reserved = reserved_open.get(v.id, 0)
             if v.stock > units:  # cleared or trimmed just now: the listing still offers the size for a while
-                vr.offered_until = start + int(LISTING_LAG * DAY)
+                # (after a clear-out the listings stay live: every empty size takes orders until it is restocked)
+                vr.offered_until = self.horizon_end if task.empty_shelf else start + int(LISTING_LAG * DAY)
             if units:
                 po = pos.get(v.lot_po_id) if v.lot_po_id else None
                 rate = self.vendor_defect[po.vendor_id] if po else 0.02
