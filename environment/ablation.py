@@ -10,6 +10,14 @@ Criterion (stated in the report): an ingredient *bites* when removing it moves s
 honest trading anchor's composite by at least ``BITE`` (0.02, twice the release's
 flap margin and about one tenth of the gap between volume play and judgment); an
 ingredient that moves nobody is inert scenery and the lens should be rebalanced.
+
+A thin cash balance is a hazard for an operator who over-commits, and the honest anchors
+are frugal buyers (smart-triage keeps a cash reserve and buys only what will sell before
+the end), so for a *cash* ingredient the criterion also reads a probe, the
+:class:`OverBuyer`: it bites as well when removing it moves the over-buyer by ``BITE``, or
+changes whether the over-buyer is suspended.  The over-buyer's business is clipped to the
+shaped range ([-2, 1], as in the shaped training reward) rather than [0, 1]: an over-buyer
+ends below the business zero, where the [0, 1] clip would hide any difference.
 """
 
 from __future__ import annotations
@@ -19,13 +27,37 @@ from decimal import Decimal
 from typing import Any
 
 from .anchors import run_policy
+from .anchors.policies import SmartTriage
 from .engine import Episode
-from .engine.settlement import Score, business_normalized, compose, score
+from .engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
 from .tasks import Task
 from .world.model import World
 
 ANCHORS = ("blast-list", "rule-based", "smart-triage")
 BITE = Decimal("0.02")
+MONEY = frozenset({"starting_cash", "deposit"})
+PROBE = "over-buyer"
+
+
+class OverBuyer(SmartTriage):
+    """The cash probe (not an anchor): smart-triage's operator without its cash reserve, who
+    orders four times what its forecast calls for, with a month of cover, as if the shop
+    traded on for a month past the shift.  It commits cash the way an over-confident buyer
+    does, so a thin balance binds on it: orders are refused for want of cash, or fees and
+    refunds push the balance below zero."""
+
+    name = PROBE
+    cash_reserve = 0
+    cover_days = 30
+    overbuy = 4
+    extra_days = 30
+
+    def _restock(self, ep: Episode, status: dict[str, Any]) -> None:
+        extra = self.extra_days * 24 // status["window_hours"]
+        super()._restock(ep, {**status, "windows_total": status["windows_total"] + extra})
+
+    def _lines(self, ep: Episode, pid: str, quantity: int) -> dict[str, int]:
+        return super()._lines(ep, pid, quantity * self.overbuy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +74,7 @@ def ingredients(task: Task) -> list[Ingredient]:
         out.append(Ingredient(f"event {i + 1}: {event.kind} at day {event.at_days:g}", replace(task, events=rest)))
     if task.competitors:
         out.append(Ingredient(f"rivals ({len(task.competitors)})", replace(task, competitors=())))
-    money = {"starting_cash", "deposit"}
+    money = MONEY
     if money & set(task.economics):
         kept = {k: v for k, v in task.economics.items() if k not in money}
         out.append(Ingredient("cash: " + ", ".join(f"{k} {task.economics[k]}" for k in sorted(money & set(task.economics))),
@@ -65,6 +97,17 @@ def _play(task: Task, seed: int, name: str, world: World | None) -> Score:
     return score(ep)
 
 
+def _probe(task: Task, seed: int, world: World | None, zero: Decimal, scale: Decimal) -> tuple[Decimal, bool]:
+    """The over-buyer's composite (business clipped to the shaped range) and whether it was suspended."""
+    ep = Episode(task, seed, world)
+    OverBuyer().run(ep)
+    if not ep.over:
+        ep.stop()
+    s = score(ep)
+    business = business_normalized(s.business_raw, zero, scale, floor=SHAPED_FLOOR)
+    return compose(business, s.reliability, s.continuity), ep.bankrupt
+
+
 def ablate(task: Task, seed: int, world: World | None = None) -> dict[str, Any]:
     """The lens's cell, then each ingredient removed: anchors' composites under the lens's constants."""
     from .calibration import calibrate_cell
@@ -76,15 +119,29 @@ def ablate(task: Task, seed: int, world: World | None = None) -> dict[str, Any]:
         return compose(business_normalized(s.business_raw, zero, scale), s.reliability, s.continuity)
 
     base = {a: Decimal(str(cell["anchors"][a]["reward_composite"])) for a in ANCHORS}
+    probe_base: tuple[Decimal, bool] | None = None
     rows = []
     for ing in ingredients(task):
         played = {a: composite(_play(ing.task, seed, a, world)) for a in ANCHORS}
         delta = {a: played[a] - base[a] for a in ANCHORS}
-        rows.append({"ingredient": ing.name, "composite": {a: float(played[a]) for a in ANCHORS},
-                     "change": {a: float(delta[a]) for a in ANCHORS},
-                     "bites": any(abs(d) >= BITE for d in delta.values())})
-    return {"task": task.id, "seed": seed, "criterion": f"removing it moves an honest anchor by >= {BITE}",
+        row: dict[str, Any] = {"ingredient": ing.name, "composite": {a: float(played[a]) for a in ANCHORS},
+                               "change": {a: float(delta[a]) for a in ANCHORS},
+                               "bites": any(abs(d) >= BITE for d in delta.values())}
+        if ing.name.startswith("cash:"):
+            if probe_base is None:
+                probe_base = _probe(task, seed, world, zero, scale)
+            without, suspended = _probe(ing.task, seed, world, zero, scale)
+            change = without - probe_base[0]
+            row["probe"] = {"name": PROBE, "base": float(probe_base[0]), "composite": float(without),
+                            "change": float(change), "suspended": [probe_base[1], suspended]}
+            row["bites"] = row["bites"] or abs(change) >= BITE or probe_base[1] != suspended
+        rows.append(row)
+    return {"task": task.id, "seed": seed, "criterion": CRITERION,
             "base": {a: float(base[a]) for a in ANCHORS}, "threshold": cell["threshold"], "ingredients": rows}
+
+
+CRITERION = (f"removing it moves an honest anchor by >= {BITE} (a cash ingredient also bites when removing it "
+             f"moves the {PROBE} probe by >= {BITE} or changes whether it is suspended)")
 
 
 def render(result: dict[str, Any]) -> str:
@@ -98,6 +155,14 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"| {row['ingredient']} | {cells} | {'yes' if row['bites'] else 'NO'} |")
     if not result["ingredients"]:
         lines.append("| (no ingredients: the plain world) | | | | |")
+    for row in result["ingredients"]:
+        probe = row.get("probe")
+        if probe:
+            suspended = ["suspended" if s else "not suspended" for s in probe["suspended"]]
+            lines.append(f"\nProbe for {row['ingredient']}: the {probe['name']} (smart-triage without its cash "
+                         f"reserve, ordering four times its forecast for a month past the shift; business clipped "
+                         f"to [-2, 1]) scores {probe['base']:.3f} with the squeeze ({suspended[0]}) and "
+                         f"{probe['composite']:.3f} without it ({suspended[1]}): {probe['change']:+.3f}.")
     return "\n".join(lines)
 
 
@@ -111,6 +176,11 @@ def document(results: list[dict[str, Any]]) -> str:
             "tasks ablate TASK`), graded with the lens's own zero and scale; the figure in brackets is the change. "
             f"Criterion: an ingredient bites when removing it moves an honest trading anchor's composite by {BITE} "
             "or more (twice the flap margin, about a tenth of the gap between volume play and judgment). "
+            "The honest anchors are frugal buyers, so a cash squeeze is also read on a probe that over-buys "
+            f"(the {PROBE}: smart-triage without its cash reserve, ordering four times its forecast as if the shop "
+            "traded on a month past the shift, its business clipped to the shaped range [-2, 1]): a cash "
+            f"ingredient bites as well when removing it moves the {PROBE} by {BITE} or more, or changes whether "
+            "it is suspended. "
             + (f"Inert today (NO): {'; '.join(inert)}." if inert else "Every ingredient bites.")
             + (f" {', '.join(plain)} {'has' if len(plain) == 1 else 'have'} no ingredient to remove." if plain else ""))
     sections = []

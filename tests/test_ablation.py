@@ -56,3 +56,16 @@ def test_the_report_table_names_the_inert_ingredients_and_the_plain_lenses():
     assert "Inert today (NO): steady: event 2." in head and "event 1" not in head
     assert head.endswith("full-year has no ingredient to remove.")
     assert "#### steady" in text and "#### full-year" in text and "criterion:" not in text
+
+
+def test_a_cash_squeeze_is_read_on_the_over_buyer_probe():
+    """The honest anchors are frugal buyers; the over-buyer commits cash, so a thin balance binds on it."""
+    from environment.ablation import PROBE, ablate
+
+    out = ablate(get_task("liquidity"), 7)
+    (row,) = out["ingredients"]
+    probe = row["probe"]
+    assert probe["name"] == PROBE
+    assert abs(probe["composite"] - probe["base"] - probe["change"]) < 1e-9
+    assert abs(probe["change"]) >= float(BITE) and row["bites"]
+    assert PROBE in out["criterion"]
