@@ -135,7 +135,7 @@ class RuleBased(Policy):
     name = "rule-based"
     reorder_point = 3
     min_weekly_units = 4  # the checklist reorders only lines that sell at least this many a week
-    stop_days = 10  # and orders nothing that would land within this many days of the end
+    stop_days = 12  # and orders nothing that would land within this many days of the end
     sales_days = 14  # the sales the checklist reads: the last two weeks, history included
 
     def __init__(self) -> None:
