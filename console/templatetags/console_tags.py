@@ -1,8 +1,11 @@
+import html
 import json
 import uuid
 from functools import lru_cache
 
 from django import template
+from django.template.base import render_value_in_context
+from django.template.defaulttags import CsrfTokenNode
 from django.utils.html import conditional_escape
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString, mark_safe
@@ -34,8 +37,14 @@ def get(mapping, key):
     return mapping.get(key, "") if hasattr(mapping, "get") else ""
 
 
+def _escape(value) -> str:
+    """``conditional_escape``; a plain ``str`` (every cell's text) escaped directly, as
+    Django's ``escape`` does it (``html.escape``), without making a safe string of it."""
+    return html.escape(value) if type(value) is str else conditional_escape(value)
+
+
 def _cell_content(cell) -> str:
-    text = conditional_escape(cell.text)
+    text = _escape(cell.text)
     if cell.copy:
         return f'<button type="button" class="copy" data-copy="{text}" title="Copy {text}">{text}</button>'
     return text
@@ -46,15 +55,89 @@ def row_cells(cells) -> SafeString:
     """A table row's cells (:class:`console.present.Cell`), escaped as the template
     would: a row has a dozen cells and a result a hundred rows, so this loop is written
     out here rather than as template nodes (the same markup, several times cheaper)."""
-    return mark_safe("".join(f'<td data-sort="{conditional_escape(c.sort)}" class="k-{conditional_escape(c.kind)}">'
+    return mark_safe("".join(f'<td data-sort="{_escape(c.sort)}" class="k-{_escape(c.kind)}">'
                              f"{_cell_content(c)}</td>" for c in cells))
 
 
 @register.filter
 def card_fields(fields) -> SafeString:
     """A card's (label, cell) fields as ``<dt>``/``<dd>`` pairs (see :func:`row_cells`)."""
-    return mark_safe("".join(f"<div><dt>{conditional_escape(label)}</dt><dd class=\"k-{conditional_escape(c.kind)}\">"
+    return mark_safe("".join(f"<div><dt>{_escape(label)}</dt><dd class=\"k-{_escape(c.kind)}\">"
                              f"{_cell_content(c)}</dd></div>" for label, c in fields))
+
+
+def _value(value, context) -> str:
+    """``{{ value }}`` as the template writes it (escaped; a number localised)."""
+    return html.escape(value) if type(value) is str else render_value_in_context(value, context)
+
+
+def _row_action(context, action, target, csrf: str, url: str) -> str:
+    """One row action's form: one metered call of a write tool (see ``console.present.Action``)."""
+    tool, label = _value(action.tool, context), _value(action.label, context)
+    confirm = _value(action.confirm, context) if action.confirm else ""
+    fixed = "".join(f'<input type="hidden" name="arg_{_value(name, context)}" value="{_value(value, context)}">'
+                    for name, value in action.fixed.items())
+    inputs = "".join(
+        f'<input type="text" inputmode="{"numeric" if field.kind == "int" else "decimal"}"'
+        f' name="arg_{_value(field.name, context)}" value="{_value(field.value, context)}" size="6"'
+        f' aria-label="{_value(field.label, context)} for {_value(target, context)}">' for field in action.inputs)
+    confirm_attrs = f' hx-confirm="{confirm}" data-late="1"' if confirm else ""
+    late = f'<span class="late" title="{confirm}">lands after close</span>' if confirm else ""
+    key = f" · key {_value(action.key, context)}" if action.key else ""
+    return (f'\n<form class="row-action" method="post" action="{url}"\n'
+            f'      hx-post="{url}" hx-target="next .row-status" hx-select=".outcome" hx-swap="innerHTML"\n'
+            f'      hx-disabled-elt="find button" data-spends="1" data-key="{_value(action.key, context)}"'
+            f' data-tool="{tool}"{confirm_attrs}>\n'
+            f"  {csrf}\n"
+            f'  <input type="hidden" name="tool" value="{tool}">\n'
+            f'  <input type="hidden" name="call_id" value="{new_call_id()}">\n'
+            f"  {fixed}\n"
+            f"  {inputs}\n"
+            f"  {late}\n"
+            f'  <button type="submit" title="{label} ({tool}, 1 operation){key}">{label}</button>\n'
+            "</form>\n")
+
+
+def _forms_of(context, actions, target) -> str:
+    if not actions:
+        return ""
+    csrf = CsrfTokenNode().render(context)
+    url = conditional_escape(shift_url("console:shift_call", context["shift"].pk))
+    return "".join(_row_action(context, action, target, csrf, url) for action in actions)
+
+
+@register.simple_tag(takes_context=True)
+def row_actions(context, actions, target) -> SafeString:
+    """The forms of a card's or a row's actions, each one metered call.  Written out here
+    rather than as an included template: a result has a form per row."""
+    return mark_safe(_forms_of(context, actions, target))
+
+
+@register.simple_tag(takes_context=True)
+def table_rows(context, table) -> SafeString:
+    """A result table's ``<tr>`` rows: what each row is (its key, done or urgent), its
+    actions while the shift is active, its cells (:func:`row_cells`).  Written out here
+    rather than as template nodes: a result has up to a hundred rows."""
+    active = context["shift"].status == "active"
+    has_actions = table.has_actions
+    out = []
+    for row in table.rows:
+        key = _value(row.key, context)
+        out.append(f'\n      <tr data-key="{key}" tabindex="-1" class="'
+                   f'{"done" if row.done else "urgent" if row.urgent else ""}">\n        ')
+        if has_actions:
+            out.append('<td class="row-actions">\n          ')
+            if row.done:
+                out.append(f'<span class="row-status">{_value(row.done, context)}</span>\n          ')
+            elif active:
+                pick = (f'<input type="checkbox" class="pick" aria-label="Tick {key} for a batch'
+                        f' ({_value(row.actions[0].label, context)})" title="Tick for a batch · key x">'
+                        if row.actions else "")
+                out.append(f"\n            {pick}\n            {_forms_of(context, row.actions, row.key)}"
+                           '\n            <span class="row-status" aria-live="polite"></span>\n          ')
+            out.append("\n        </td>")
+        out.append(f"\n        {row_cells(row.cells)}\n      </tr>\n    ")
+    return mark_safe("".join(out))
 
 
 @register.filter
