@@ -43,10 +43,11 @@ class _Client(RedisCacheClient):
         super().__init__(servers, **options)
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Redis:
-        pool = self._get_connection_pool(write)
+        # Django's own attributes, which django-stubs does not declare.
+        pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
         client = getattr(pool, "client", None)
         if client is None:
-            client = pool.client = self._client(connection_pool=pool)
+            client = pool.client = self._client(connection_pool=pool)  # type: ignore[attr-defined]
         return client
 
 

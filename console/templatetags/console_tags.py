@@ -6,8 +6,8 @@ from functools import lru_cache
 from django import template
 from django.template.base import render_value_in_context
 from django.template.defaulttags import CsrfTokenNode
-from django.utils.html import conditional_escape
 from django.urls import get_script_prefix, get_urlconf, reverse
+from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
