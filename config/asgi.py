@@ -4,23 +4,59 @@ HTTP goes to Django; websockets go through the allowed-hosts origin check and th
 session authentication middleware to the routes listed in ``config/routing.py``
 (add new websocket routes there). A later issue adds the MCP endpoint here.
 
-HTTP requests run through Django's WSGI handler, adapted by asgiref's ``WsgiToAsgi``:
-the views are synchronous, and Django's ASGI handler runs them on the same single
-thread per process (``thread_sensitive``) but hops between the event loop and that
-thread three times per request (the request-started signal, the middleware chain, the
-response's close) and starts two tasks per request; the WSGI handler does all of it in
-one hop.  That was about a millisecond of CPU on every request.  What a view sees is
-the same: the same middleware, signals, session, CSRF and database handling.
+HTTP requests run through Django's WSGI handler, adapted by asgiref's ``WsgiToAsgi``
+(:class:`DjangoHttp`): the views are synchronous, and Django's ASGI handler hops between
+the event loop and the request's thread three times per request (the request-started
+signal, the middleware chain, the response's close) and starts two tasks per request;
+here the whole of Django's handling is one hop.  That was about a millisecond of CPU on
+every request.  What a view sees is the same: the same middleware, signals, session,
+CSRF and database handling, each request on a thread of its own.
 """
+import asyncio
+import contextvars
 import os
 
-from asgiref.wsgi import WsgiToAsgi
+from asgiref.sync import sync_to_async
+from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
+
+class _Request(WsgiToAsgiInstance):
+    """One request: the response is sent from the request's own context.
+
+    The WSGI thread sends through ``AsyncToSync``, whose task on the event loop carries
+    that call's thread executor in a context variable; the server starts the next request
+    queued on the same connection from inside ``send`` (a browser sends the request a
+    204 redirects to before the 204's empty body is sent), and that request's task would
+    inherit the executor, gone by then ("CurrentThreadExecutor already quit").  So each
+    ``send`` runs in a copy of the context the request began in."""
+
+    # Each request on a thread of the event loop's pool, as Django's ASGI handler runs each
+    # on a thread of its own (so a slow request does not hold up the others of its process),
+    # without starting a thread per request: the whole request runs in one call, so its
+    # database connection (kept per context) is used by one thread.
+    run_wsgi_app = sync_to_async(WsgiToAsgiInstance.__dict__["run_wsgi_app"].func, thread_sensitive=False)
+
+    async def __call__(self, scope, receive, send):
+        began = contextvars.copy_context()
+
+        async def send_from_the_request(message):
+            await asyncio.get_running_loop().create_task(send(message), context=began.copy())
+
+        await super().__call__(scope, receive, send_from_the_request)
+
+
+class DjangoHttp(WsgiToAsgi):
+    """Django's WSGI handler served over ASGI (see the module)."""
+
+    async def __call__(self, scope, receive, send):
+        await _Request(self.wsgi_application, self.duplicate_header_limit)(scope, receive, send)
+
+
 # Set up Django (apps registry) before importing anything that touches models.
-django_http_app = WsgiToAsgi(get_wsgi_application())
+django_http_app = DjangoHttp(get_wsgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

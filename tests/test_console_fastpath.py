@@ -241,3 +241,55 @@ def test_a_tool_call_over_asgi_is_checked_for_csrf_and_stored():
     assert reply.status_code == 200 and 'id="store-header"' in reply.text
     stored = ShiftCall.objects.get(shift=shift, call_id=data["call_id"])
     assert stored.tool == "list_orders" and stored.arguments == {"page_size": 2} and not stored.is_error
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_requests_queued_on_one_connection_are_all_answered(tmp_path):
+    """A browser sends its next request on a connection before the server has finished
+    the last response (the page a 204 redirects to): the server starts it from inside
+    the last ``send``, and it must not inherit that send's thread executor."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings",
+           "STOREBENCH_SQLITE_PATH": str(tmp_path / "db.sqlite3")}
+    env.pop("DATABASE_URL", None)
+    log = (tmp_path / "server.log").open("wb")
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+                               "--port", str(port), "--log-level", "warning"],
+                              cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+                time.sleep(0.1)
+        request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(request * 3)  # three requests at once on one connection
+            received = b""
+            while received.count(b'{"ok": true}') < 3:
+                chunk = sock.recv(65536)
+                assert chunk, f"the connection closed after {received!r}"
+                received += chunk
+        assert received.count(b"HTTP/1.1 200 OK") == 3
+        assert b"Traceback" not in (tmp_path / "server.log").read_bytes()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
