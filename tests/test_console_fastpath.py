@@ -130,6 +130,22 @@ def test_row_actions_and_card_fields_are_the_markup_the_template_loops_gave():
     assert fields == Template(FIELDS).render(context)
 
 
+@pytest.mark.parametrize("oob", [False, True])
+def test_a_kept_tool_form_is_the_included_template_with_a_fresh_call_id(oob):
+    from console.toolforms import tool_forms
+
+    for name, form in tool_forms().items():
+        values = {field.input_name: f'{TRICKY} action="/shifts/987654321/call/"' for field in form.fields[:1]}
+        context = {"form": form, "shift": FakeShift("active"), "values": values, "oob": oob, "csrf_token": "tok<>"}
+        included = Template('{% include "console/_tool_form.html" %}').render(Context(context))
+        kept = [Template("{% load console_tags %}{% tool_form form oob %}").render(Context(context)) for _ in range(2)]
+        assert CALL_ID.sub(r"\1X", kept[0]) == CALL_ID.sub(r"\1X", included), name
+        assert CALL_ID.search(kept[0])[0] != CALL_ID.search(kept[1])[0]  # each copy its own call id
+        assert 'action="/shifts/42/call/"' in kept[0]
+        if form.fields:  # a refill value that looks like the marked URL is left as typed
+            assert "/shifts/987654321/call/" in kept[0]
+
+
 class Call:
     def __init__(self, seq, tool, arguments):
         self.seq, self.tool, self.arguments = seq, tool, arguments

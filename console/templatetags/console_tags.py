@@ -26,10 +26,56 @@ def shift_url(name: str, *args) -> str:
     return _reversed(get_script_prefix(), get_urlconf(), name, args)
 
 
-@register.simple_tag
-def new_call_id() -> str:
-    """A fresh client-side id for one rendering of a tool form (double submits share it)."""
-    return uuid.uuid4().hex
+@register.simple_tag(takes_context=True)
+def new_call_id(context) -> str:
+    """A fresh client-side id for one rendering of a tool form (double submits share it);
+    a mark in place of it when the form is rendered to be kept (:func:`tool_form`)."""
+    return _CALL_ID_MARK if context.get(_KEEPING) else uuid.uuid4().hex
+
+
+_CALL_ID_MARK, _CSRF_MARK, _KEEPING = "\x00call-id\x00", "\x00csrf\x00", "_keeping_tool_form"
+_CSRF_INPUT = f'<input type="hidden" name="csrfmiddlewaretoken" value="{_CSRF_MARK}">'
+
+
+class _ShiftNumber:
+    """What ``_tool_form.html`` reads of the shift: its number (in the form's URL)."""
+
+    def __init__(self, pk: int) -> None:
+        self.pk = pk
+
+
+_MARK_SHIFT = 987654321  # the shift number a kept form is rendered with, replaced in its URLs
+
+
+@lru_cache(maxsize=1024)
+def _kept_tool_form(name: str, oob: bool, values: tuple, prefix: str, urlconf) -> tuple[str, str]:
+    """The form rendered with marks for its call id, CSRF token and shift number, and the
+    URL it posts to as rendered with that mark (replaced in its two attributes)."""
+    from django.template.loader import get_template
+
+    from console.toolforms import tool_forms
+
+    html = get_template("console/_tool_form.html").render({
+        "form": tool_forms()[name], "values": dict(values), "shift": _ShiftNumber(_MARK_SHIFT), "oob": oob,
+        "csrf_token": _CSRF_MARK, _KEEPING: True})
+    return html, conditional_escape(shift_url("console:shift_call", _MARK_SHIFT))
+
+
+@register.simple_tag(takes_context=True)
+def tool_form(context, form, oob=False) -> SafeString:
+    """``{% include "console/_tool_form.html" %}``, rendered once per tool, refill values
+    and script prefix and kept (a call's reply carries its tool's form again, and the
+    workspace all 29): each copy gets the shift's URL, a fresh call id and this request's
+    CSRF token.  The URL is replaced only in the ``action`` and ``hx-post`` attributes,
+    where no refill value can reach (a value's quotes are escaped)."""
+    values = context.get("values") or {}
+    kept, marked_url = _kept_tool_form(form.name, bool(oob), tuple(sorted(values.items())),
+                                       get_script_prefix(), get_urlconf())
+    url = conditional_escape(shift_url("console:shift_call", context["shift"].pk))
+    return mark_safe(kept.replace(f'action="{marked_url}"', f'action="{url}"')
+                     .replace(f'hx-post="{marked_url}"', f'hx-post="{url}"')
+                     .replace(_CSRF_INPUT, CsrfTokenNode().render(context))
+                     .replace(_CALL_ID_MARK, uuid.uuid4().hex))
 
 
 @register.filter
@@ -90,7 +136,7 @@ def _row_action(context, action, target, csrf: str, url: str) -> str:
             f' data-tool="{tool}"{confirm_attrs}>\n'
             f"  {csrf}\n"
             f'  <input type="hidden" name="tool" value="{tool}">\n'
-            f'  <input type="hidden" name="call_id" value="{new_call_id()}">\n'
+            f'  <input type="hidden" name="call_id" value="{uuid.uuid4().hex}">\n'
             f"  {fixed}\n"
             f"  {inputs}\n"
             f"  {late}\n"
