@@ -23,6 +23,9 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
+_ASGIREF_RUN = WsgiToAsgiInstance.__dict__["run_wsgi_app"].func  # the plain function under its sync_to_async
+
+
 class _Request(WsgiToAsgiInstance):
     """One request: the response is sent from the request's own context.
 
@@ -37,7 +40,27 @@ class _Request(WsgiToAsgiInstance):
     # on a thread of its own (so a slow request does not hold up the others of its process),
     # without starting a thread per request: the whole request runs in one call, so its
     # database connection (kept per context) is used by one thread.
-    run_wsgi_app = sync_to_async(WsgiToAsgiInstance.__dict__["run_wsgi_app"].func, thread_sensitive=False)
+    def _run_and_close(self, body):
+        """asgiref's ``run_wsgi_app``, then ``close()`` on what the application returned,
+        as a WSGI server must: Django's response sends ``request_finished`` there, which
+        gives the request's database connection back to the pool and closes a file."""
+        returned = []
+        application = self.wsgi_application
+
+        def keeping_the_response(environ, start_response):
+            returned.append(application(environ, start_response))
+            return returned[-1]
+
+        self.wsgi_application = keeping_the_response
+        try:
+            _ASGIREF_RUN(self, body)
+        finally:
+            for response in returned:
+                close = getattr(response, "close", None)
+                if close is not None:
+                    close()
+
+    run_wsgi_app = sync_to_async(_run_and_close, thread_sensitive=False)
 
     async def __call__(self, scope, receive, send):
         began = contextvars.copy_context()

@@ -226,14 +226,33 @@ def asgi_post(path: str, data: dict, cookies: dict[str, str], csrf: str | None) 
 
 
 def test_http_goes_through_the_site_middleware_under_asgi():
+    from django.core.signals import request_finished, request_started
+
     from config.asgi import application
+
+    signals = []
+
+    def started(**kwargs):
+        signals.append("started")
+
+    def finished(**kwargs):
+        signals.append("finished")
 
     async def go():
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
             return await http.get("/healthz"), await http.get("/shifts/1/")
 
-    health, anonymous = asyncio.run(go())
+    request_started.connect(started)
+    request_finished.connect(finished)
+    try:
+        health, anonymous = asyncio.run(go())
+    finally:
+        request_started.disconnect(started)
+        request_finished.disconnect(finished)
+    # each response is closed, as a WSGI server must: request_finished gives the request's
+    # database connection back to the pool
+    assert signals == ["started", "finished", "started", "finished"]
     assert health.status_code == 200 and health.json() == {"ok": True}
     assert health.headers["x-frame-options"] == "DENY" and health.headers["x-content-type-options"] == "nosniff"
     assert anonymous.status_code == 302 and anonymous.headers["location"].startswith(settings.LOGIN_URL)
