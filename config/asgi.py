@@ -40,7 +40,7 @@ class _Request(WsgiToAsgiInstance):
     # on a thread of its own (so a slow request does not hold up the others of its process),
     # without starting a thread per request: the whole request runs in one call, so its
     # database connection (kept per context) is used by one thread.
-    def _run_and_close(self, body):
+    def _run_and_close(self: WsgiToAsgiInstance, body):
         """asgiref's ``run_wsgi_app``, then ``close()`` on what the application returned,
         as a WSGI server must: Django's response sends ``request_finished`` there, which
         gives the request's database connection back to the pool and closes a file."""
