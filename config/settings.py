@@ -183,7 +183,9 @@ else:
 # The cache holds sign-in failure counters: shared through Redis when there is one,
 # so every server process counts the same failures.
 if _redis_url:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _redis_url}}
+    # One connection pool and one client per process (config.cache): Django builds a cache
+    # object per request, and each would otherwise open a connection of its own.
+    CACHES = {"default": {"BACKEND": "config.cache.RedisCache", "LOCATION": _redis_url}}
     # Sessions are read from that shared cache (written through to the database, which
     # stays the record): a page no longer costs a session query.  Without Redis each
     # process would cache on its own, and a sign-out in one would not reach the others.

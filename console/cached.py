@@ -35,8 +35,22 @@ class CachedView:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.arguments.items()))
 
 
-def _read_tools() -> set[str]:
-    return {name for name, spec in REGISTRY.items() if spec.kind == ToolKind.READ}
+_READ_TOOLS = frozenset(name for name, spec in REGISTRY.items() if spec.kind == ToolKind.READ)
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _read_tools() -> frozenset[str]:
+    return _READ_TOOLS
+
+
+def _arguments_key(arguments: dict) -> object:
+    """What tells two argument sets apart, as ``json.dumps(arguments, sort_keys=True)``
+    does: scalars by type and value (a float by its text, so -0.0 is not 0.0), anything
+    else by its JSON.  Worked out for every read of the shift on every call, so cheap."""
+    if all(type(value) in _SCALARS or type(value) is float for value in arguments.values()):
+        return tuple(sorted((name, type(value), repr(value) if type(value) is float else value)
+                            for name, value in arguments.items()))
+    return json.dumps(arguments, sort_keys=True)
 
 
 def cached_views(calls) -> list[CachedView]:
@@ -47,7 +61,7 @@ def cached_views(calls) -> list[CachedView]:
     newest: dict = {}
     for call in calls:
         if call.tool in reads and not call.is_error and call.reached_core:
-            key = (call.tool, json.dumps(call.arguments, sort_keys=True))
+            key = (call.tool, _arguments_key(call.arguments))
             newest.pop(key, None)
             newest[key] = call
     last_of_tool = {tool: call.seq for (tool, _), call in newest.items()}

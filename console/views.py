@@ -285,14 +285,16 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
         return _to_workspace(request, shift)
     if done.shift.status != Shift.Status.ACTIVE or not request.htmx:
         return _to_workspace(request, done.shift, done.call.seq)
+    # Panels a call cannot have changed are neither worked out nor rendered again (the page keeps them).
+    inbox_changed = not done.fresh or (done.call.tool in INBOX_TOOLS and not done.call.is_error)
+    cached_changed = not done.fresh or (done.call.tool in READ_TOOLS and done.call.reached_core
+                                        and not done.call.is_error)
     context = {
         "shift": done.shift, "shown": done.call, "shown_result": result_of(done.call),
-        "header": done.header, "inbox": done.inbox, "cached": done.cached, "fresh": done.fresh,
+        "header": done.header, "inbox": done.inbox if inbox_changed else None,
+        "cached": done.cached if cached_changed else [], "fresh": done.fresh,
         "form": form, "values": form_values(form, done.call.arguments),
-        # Panels a call cannot have changed are not rendered again (the page keeps them).
-        "inbox_changed": not done.fresh or (done.call.tool in INBOX_TOOLS and not done.call.is_error),
-        "cached_changed": not done.fresh or (done.call.tool in READ_TOOLS and done.call.reached_core
-                                             and not done.call.is_error),
+        "inbox_changed": inbox_changed, "cached_changed": cached_changed,
     }
     return render(request, "console/_call_response.html", context)
 

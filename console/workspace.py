@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from environment.tools import REGISTRY
@@ -91,16 +92,25 @@ def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
                     cached=cached_views(calls), clock=time_account(shift), pause=pause)
 
 
-@dataclass(frozen=True)
 class CallDone:
-    """What the workspace updates after one call: not the whole history (it only grows)."""
+    """What the workspace updates after one call: not the whole history (it only grows).
+    The inbox and the cached views are worked out when asked for: a reply renders them
+    only when the call can have changed them."""
 
-    shift: Shift
-    call: ShiftCall
-    fresh: bool  # False when the call_id was already stored (a double submit)
-    header: StoreHeader | None
-    inbox: Inbox | None
-    cached: list[CachedView]
+    def __init__(self, shift: Shift, call: ShiftCall, fresh: bool, calls: list) -> None:
+        self.shift = shift
+        self.call = call
+        self.fresh = fresh  # False when the call_id was already stored (a double submit)
+        self._calls = calls  # the shift's calls, as records or stored calls, in order
+        self.header: StoreHeader | None = _last_header(calls)
+
+    @cached_property
+    def inbox(self) -> Inbox | None:
+        return _inbox(self._calls)
+
+    @cached_property
+    def cached(self) -> list[CachedView]:
+        return cached_views(self._calls)
 
 
 def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> CallDone:
@@ -109,8 +119,7 @@ def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: 
     the stored ones: the call's transaction checked the count)."""
     called = make_call(shift, tool, arguments, call_id, owner)
     calls = called.records if called.records is not None else _stored_calls(shift)
-    return CallDone(shift=shift, call=called.call, fresh=called.fresh, header=_last_header(calls),
-                    inbox=_inbox(calls), cached=cached_views(calls))
+    return CallDone(shift, called.call, called.fresh, calls)
 
 
 def start_assigned(shift: Shift) -> Overview:

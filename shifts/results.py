@@ -24,9 +24,25 @@ class CallResult:
 
 
 def result_of(call) -> CallResult:
-    """``call`` is a ``ShiftCall`` (anything with ``typed_header`` and ``result_text``)."""
-    header = call.typed_header
+    """``call`` is a ``ShiftCall`` (anything with ``typed_header`` and ``result_text``).
+
+    Worked out once per call object (a page asks for it more than once: the header
+    tags, the table, the JSON): kept on the object beside the text it was parsed from,
+    so a changed text is parsed afresh."""
     text = call.result_text or ""
+    kept = getattr(call, "_parsed_result", None)
+    if kept is not None and kept[0] is text:
+        return kept[1]
+    parsed = _parse(call, text)
+    try:
+        call._parsed_result = (text, parsed)
+    except AttributeError:  # an object that takes no new attributes (a named tuple, a slotted class)
+        pass
+    return parsed
+
+
+def _parse(call, text: str) -> CallResult:
+    header = call.typed_header
     prefix = header.line + "\n" if header is not None else None
     if prefix is None or not text.startswith(prefix):
         return CallResult(header, text, None, "")

@@ -1,20 +1,189 @@
+import html
 import json
 import uuid
+from functools import lru_cache
 
 from django import template
+from django.template.base import render_value_in_context
+from django.template.defaulttags import CsrfTokenNode
+from django.urls import get_script_prefix, get_urlconf, reverse
+from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
 
+@lru_cache(maxsize=16384)
+def _reversed(prefix: str, urlconf, name: str, args: tuple) -> str:
+    return reverse(name, urlconf=urlconf, args=args)
+
+
 @register.simple_tag
-def new_call_id() -> str:
-    """A fresh client-side id for one rendering of a tool form (double submits share it)."""
-    return uuid.uuid4().hex
+def shift_url(name: str, *args) -> str:
+    """``{% url name args %}`` remembered per process (a URL is the same every time for
+    the same name, arguments, script prefix and URLconf): a call's reply has a form per
+    row action, each naming the call URL twice."""
+    return _reversed(get_script_prefix(), get_urlconf(), name, args)
+
+
+@register.simple_tag(takes_context=True)
+def new_call_id(context) -> str:
+    """A fresh client-side id for one rendering of a tool form (double submits share it);
+    a mark in place of it when the form is rendered to be kept (:func:`tool_form`)."""
+    return _CALL_ID_MARK if context.get(_KEEPING) else uuid.uuid4().hex
+
+
+_CALL_ID_MARK, _CSRF_MARK, _KEEPING = "\x00call-id\x00", "\x00csrf\x00", "_keeping_tool_form"
+_CSRF_INPUT = f'<input type="hidden" name="csrfmiddlewaretoken" value="{_CSRF_MARK}">'
+
+
+class _ShiftNumber:
+    """What ``_tool_form.html`` reads of the shift: its number (in the form's URL)."""
+
+    def __init__(self, pk: int) -> None:
+        self.pk = pk
+
+
+_MARK_SHIFT = 987654321  # the shift number a kept form is rendered with, replaced in its URLs
+
+
+@lru_cache(maxsize=1024)
+def _kept_tool_form(name: str, oob: bool, values: tuple, prefix: str, urlconf) -> tuple[str, str]:
+    """The form rendered with marks for its call id, CSRF token and shift number, and the
+    URL it posts to as rendered with that mark (replaced in its two attributes)."""
+    from django.template.loader import get_template
+
+    from console.toolforms import tool_forms
+
+    html = get_template("console/_tool_form.html").render({
+        "form": tool_forms()[name], "values": dict(values), "shift": _ShiftNumber(_MARK_SHIFT), "oob": oob,
+        "csrf_token": _CSRF_MARK, _KEEPING: True})
+    return html, conditional_escape(shift_url("console:shift_call", _MARK_SHIFT))
+
+
+@register.simple_tag(takes_context=True)
+def tool_form(context, form, oob=False) -> SafeString:
+    """``{% include "console/_tool_form.html" %}``, rendered once per tool, refill values
+    and script prefix and kept (a call's reply carries its tool's form again, and the
+    workspace all 29): each copy gets the shift's URL, a fresh call id and this request's
+    CSRF token.  The URL is replaced only in the ``action`` and ``hx-post`` attributes,
+    where no refill value can reach (a value's quotes are escaped)."""
+    values = context.get("values") or {}
+    kept, marked_url = _kept_tool_form(form.name, bool(oob), tuple(sorted(values.items())),
+                                       get_script_prefix(), get_urlconf())
+    url = conditional_escape(shift_url("console:shift_call", context["shift"].pk))
+    return mark_safe(kept.replace(f'action="{marked_url}"', f'action="{url}"')
+                     .replace(f'hx-post="{marked_url}"', f'hx-post="{url}"')
+                     .replace(_CSRF_INPUT, CsrfTokenNode().render(context))
+                     .replace(_CALL_ID_MARK, uuid.uuid4().hex))
 
 
 @register.filter
 def get(mapping, key):
     return mapping.get(key, "") if hasattr(mapping, "get") else ""
+
+
+def _escape(value) -> str:
+    """``conditional_escape``; a plain ``str`` (every cell's text) escaped directly, as
+    Django's ``escape`` does it (``html.escape``), without making a safe string of it."""
+    return html.escape(value) if type(value) is str else conditional_escape(value)
+
+
+def _cell_content(cell) -> str:
+    text = _escape(cell.text)
+    if cell.copy:
+        return f'<button type="button" class="copy" data-copy="{text}" title="Copy {text}">{text}</button>'
+    return text
+
+
+@register.filter
+def row_cells(cells) -> SafeString:
+    """A table row's cells (:class:`console.present.Cell`), escaped as the template
+    would: a row has a dozen cells and a result a hundred rows, so this loop is written
+    out here rather than as template nodes (the same markup, several times cheaper)."""
+    return mark_safe("".join(f'<td data-sort="{_escape(c.sort)}" class="k-{_escape(c.kind)}">'
+                             f"{_cell_content(c)}</td>" for c in cells))
+
+
+@register.filter
+def card_fields(fields) -> SafeString:
+    """A card's (label, cell) fields as ``<dt>``/``<dd>`` pairs (see :func:`row_cells`)."""
+    return mark_safe("".join(f"<div><dt>{_escape(label)}</dt><dd class=\"k-{_escape(c.kind)}\">"
+                             f"{_cell_content(c)}</dd></div>" for label, c in fields))
+
+
+def _value(value, context) -> str:
+    """``{{ value }}`` as the template writes it (escaped; a number localised)."""
+    return html.escape(value) if type(value) is str else render_value_in_context(value, context)
+
+
+def _row_action(context, action, target, csrf: str, url: str) -> str:
+    """One row action's form: one metered call of a write tool (see ``console.present.Action``)."""
+    tool, label = _value(action.tool, context), _value(action.label, context)
+    confirm = _value(action.confirm, context) if action.confirm else ""
+    fixed = "".join(f'<input type="hidden" name="arg_{_value(name, context)}" value="{_value(value, context)}">'
+                    for name, value in action.fixed.items())
+    inputs = "".join(
+        f'<input type="text" inputmode="{"numeric" if field.kind == "int" else "decimal"}"'
+        f' name="arg_{_value(field.name, context)}" value="{_value(field.value, context)}" size="6"'
+        f' aria-label="{_value(field.label, context)} for {_value(target, context)}">' for field in action.inputs)
+    confirm_attrs = f' hx-confirm="{confirm}" data-late="1"' if confirm else ""
+    late = f'<span class="late" title="{confirm}">lands after close</span>' if confirm else ""
+    key = f" · key {_value(action.key, context)}" if action.key else ""
+    return (f'\n<form class="row-action" method="post" action="{url}"\n'
+            f'      hx-post="{url}" hx-target="next .row-status" hx-select=".outcome" hx-swap="innerHTML"\n'
+            f'      hx-disabled-elt="find button" data-spends="1" data-key="{_value(action.key, context)}"'
+            f' data-tool="{tool}"{confirm_attrs}>\n'
+            f"  {csrf}\n"
+            f'  <input type="hidden" name="tool" value="{tool}">\n'
+            f'  <input type="hidden" name="call_id" value="{uuid.uuid4().hex}">\n'
+            f"  {fixed}\n"
+            f"  {inputs}\n"
+            f"  {late}\n"
+            f'  <button type="submit" title="{label} ({tool}, 1 operation){key}">{label}</button>\n'
+            "</form>\n")
+
+
+def _forms_of(context, actions, target) -> str:
+    if not actions:
+        return ""
+    csrf = CsrfTokenNode().render(context)
+    url = conditional_escape(shift_url("console:shift_call", context["shift"].pk))
+    return "".join(_row_action(context, action, target, csrf, url) for action in actions)
+
+
+@register.simple_tag(takes_context=True)
+def row_actions(context, actions, target) -> SafeString:
+    """The forms of a card's or a row's actions, each one metered call.  Written out here
+    rather than as an included template: a result has a form per row."""
+    return mark_safe(_forms_of(context, actions, target))
+
+
+@register.simple_tag(takes_context=True)
+def table_rows(context, table) -> SafeString:
+    """A result table's ``<tr>`` rows: what each row is (its key, done or urgent), its
+    actions while the shift is active, its cells (:func:`row_cells`).  Written out here
+    rather than as template nodes: a result has up to a hundred rows."""
+    active = context["shift"].status == "active"
+    has_actions = table.has_actions
+    out = []
+    for row in table.rows:
+        key = _value(row.key, context)
+        out.append(f'\n      <tr data-key="{key}" tabindex="-1" class="'
+                   f'{"done" if row.done else "urgent" if row.urgent else ""}">\n        ')
+        if has_actions:
+            out.append('<td class="row-actions">\n          ')
+            if row.done:
+                out.append(f'<span class="row-status">{_value(row.done, context)}</span>\n          ')
+            elif active:
+                pick = (f'<input type="checkbox" class="pick" aria-label="Tick {key} for a batch'
+                        f' ({_value(row.actions[0].label, context)})" title="Tick for a batch · key x">'
+                        if row.actions else "")
+                out.append(f"\n            {pick}\n            {_forms_of(context, row.actions, row.key)}"
+                           '\n            <span class="row-status" aria-live="polite"></span>\n          ')
+            out.append("\n        </td>")
+        out.append(f"\n        {row_cells(row.cells)}\n      </tr>\n    ")
+    return mark_safe("".join(out))
 
 
 @register.filter
