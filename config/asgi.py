@@ -18,12 +18,15 @@ import os
 
 from asgiref.sync import sync_to_async
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance
+from django.core.asgi import get_asgi_application
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
-_ASGIREF_RUN = WsgiToAsgiInstance.__dict__["run_wsgi_app"].func  # the plain function under its sync_to_async
+# The plain function under asgiref's sync_to_async (an internal of asgiref 3.9 to 3.13, the range
+# pyproject.toml allows); if a release moves it, the site falls back to Django's own ASGI handler.
+_ASGIREF_RUN = getattr(WsgiToAsgiInstance.__dict__.get("run_wsgi_app"), "func", None)
 
 
 class _Request(WsgiToAsgiInstance):
@@ -53,7 +56,9 @@ class _Request(WsgiToAsgiInstance):
 
         self.wsgi_application = keeping_the_response
         try:
-            _ASGIREF_RUN(self, body)
+            run = _ASGIREF_RUN
+            assert run is not None  # this class is used only when asgiref has it (see below)
+            run(self, body)
         finally:
             for response in returned:
                 close = getattr(response, "close", None)
@@ -79,7 +84,8 @@ class DjangoHttp(WsgiToAsgi):
 
 
 # Set up Django (apps registry) before importing anything that touches models.
-django_http_app = DjangoHttp(get_wsgi_application())
+django_http_app = (DjangoHttp(get_wsgi_application()) if _ASGIREF_RUN is not None
+                   and hasattr(WsgiToAsgi(None), "duplicate_header_limit") else get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

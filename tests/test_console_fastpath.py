@@ -328,3 +328,23 @@ def test_requests_queued_on_one_connection_are_all_answered(tmp_path):
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+def test_an_asgiref_without_the_adapted_hook_gets_djangos_own_asgi_handler(monkeypatch):
+    """config/asgi.py adapts an internal of asgiref; a release that moves it must not break the
+    site, only lose the shortcut."""
+    import importlib
+
+    from asgiref.wsgi import WsgiToAsgiInstance
+    from django.core.handlers.asgi import ASGIHandler
+
+    import config.asgi
+
+    assert isinstance(config.asgi.django_http_app, config.asgi.DjangoHttp)
+    monkeypatch.delattr(WsgiToAsgiInstance, "run_wsgi_app")
+    try:
+        assert isinstance(importlib.reload(config.asgi).django_http_app, ASGIHandler)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(config.asgi)
+    assert isinstance(config.asgi.django_http_app, config.asgi.DjangoHttp)
