@@ -33,6 +33,17 @@ def quick(page, tool: str) -> int:
     return int(page.get_attribute("#result .result", "data-seq"))
 
 
+def batch_workspace(context, server, login, tool: str):
+    """A participant's steady shift open at the workspace, confirmations accepted, showing a
+    quick read's rows to tick; the page and the shift's number."""
+    page = context.new_page()
+    page.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(page, tool)
+    return page, shift
+
+
 @pytest.fixture
 def context(browser, server):
     ctx = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
@@ -71,11 +82,7 @@ def test_a_call_in_one_tab_shows_in_the_other_tabs_history_inbox_and_cached_view
 
 
 def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login, screenshot):
-    page = context.new_page()
-    page.on("dialog", lambda d: d.accept())
-    shift = ready_participant(server, login, page, "steady", 3)
-    page.goto(f"/shifts/{shift}/")
-    quick(page, "list_orders")
+    page, shift = batch_workspace(context, server, login, "list_orders")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])")
     keys = []
     for i in range(rows.count()):
@@ -111,11 +118,7 @@ def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(
 
 
 def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, login):
-    page = context.new_page()
-    page.on("dialog", lambda d: d.accept())
-    shift = ready_participant(server, login, page, "steady", 3)
-    page.goto(f"/shifts/{shift}/")
-    quick(page, "list_products")
+    page, shift = batch_workspace(context, server, login, "list_products")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=set_price])")
     first, second, third = (rows.nth(i).get_attribute("data-key") for i in range(3))
     page.fill(f'#result tr[data-key="{second}"] input[name=arg_price]', "1.234")  # refused before the store
