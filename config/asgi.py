@@ -16,7 +16,6 @@ CSRF and database handling, each request on a thread of its own.
 import asyncio
 import contextvars
 import os
-
 from tempfile import SpooledTemporaryFile
 
 from asgiref.sync import AsyncToSync, sync_to_async
