@@ -167,6 +167,30 @@ def test_cached_views_tell_apart_what_json_tells_apart():
     assert sorted(v.seq for v in views) == [1, 3, 4, 5, 6, 7, 8, 10, 12]
 
 
+def test_cached_views_kept_per_shift_read_only_the_calls_after_the_last_reply():
+    """A reply's cached views continue what the last reply of the shift worked out when the
+    calls are the same objects (the live cache's records), and start afresh otherwise."""
+    import random
+
+    from console import cached
+
+    rng = random.Random(3)
+    tools = ["get_product", "list_orders", "list_returns", "fulfill_order"]
+    calls: list = []
+    for seq in range(1, 120):
+        call = Call(seq, rng.choice(tools), {"page": rng.randint(1, 4)})
+        call.is_error = rng.random() < 0.2
+        calls.append(call)
+        views = cached_views(list(calls), shift_id=77)
+        assert views == cached_views(list(calls))  # the same as reading every call
+        assert cached._seen[77].count == len(calls)
+    rebuilt = [Call(c.seq, c.tool, c.arguments) for c in calls[:50]]  # a rebuilt cache: other objects
+    assert cached_views(rebuilt, shift_id=77) == cached_views(rebuilt)
+    # a list that does not continue the one seen (its object at that place differs) is read whole
+    calls[49].tool = "list_returns"
+    assert cached_views(calls, shift_id=77) == cached_views(calls)
+
+
 def test_a_parsed_result_is_kept_per_call_and_follows_its_text():
     call = Call(1, "store_status", {})
     call.result_text = call.typed_header.line + '\n{"a": 1}'
