@@ -22,6 +22,7 @@ from functools import cache as memo
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import signals
 from django.utils import timezone
 
 from environment.tools import REGISTRY
@@ -179,6 +180,35 @@ def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
     return {key: row[places[f"known_{key}"]] for key in ("last", "mine", "applied")}
 
 
+@memo
+def _insert_sql(vendor: str) -> tuple[str, tuple]:
+    meta = ShiftCall._meta
+    fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
+    q = connection.ops.quote_name
+    columns = ", ".join(q(str(f.column)) for f in fields)
+    sql = (f"INSERT INTO {q(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
+           f" RETURNING {q(str(meta.pk.column))}")
+    return sql, fields
+
+
+def _insert(call: ShiftCall) -> None:
+    """``call.save()`` of a new call: the same row (each value prepared by its field, the
+    creation time set by ``auto_now_add``), one statement built once per process instead
+    of the ORM's insert compiled on every call.  The ORM's own save where it would do more
+    (a receiver of the model's save signals, a database that cannot return the new id)."""
+    if (not connection.features.can_return_columns_from_insert
+            or signals.pre_save.has_listeners(ShiftCall) or signals.post_save.has_listeners(ShiftCall)):
+        call.save(force_insert=True)
+        return
+    sql, fields = _insert_sql(connection.vendor)
+    values = [field.get_db_prep_save(field.pre_save(call, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        call.pk = cursor.fetchone()[0]
+    call._state.adding = False
+    call._state.db = connection.alias
+
+
 def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, call_id: str,
                     seq: int) -> ShiftCall:
     """Send the call over the live session and store it; inside the call's transaction."""
@@ -186,12 +216,13 @@ def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, 
     outcome = live.session.call(tool, arguments)
     reached = len(live.episode.action_log) > before
     header = store_header(live.episode) if reached else None
-    call = ShiftCall.objects.create(
+    call = ShiftCall(
         shift=shift, seq=seq, call_id=call_id, tool=tool, arguments=arguments,
         result_text=outcome.text, is_error=outcome.is_error, reached_core=reached,
         header=header.line if header else "", store_header=header.as_dict() if header else None,
         window=live.window if live.window is not None else (header.window if header else None),
     )
+    _insert(call)
     live.applied += reached
     live.records.append(cache.Record(seq, tool, arguments, call.is_error, reached, header,
                                      call.result_text if cache.keeps_text(tool, call.is_error) else ""))
