@@ -17,9 +17,10 @@ import asyncio
 import contextvars
 import gc
 import os
+import threading
 from tempfile import SpooledTemporaryFile
 
-from asgiref.sync import AsyncToSync, sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance
 from django.core.asgi import get_asgi_application
 from django.core.wsgi import get_wsgi_application
@@ -100,7 +101,14 @@ class _Request(WsgiToAsgiInstance):
                 if close is not None:
                     close()
 
-    run_wsgi_app = sync_to_async(_run_and_close, thread_sensitive=False)
+    def _on_the_thread(self, loop: asyncio.AbstractEventLoop, body) -> tuple[dict, bytes] | None:
+        """:meth:`_run_and_close` on a thread of the loop's pool, which this marks as
+        working for ``loop``, as ``sync_to_async`` marks its threads: ``async_to_sync`` in
+        the request (a streaming response's chunks) then runs its coroutine on ``loop``,
+        and :mod:`shifts.events` hands its events to it."""
+        local = SyncToAsync.threadlocal
+        local.main_event_loop, local.main_event_loop_pid, local.task_context = loop, os.getpid(), None
+        return self._run_and_close(body)
 
     async def __call__(self, scope, receive, send):
         began = contextvars.copy_context()
@@ -122,11 +130,20 @@ class _Request(WsgiToAsgiInstance):
                     break
             body.seek(0)
             self.sync_send = AsyncToSync(send_from_the_request)  # a streaming response's chunks
-            answer = await self.run_wsgi_app(body)
-        if answer is not None:
-            start, content = answer
-            await send_from_the_request(start)
-            await send_from_the_request({"type": "http.response.body", "body": content})
+            # The request runs in a copy of this task's context, as sync_to_async runs it (without
+            # copying the thread's context back afterwards: nothing here reads it), with an
+            # outbox for the shift events it raises, sent from here once the response is.
+            context, outbox = contextvars.copy_context(), []
+            context.run(events.outbox.set, outbox)
+            try:
+                answer = await loop.run_in_executor(None, context.run, self._on_the_thread, loop, body)
+                if answer is not None:
+                    start, content = answer
+                    await send_from_the_request(start)
+                    await send_from_the_request({"type": "http.response.body", "body": content})
+            finally:
+                if outbox:  # what was committed is announced, whatever became of the response
+                    events.deliver(outbox, loop)
 
 
 class DjangoHttp(WsgiToAsgi):
@@ -138,13 +155,16 @@ class DjangoHttp(WsgiToAsgi):
 
 # Set up Django (apps registry) before importing anything that touches models.
 django_http_app = (DjangoHttp(get_wsgi_application()) if _ASGIREF_RUN is not None
-                   and hasattr(WsgiToAsgi(None), "duplicate_header_limit") else get_asgi_application())
+                   and hasattr(WsgiToAsgi(None), "duplicate_header_limit")
+                   and isinstance(getattr(SyncToAsync, "threadlocal", None), threading.local)
+                   else get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
+from shifts import events  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_http_app,

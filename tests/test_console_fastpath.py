@@ -383,3 +383,43 @@ def test_the_server_process_collects_garbage_less_often():
 
     assert gc.get_threshold() == config.asgi.GC_THRESHOLDS and config.asgi.GC_THRESHOLDS[0] >= 10_000
     assert gc.get_freeze_count() > 10_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_call_over_asgi_announces_its_shift_once_after_the_reply(monkeypatch):
+    """The request's events go to its outbox; the server's loop sends them, each shift once,
+    after the response (shifts.events.deliver), and the request never waits for them."""
+    from config.asgi import application
+    from shifts import events
+
+    user = briefed_user("asgi-announcer", password=False)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    client = Client()
+    client.force_login(user)
+    csrf = "d" * 32
+    cookies = {settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value,
+               settings.CSRF_COOKIE_NAME: csrf}
+    sent: list = []
+
+    class Layer:
+        async def group_send(self, group, message):
+            sent.append((group, message))
+
+    monkeypatch.setattr(events, "get_channel_layer", lambda: Layer())
+
+    async def go():
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            headers = {"HX-Request": "true", "X-CSRFToken": csrf,
+                       "Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
+            reply = await http.post(f"/shifts/{shift.pk}/call/", headers=headers,
+                                    data={"tool": "store_status", "call_id": uuid.uuid4().hex})
+            for _ in range(100):
+                if sent:
+                    break
+                await asyncio.sleep(0.01)
+            return reply
+
+    reply = asyncio.run(go())
+    assert reply.status_code == 200
+    assert sent == [(f"shift-{shift.pk}", {"type": "shift.changed"})]
