@@ -18,6 +18,9 @@ from console_helpers import briefed_user
 from django.conf import settings
 from django.template import Context, Template, engines
 from django.test import Client
+from hypothesis import example, given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
 
 from console import present
 from console.cached import cached_views
@@ -423,3 +426,27 @@ def test_a_tool_call_over_asgi_announces_its_shift_once_after_the_reply(monkeypa
     reply = asyncio.run(go())
     assert reply.status_code == 200
     assert sent == [(f"shift-{shift.pk}", {"type": "shift.changed"})]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=20)
+
+
+@settings_(max_examples=300, deadline=None)
+@given(json_values)
+@example({"a": "\ud800 lone", "b": [1, 2**64 + 1, -(2**63) - 1]})
+@example([1.0, 1e16, 1e-05, -0.0, 12.5])
+def test_a_results_body_reads_and_prints_as_the_json_module_has_it(value):
+    """A result's body is parsed and pretty-printed by orjson only where that gives what the
+    json module gives (shifts.results): the same objects, the same text."""
+    import json
+
+    from shifts import results
+
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    data, pretty = results._read(text)
+    assert json.dumps(data) == json.dumps(json.loads(text))  # 1 and 1.0 told apart, at any depth
+    assert pretty == json.dumps(json.loads(text), indent=2, ensure_ascii=False)
