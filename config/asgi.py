@@ -172,12 +172,11 @@ application = ProtocolTypeRouter({
 })
 
 
-# The garbage collector, tuned for a server process (after everything above is imported).
-# A tool call allocates some tens of thousands of objects; with the default first threshold
-# (700) the collector ran a couple of hundred times per hundred calls, each time walking the
-# request's live objects again, and now and then the whole heap: about half a millisecond of
-# CPU per call.  What is loaded by now (Django, the apps, the tool registry) lives as long as
-# the process: frozen, the collector never walks it again.
+# The garbage collector, tuned for a server process.  A tool call allocates some tens of
+# thousands of objects; with the default first threshold (700) the collector ran a couple of
+# hundred times per hundred calls, each time walking the request's live objects again: about
+# half a millisecond of CPU per call.  The older generations keep their thresholds' ratios.
+# (Freezing what is loaded at start was tried: it makes the first full collection come early,
+# and that one walks every live episode, a pause of a few hundred milliseconds.)
 GC_THRESHOLDS = (20_000, 50, 100)
-gc.freeze()
 gc.set_threshold(*GC_THRESHOLDS)
