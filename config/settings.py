@@ -174,7 +174,8 @@ _redis_url = os.environ.get("REDIS_URL", "")
 if _redis_url:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels_redis's layer, sending to a group in fewer round trips (config.layers)
+            "BACKEND": "config.layers.RedisChannelLayer",
             "CONFIG": {"hosts": [_redis_url]},
         }
     }
