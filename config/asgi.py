@@ -9,17 +9,22 @@ HTTP requests run through Django's WSGI handler, adapted by asgiref's ``WsgiToAs
 the event loop and the request's thread three times per request (the request-started
 signal, the middleware chain, the response's close) and starts two tasks per request;
 here the whole of Django's handling is one hop.  That was about a millisecond of CPU on
-every request.  What a view sees is the same: the same middleware, signals, session,
+every request.  A buffered response is then sent from the event loop (asgiref sends each
+of its messages from the thread, one more hop each), about half a millisecond more.  What a view sees is the same: the same middleware, signals, session,
 CSRF and database handling, each request on a thread of its own.
 """
 import asyncio
 import contextvars
+import gc
 import os
+import threading
+from tempfile import SpooledTemporaryFile
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance
 from django.core.asgi import get_asgi_application
 from django.core.wsgi import get_wsgi_application
+from django.http import HttpResponse
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -29,24 +34,41 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 _ASGIREF_RUN = getattr(WsgiToAsgiInstance.__dict__.get("run_wsgi_app"), "func", None)
 
 
+def _buffered(response: object) -> bool:
+    """Whether a WSGI response is Django's buffered ``HttpResponse`` (its body one bytes
+    object in memory), which is sent whole from the event loop; a streaming response
+    (``StreamingHttpResponse``, ``FileResponse``) is sent chunk by chunk from its thread."""
+    return isinstance(response, HttpResponse)
+
+
 class _Request(WsgiToAsgiInstance):
     """One request: the response is sent from the request's own context.
 
+    A buffered response (every page and reply of the site) is sent from the event loop
+    once the request's thread has finished with it, as two messages: asgiref sends each
+    of its three messages from the thread through ``AsyncToSync``, a hop to the loop and
+    back for each, which was a good part of the bridge's CPU.  A streaming response is
+    sent as asgiref sends it, from the thread.
+
     The WSGI thread sends through ``AsyncToSync``, whose task on the event loop carries
-    that call's thread executor in a context variable; the server starts the next request
-    queued on the same connection from inside ``send`` (a browser sends the request a
-    204 redirects to before the 204's empty body is sent), and that request's task would
-    inherit the executor, gone by then ("CurrentThreadExecutor already quit").  So each
-    ``send`` runs in a copy of the context the request began in."""
+    that call's thread executor in a context variable (and the request's task gets the
+    thread's context back from ``sync_to_async``, with any executor the view's own
+    ``async_to_sync`` left in it); the server starts the next request queued on the same
+    connection from inside ``send`` (a browser sends the request a 204 redirects to before
+    the 204's empty body is sent), and that request's task would inherit the executor,
+    gone by then ("CurrentThreadExecutor already quit").  So each ``send`` runs in a copy
+    of the context the request began in."""
 
     # Each request on a thread of the event loop's pool, as Django's ASGI handler runs each
     # on a thread of its own (so a slow request does not hold up the others of its process),
     # without starting a thread per request: the whole request runs in one call, so its
     # database connection (kept per context) is used by one thread.
-    def _run_and_close(self: WsgiToAsgiInstance, body):
-        """asgiref's ``run_wsgi_app``, then ``close()`` on what the application returned,
-        as a WSGI server must: Django's response sends ``request_finished`` there, which
-        gives the request's database connection back to the pool and closes a file."""
+    def _run_and_close(self: WsgiToAsgiInstance, body) -> tuple[dict, bytes] | None:
+        """Run the application and ``close()`` what it returned, as a WSGI server must:
+        Django's response sends ``request_finished`` there, which gives the request's
+        database connection back to the pool and closes a file.  A buffered response is
+        returned (start message, body) to be sent from the loop; a streaming one is sent
+        from here by asgiref's ``run_wsgi_app`` (then ``None``)."""
         returned = []
         application = self.wsgi_application
 
@@ -54,26 +76,74 @@ class _Request(WsgiToAsgiInstance):
             returned.append(application(environ, start_response))
             return returned[-1]
 
-        self.wsgi_application = keeping_the_response
         try:
+            try:
+                environ = self.build_environ(self.scope, body)
+            except ValueError:  # too many duplicate headers: asgiref's answer
+                return ({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"text/plain")]},
+                        b"Bad Request: Too many duplicate headers")
+            response = keeping_the_response(environ, self.start_response)
+            if _buffered(response):
+                content = b"".join(response)
+                length = self.response_content_length
+                # as asgiref: never more bytes than the application's Content-Length says
+                return self.response_start, content if length is None else content[:length]
+            self.wsgi_application = lambda _environ, _start: response  # asgiref iterates it
+            body.seek(0)
             run = _ASGIREF_RUN
             assert run is not None  # this class is used only when asgiref has it (see below)
             run(self, body)
+            return None
         finally:
+            self.wsgi_application = application
             for response in returned:
                 close = getattr(response, "close", None)
                 if close is not None:
                     close()
 
-    run_wsgi_app = sync_to_async(_run_and_close, thread_sensitive=False)
+    def _on_the_thread(self, loop: asyncio.AbstractEventLoop, body) -> tuple[dict, bytes] | None:
+        """:meth:`_run_and_close` on a thread of the loop's pool, which this marks as
+        working for ``loop``, as ``sync_to_async`` marks its threads: ``async_to_sync`` in
+        the request (a streaming response's chunks) then runs its coroutine on ``loop``,
+        and :mod:`shifts.events` hands its events to it."""
+        local = SyncToAsync.threadlocal
+        local.main_event_loop, local.main_event_loop_pid, local.task_context = loop, os.getpid(), None
+        return self._run_and_close(body)
 
     async def __call__(self, scope, receive, send):
         began = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
 
         async def send_from_the_request(message):
-            await asyncio.get_running_loop().create_task(send(message), context=began.copy())
+            await loop.create_task(send(message), context=began.copy())
 
-        await super().__call__(scope, receive, send_from_the_request)
+        if scope["type"] != "http":
+            raise ValueError("WSGI wrapper received a non-HTTP scope")
+        self.scope = scope
+        with SpooledTemporaryFile(max_size=65536) as body:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    raise ValueError("WSGI wrapper received a non-HTTP-request message")
+                body.write(message.get("body", b""))
+                if not message.get("more_body"):
+                    break
+            body.seek(0)
+            self.sync_send = AsyncToSync(send_from_the_request)  # a streaming response's chunks
+            # The request runs in a copy of this task's context, as sync_to_async runs it (without
+            # copying the thread's context back afterwards: nothing here reads it), with an
+            # outbox for the shift events it raises, sent from here once the response is.
+            context, outbox = contextvars.copy_context(), []
+            context.run(events.outbox.set, outbox)
+            try:
+                answer = await loop.run_in_executor(None, context.run, self._on_the_thread, loop, body)
+                if answer is not None:
+                    start, content = answer
+                    await send_from_the_request(start)
+                    await send_from_the_request({"type": "http.response.body", "body": content})
+            finally:
+                if outbox:  # what was committed is announced, whatever became of the response
+                    events.deliver(outbox, loop)
 
 
 class DjangoHttp(WsgiToAsgi):
@@ -85,15 +155,28 @@ class DjangoHttp(WsgiToAsgi):
 
 # Set up Django (apps registry) before importing anything that touches models.
 django_http_app = (DjangoHttp(get_wsgi_application()) if _ASGIREF_RUN is not None
-                   and hasattr(WsgiToAsgi(None), "duplicate_header_limit") else get_asgi_application())
+                   and hasattr(WsgiToAsgi(None), "duplicate_header_limit")
+                   and isinstance(getattr(SyncToAsync, "threadlocal", None), threading.local)
+                   else get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
+from shifts import events  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_http_app,
     "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })
+
+
+# The garbage collector, tuned for a server process.  A tool call allocates some tens of
+# thousands of objects; with the default first threshold (700) the collector ran a couple of
+# hundred times per hundred calls, each time walking the request's live objects again: about
+# half a millisecond of CPU per call.  The older generations keep their thresholds' ratios.
+# (Freezing what is loaded at start was tried: it makes the first full collection come early,
+# and that one walks every live episode, a pause of a few hundred milliseconds.)
+GC_THRESHOLDS = (20_000, 50, 100)
+gc.set_threshold(*GC_THRESHOLDS)

@@ -53,17 +53,48 @@ def _arguments_key(arguments: dict) -> object:
     return json.dumps(arguments, sort_keys=True)
 
 
-def cached_views(calls) -> list[CachedView]:
-    """The newest successful call of each read tool and argument set among ``calls``
-    (ordered by seq), grouped by tool family in the workspace's order, each tool's
-    views newest first."""
+@dataclass(frozen=True)
+class _Seen:
+    """The newest read of each (tool, arguments) among the first ``count`` calls of a
+    shift's list, the last of which was ``last`` (the very object)."""
+
+    count: int
+    last: object
+    newest: dict
+
+
+# Per shift, what the last reply worked out: the next one reads only the calls after it.
+_seen: dict[int, _Seen] = {}
+MAX_SHIFTS_SEEN = 2048
+
+
+def _newest_reads(calls, shift_id: int | None) -> dict:
     reads = _read_tools()
-    newest: dict = {}
-    for call in calls:
+    seen = _seen.get(shift_id) if shift_id is not None else None
+    # The calls a reply gets are the live cache's records, the same objects from one call to the
+    # next while the cache lives: a list that begins with the calls seen before continues them.
+    if seen is not None and 0 < seen.count <= len(calls) and calls[seen.count - 1] is seen.last:
+        newest, start = dict(seen.newest), seen.count
+    else:
+        newest, start = {}, 0
+    for call in calls[start:]:
         if call.tool in reads and not call.is_error and call.reached_core:
             key = (call.tool, _arguments_key(call.arguments))
             newest.pop(key, None)
             newest[key] = call
+    if shift_id is not None and calls:
+        if len(_seen) >= MAX_SHIFTS_SEEN and shift_id not in _seen:
+            _seen.clear()
+        _seen[shift_id] = _Seen(len(calls), calls[-1], newest)
+    return newest
+
+
+def cached_views(calls, shift_id: int | None = None) -> list[CachedView]:
+    """The newest successful call of each read tool and argument set among ``calls``
+    (ordered by seq), grouped by tool family in the workspace's order, each tool's
+    views newest first.  With ``shift_id``, what was worked out for the shift's calls
+    before is kept (per process) and only the calls after those are read."""
+    newest = _newest_reads(calls, shift_id)
     last_of_tool = {tool: call.seq for (tool, _), call in newest.items()}
     views = []
     for (tool, _), call in newest.items():

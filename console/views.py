@@ -12,7 +12,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.http import HttpRequest as DjangoRequest
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template import Context
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
@@ -27,9 +29,10 @@ from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
 from shifts.results import result_of
 
-from . import workspace
+from . import reply, workspace
 from .chart import timeline_svg
 from .endpage import score_rows, threshold_shown
+from .templatetags.console_tags import present_call, tool_form
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
 
@@ -289,14 +292,16 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     inbox_changed = not done.fresh or (done.call.tool in INBOX_TOOLS and not done.call.is_error)
     cached_changed = not done.fresh or (done.call.tool in READ_TOOLS and done.call.reached_core
                                         and not done.call.is_error)
-    context = {
-        "shift": done.shift, "shown": done.call, "shown_result": result_of(done.call),
-        "header": done.header, "inbox": done.inbox if inbox_changed else None,
-        "cached": done.cached if cached_changed else [], "fresh": done.fresh,
-        "form": form, "values": form_values(form, done.call.arguments),
-        "inbox_changed": inbox_changed, "cached_changed": cached_changed,
-    }
-    return render(request, "console/_call_response.html", context)
+    # The reply is written out in Python (console.reply: the markup _call_response.html gives).
+    page = reply.Page(done.shift, get_token(request))
+    form_context = Context({"shift": done.shift, "csrf_token": page.context["csrf_token"],
+                            "values": form_values(form, done.call.arguments)}, autoescape=True)
+    html = reply.call_reply(
+        shown=done.call, result=result_of(done.call), view=present_call(done.call), header=done.header,
+        fresh=done.fresh, inbox=done.inbox if inbox_changed else None, inbox_changed=inbox_changed,
+        cached=done.cached if cached_changed else [], cached_changed=cached_changed,
+        form_html=tool_form(form_context, form, True), page=page)
+    return HttpResponse(html)
 
 
 @login_required

@@ -110,7 +110,7 @@ class CallDone:
 
     @cached_property
     def cached(self) -> list[CachedView]:
-        return cached_views(self._calls)
+        return cached_views(self._calls, self.shift.pk)
 
 
 def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> CallDone:

@@ -19,8 +19,10 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache as memo
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import signals
 from django.utils import timezone
 
 from environment.tools import REGISTRY
@@ -130,6 +132,22 @@ def _locked_read_sql(vendor: str) -> tuple[str, str]:
     return lock, read
 
 
+@memo
+def _row_plan(vendor: str, names: tuple[str, ...]) -> tuple[tuple[tuple[int, str, Any, tuple], ...], dict[str, int]]:
+    """How the read's row (columns named ``names``, in the table's order) becomes the shift:
+    each field's place in the row, its attribute, column expression and the converters the
+    ORM applies to it (a JSON field's text, SQLite's dates and decimals); and the places of
+    the extras (``known_*``) and of the owner."""
+    fields = []
+    for field in Shift._meta.concrete_fields:
+        col = field.get_col(Shift._meta.db_table)
+        fields.append((names.index(field.column), field.attname, col,
+                       tuple(connection.ops.get_db_converters(col) + field.get_db_converters(connection))))
+    places = {name: names.index(name) for name in ("known_last", "known_mine", "known_applied")}
+    places["owner"] = names.index(Shift._meta.get_field("participant").column)
+    return tuple(fields), places
+
+
 def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
     """Lock the shift's row (PostgreSQL) until the transaction ends, then bring ``shift`` up
     to date from it and read in the same query its calls' last seq, the seq of ``call_id``
@@ -137,20 +155,58 @@ def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
 
     The lock is a statement of its own: under READ COMMITTED a statement that waited for
     a row lock re-reads the locked row, but its subqueries still see the snapshot from
-    before the wait, which would miss the calls the lock holder just stored.  Raw SQL
-    (through ``Shift.objects.raw``, which still converts the row's values) because this
-    runs on every call and the ORM is slow to build three correlated subqueries."""
+    before the wait, which would miss the calls the lock holder just stored.  The two
+    statements are sent together, in one round trip (the read, a statement of its own,
+    takes its snapshot after the lock is held).  Raw SQL, converted as the ORM converts
+    each column, because this runs on every call and the ORM is slow to build three
+    correlated subqueries (and a model instance for a row that is copied onto ``shift``)."""
     lock, read = _locked_read_sql(connection.vendor)
-    if lock:
-        with connection.cursor() as cursor:
-            cursor.execute(lock, [shift.pk])
-    rows = list(Shift.objects.raw(read, [call_id, shift.pk]))
-    if not rows or (owner is not None and rows[0].participant_id != owner):
+    with connection.cursor() as cursor:
+        if lock:
+            cursor.execute(f"{lock}; {read}", [shift.pk, call_id, shift.pk])
+            cursor.nextset()
+        else:
+            cursor.execute(read, [call_id, shift.pk])
+        row = cursor.fetchone()
+        names = tuple(column[0] for column in cursor.description)
+    fields, places = _row_plan(connection.vendor, names)
+    if row is None or (owner is not None and row[places["owner"]] != owner):
         raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
-    row = rows[0]
-    for field in Shift._meta.concrete_fields:
-        setattr(shift, field.attname, getattr(row, field.attname))
-    return {key: getattr(row, f"known_{key}") for key in ("last", "mine", "applied")}  # the raw query's extras
+    for index, attname, col, converters in fields:
+        value = row[index]
+        for converter in converters:
+            value = converter(value, col, connection)
+        setattr(shift, attname, value)
+    return {key: row[places[f"known_{key}"]] for key in ("last", "mine", "applied")}
+
+
+@memo
+def _insert_sql(vendor: str) -> tuple[str, tuple]:
+    meta = ShiftCall._meta
+    fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
+    q = connection.ops.quote_name
+    columns = ", ".join(q(str(f.column)) for f in fields)
+    sql = (f"INSERT INTO {q(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
+           f" RETURNING {q(str(meta.pk.column))}")
+    return sql, fields
+
+
+def _insert(call: ShiftCall) -> None:
+    """``call.save()`` of a new call: the same row (each value prepared by its field, the
+    creation time set by ``auto_now_add``), one statement built once per process instead
+    of the ORM's insert compiled on every call.  The ORM's own save where it would do more
+    (a receiver of the model's save signals, a database that cannot return the new id)."""
+    if (not connection.features.can_return_columns_from_insert
+            or signals.pre_save.has_listeners(ShiftCall) or signals.post_save.has_listeners(ShiftCall)):
+        call.save(force_insert=True)
+        return
+    sql, fields = _insert_sql(connection.vendor)
+    values = [field.get_db_prep_save(field.pre_save(call, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        call.pk = cursor.fetchone()[0]
+    call._state.adding = False
+    call._state.db = connection.alias
 
 
 def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, call_id: str,
@@ -160,12 +216,13 @@ def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, 
     outcome = live.session.call(tool, arguments)
     reached = len(live.episode.action_log) > before
     header = store_header(live.episode) if reached else None
-    call = ShiftCall.objects.create(
+    call = ShiftCall(
         shift=shift, seq=seq, call_id=call_id, tool=tool, arguments=arguments,
         result_text=outcome.text, is_error=outcome.is_error, reached_core=reached,
         header=header.line if header else "", store_header=header.as_dict() if header else None,
         window=live.window if live.window is not None else (header.window if header else None),
     )
+    _insert(call)
     live.applied += reached
     live.records.append(cache.Record(seq, tool, arguments, call.is_error, reached, header,
                                      call.result_text if cache.keeps_text(tool, call.is_error) else ""))

@@ -5,24 +5,85 @@ websocket consumer); :func:`announce` tells the group after a tool call, pause, 
 or end.  It is deferred with ``transaction.on_commit``, so a page never re-reads a
 shift before the change it is told about is visible; outside a transaction it is sent
 at once.
+
+In the server (``config.asgi``), a request runs on a worker thread of the ASGI
+server's event loop with an :data:`outbox`: its events are put there, and the loop,
+where the channel layer lives, sends them (each shift once) after the response
+(:func:`deliver`).  On another thread marked as working for a running loop (asgiref's
+``sync_to_async``) an event is handed to that loop at once.  Either way the request
+does not wait for a round trip through the loop (``async_to_sync`` blocked the thread
+on one: a good part of a millisecond of CPU on every tool call), and a failure to send
+is logged: the change is committed by then, and a page without the event still
+catches up (htmx polling, the next push).  Anywhere else (a management command, a
+Celery task, the test client) the event is sent as before, with ``async_to_sync``.
 """
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
+import asyncio
+import logging
+import os
+from collections.abc import Iterable
+from concurrent.futures import Future
+from contextvars import ContextVar
+
+from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
 CHANGED = "shift.changed"
+
+logger = logging.getLogger(__name__)
+
+# The shifts whose events the current request raised, for its server to send (config.asgi).
+outbox: ContextVar[list[int] | None] = ContextVar("shift_events_outbox", default=None)
 
 
 def group_name(shift_id: int) -> str:
     return f"shift-{shift_id}"
 
 
-def _send(shift_id: int) -> None:
+def _server_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop this thread works for (recorded by ``sync_to_async``), if any."""
+    local = SyncToAsync.threadlocal
+    if getattr(local, "main_event_loop_pid", None) != os.getpid():
+        return None
+    loop = getattr(local, "main_event_loop", None)
+    return loop if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_running() else None
+
+
+def _log_failure(sent: Future | asyncio.Future) -> None:
+    if not sent.cancelled() and sent.exception() is not None:
+        logger.error("a shift event was not sent", exc_info=sent.exception())
+
+
+async def _send_all(layer, shift_ids: list[int]) -> None:
+    for shift_id in shift_ids:
+        await layer.group_send(group_name(shift_id), {"type": CHANGED})
+
+
+def deliver(shift_ids: Iterable[int], loop: asyncio.AbstractEventLoop) -> None:
+    """Send the events of ``shift_ids`` (each shift once, in order) from ``loop``, the
+    running loop of the calling task, without waiting for them (a failure is logged)."""
     layer = get_channel_layer()
     if layer is not None:
-        async_to_sync(layer.group_send)(group_name(shift_id), {"type": CHANGED})
+        loop.create_task(_send_all(layer, list(dict.fromkeys(shift_ids)))).add_done_callback(_log_failure)
+
+
+def _send(shift_id: int) -> None:
+    box = outbox.get()
+    if box is not None:
+        box.append(shift_id)
+        return
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": CHANGED}
+    loop = _server_loop()
+    if loop is None:
+        async_to_sync(layer.group_send)(group_name(shift_id), message)
+        return
+    asyncio.run_coroutine_threadsafe(layer.group_send(group_name(shift_id), message), loop).add_done_callback(
+        _log_failure)
 
 
 def announce(shift_id: int) -> None:

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from environment.tools.format import StoreHeader
 
 
@@ -48,8 +50,39 @@ def _parse(call, text: str) -> CallResult:
         return CallResult(header, text, None, "")
     body = text[len(prefix):].strip()
     try:
-        data = json.loads(body) if body else None
+        data, pretty = _read(body) if body else (None, "")
     except ValueError:
         data = None
-    pretty = json.dumps(data, indent=2, ensure_ascii=False) if data is not None else body
-    return CallResult(header, "", data, pretty)
+    return CallResult(header, "", data, pretty if data is not None else body)
+
+
+def _has_float(data: Any) -> bool:
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if type(item) is float:
+            return True
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return False
+
+
+def _read(body: str) -> tuple[Any, str]:
+    """``json.loads(body)`` and that as a person reads it, ``json.dumps(data, indent=2,
+    ensure_ascii=False)``: both by orjson where it gives the same objects and text, which
+    is everywhere but floats (orjson writes ``1e16`` where ``json`` writes ``1e+16``, and
+    reads an integer past 64 bits as a float) and what orjson refuses (NaN, lone
+    surrogates): those go through ``json``.  Raises ``ValueError`` for a body that is not JSON."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        data = body  # a str: read again below
+    if type(data) is not str and not _has_float(data):
+        try:
+            return data, orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+        except orjson.JSONEncodeError:
+            pass
+    data = json.loads(body)
+    return data, json.dumps(data, indent=2, ensure_ascii=False)

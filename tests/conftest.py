@@ -62,6 +62,16 @@ def eager_celery_outside_service_tests(request):
     app.conf.task_always_eager, app.conf.task_eager_propagates = saved
 
 
+@pytest.fixture(autouse=True)
+def no_remembered_users():
+    """No signed-in user remembered by a process (config.users) carried between tests."""
+    from config import users
+
+    users.forget()
+    yield
+    users.forget()
+
+
 @pytest.fixture
 def fast_password_hashing(settings):
     """Cheap password hashes: tests that sign people in do not need PBKDF2's cost."""

@@ -18,6 +18,9 @@ from console_helpers import briefed_user
 from django.conf import settings
 from django.template import Context, Template, engines
 from django.test import Client
+from hypothesis import example, given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
 
 from console import present
 from console.cached import cached_views
@@ -165,6 +168,30 @@ def test_cached_views_tell_apart_what_json_tells_apart():
              Call(11, "get_product", {"product_id": ["PRD-1"]}), Call(12, "get_product", {"product_id": ["PRD-1"]})]
     views = cached_views(calls)
     assert sorted(v.seq for v in views) == [1, 3, 4, 5, 6, 7, 8, 10, 12]
+
+
+def test_cached_views_kept_per_shift_read_only_the_calls_after_the_last_reply():
+    """A reply's cached views continue what the last reply of the shift worked out when the
+    calls are the same objects (the live cache's records), and start afresh otherwise."""
+    import random
+
+    from console import cached
+
+    rng = random.Random(3)
+    tools = ["get_product", "list_orders", "list_returns", "fulfill_order"]
+    calls: list = []
+    for seq in range(1, 120):
+        call = Call(seq, rng.choice(tools), {"page": rng.randint(1, 4)})
+        call.is_error = rng.random() < 0.2
+        calls.append(call)
+        views = cached_views(list(calls), shift_id=77)
+        assert views == cached_views(list(calls))  # the same as reading every call
+        assert cached._seen[77].count == len(calls)
+    rebuilt = [Call(c.seq, c.tool, c.arguments) for c in calls[:50]]  # a rebuilt cache: other objects
+    assert cached_views(rebuilt, shift_id=77) == cached_views(rebuilt)
+    # a list that does not continue the one seen (its object at that place differs) is read whole
+    calls[49].tool = "list_returns"
+    assert cached_views(calls, shift_id=77) == cached_views(calls)
 
 
 def test_a_parsed_result_is_kept_per_call_and_follows_its_text():
@@ -348,3 +375,77 @@ def test_an_asgiref_without_the_adapted_hook_gets_djangos_own_asgi_handler(monke
         monkeypatch.undo()
         importlib.reload(config.asgi)
     assert isinstance(config.asgi.django_http_app, config.asgi.DjangoHttp)
+
+
+def test_the_server_process_collects_garbage_less_often():
+    """config.asgi (what uvicorn imports) raises the collector's first threshold: a tool call
+    no longer pays for hundreds of collections."""
+    import gc
+
+    import config.asgi
+
+    assert gc.get_threshold() == config.asgi.GC_THRESHOLDS and config.asgi.GC_THRESHOLDS[0] >= 10_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_call_over_asgi_announces_its_shift_once_after_the_reply(monkeypatch):
+    """The request's events go to its outbox; the server's loop sends them, each shift once,
+    after the response (shifts.events.deliver), and the request never waits for them."""
+    from config.asgi import application
+    from shifts import events
+
+    user = briefed_user("asgi-announcer", password=False)
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    client = Client()
+    client.force_login(user)
+    csrf = "d" * 32
+    cookies = {settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value,
+               settings.CSRF_COOKIE_NAME: csrf}
+    sent: list = []
+
+    class Layer:
+        async def group_send(self, group, message):
+            sent.append((group, message))
+
+    monkeypatch.setattr(events, "get_channel_layer", lambda: Layer())
+
+    async def go():
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            headers = {"HX-Request": "true", "X-CSRFToken": csrf,
+                       "Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
+            reply = await http.post(f"/shifts/{shift.pk}/call/", headers=headers,
+                                    data={"tool": "store_status", "call_id": uuid.uuid4().hex})
+            for _ in range(100):
+                if sent:
+                    break
+                await asyncio.sleep(0.01)
+            return reply
+
+    reply = asyncio.run(go())
+    assert reply.status_code == 200
+    assert sent == [(f"shift-{shift.pk}", {"type": "shift.changed"})]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=20)
+
+
+@settings_(max_examples=300, deadline=None)
+@given(json_values)
+@example({"a": "\ud800 lone", "b": [1, 2**64 + 1, -(2**63) - 1]})
+@example([1.0, 1e16, 1e-05, -0.0, 12.5])
+def test_a_results_body_reads_and_prints_as_the_json_module_has_it(value):
+    """A result's body is parsed and pretty-printed by orjson only where that gives what the
+    json module gives (shifts.results): the same objects, the same text."""
+    import json
+
+    from shifts import results
+
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    data, pretty = results._read(text)
+    assert json.dumps(data) == json.dumps(json.loads(text))  # 1 and 1.0 told apart, at any depth
+    assert pretty == json.dumps(json.loads(text), indent=2, ensure_ascii=False)

@@ -149,3 +149,46 @@ def test_a_push_names_the_newest_call_and_the_panels_bring_what_another_tab_miss
     stranger = Client()
     stranger.force_login(make_user("pavel"))
     assert stranger.get(f"/shifts/{shift.pk}/panels/").status_code == 404
+
+
+class SlowLayer:
+    """A channel layer whose sends wait until the test lets them through (or fail)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        import asyncio
+
+        self.released, self.sent, self.fail = asyncio.Event(), [], fail
+
+    async def group_send(self, group, message):
+        await self.released.wait()
+        if self.fail:
+            raise ConnectionError("the channel layer is down")
+        self.sent.append((group, message))
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_request_thread_hands_the_event_to_the_servers_loop_without_waiting(monkeypatch, caplog, fail):
+    """On a thread of the server's loop (sync_to_async), the event is sent by that loop and
+    the request does not wait for it; a failed send is logged, not raised into the request."""
+    import asyncio
+
+    from shifts import events
+
+    async def scenario():
+        layer = SlowLayer(fail)
+        monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
+        # returns while the send is still held: the thread did not wait for it
+        await asyncio.wait_for(sync_to_async(events._send, thread_sensitive=False)(41), timeout=10)
+        assert layer.sent == []
+        layer.released.set()
+        for _ in range(500):
+            if layer.sent or "a shift event was not sent" in caplog.text:
+                break
+            await asyncio.sleep(0.01)
+        return layer.sent
+
+    sent = asyncio.run(scenario())
+    if fail:
+        assert sent == [] and "a shift event was not sent" in caplog.text
+    else:
+        assert sent == [("shift-41", {"type": "shift.changed"})]
