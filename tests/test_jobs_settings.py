@@ -46,7 +46,7 @@ def test_each_variable_switches_its_part_to_a_server():
     s = probe(DATABASE_URL="postgresql://postgres@db.example:5433/store", REDIS_URL="redis://cache.example:6379/2",
               CELERY_BROKER_URL="amqp://guest:guest@mq.example:5672//", STOREBENCH_CELERY_QUEUE="blue")
     assert (s["engine"], s["name"], s["host"]) == ("django.db.backends.postgresql", "store", "db.example")
-    assert s["layer"] == "channels_redis.core.RedisChannelLayer" and s["layer_hosts"] == ["redis://cache.example:6379/2"]
+    assert s["layer"] == "config.layers.RedisChannelLayer" and s["layer_hosts"] == ["redis://cache.example:6379/2"]
     assert s["broker"] == "amqp://guest:guest@mq.example:5672//" and s["eager"] is False and s["queue"] == "blue"
     redis_broker = probe(CELERY_BROKER_URL="redis://127.0.0.1:6379/5")
     assert redis_broker["broker"] == "redis://127.0.0.1:6379/5" and redis_broker["eager"] is False
