@@ -9,8 +9,9 @@ id), and so on until the run's time is up.  Reported: latency p50/p95/max, calls
 second, errors (transport errors and any status but 200), lost calls (acknowledged
 call ids missing from the database afterwards), and the server's CPU per tool call
 (the server processes' user+system time over the run, from ``/proc``, divided by the
-calls made in it: every worker and thread included, the uncontended cost when the
-machine is otherwise idle).
+calls made in it: every worker and thread included, and what a process spends between
+calls), and the median CPU of the calls that had their server process to itself
+(``benchmarks.server``: a call's own cost, uncontended, even under load).
 
 The bench's users, shifts and sessions are deleted afterwards.
 """
@@ -58,6 +59,7 @@ def _free_port() -> int:
 
 
 WARM_UP_AT_ONCE = 4
+WARM_UP_HEADER = "x-bench-warm-up"  # marks a warm-up call, which benchmarks.server does not record
 KEEP_ALIVE_S = 120  # how long an idle participant's connection stays open, on both sides
 
 
@@ -107,14 +109,15 @@ def _database_url() -> str:
     return f"postgresql://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{quote(db['NAME'])}"
 
 
-def _start_server(workers: int, port: int, log: Path) -> subprocess.Popen:
+def _start_server(workers: int, port: int, log: Path, cpu_log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "DATABASE_URL": _database_url()}
+    env["STOREBENCH_BENCH_CPU_LOG"] = str(cpu_log)  # each call's CPU when it ran alone (benchmarks.server)
     env["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings"  # the site's, with errors logged
     env.setdefault("DJANGO_DEBUG", "0")
     env["DJANGO_SECRET_KEY"] = settings.SECRET_KEY  # the sessions made here are signed with it
     env.setdefault("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
     uvicorn = Path(sys.executable).parent / "uvicorn"
-    return subprocess.Popen([str(uvicorn), "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+    return subprocess.Popen([str(uvicorn), "benchmarks.server:application", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", str(workers), "--log-level", "warning", "--no-access-log",
                              # a participant's connection outlives its think time, as behind a proxy
                              # with sticky sessions: its calls stay on the process holding its shift
@@ -140,7 +143,7 @@ async def _wait_healthy(base: str, server: subprocess.Popen, timeout: float = 60
     raise RuntimeError(f"the server did not answer /healthz within {timeout:.0f} s")
 
 
-async def _drive(base: str, people, duration: float, think: float, seed: int) -> dict:
+async def _drive(base: str, people, duration: float, think: float, seed: int, cpu_log: Path) -> dict:
     """Warm up (one unmeasured call per participant: the server processes load the
     world and their live episodes), then the measured run; each participant keeps its
     own connection, as a browser tab does, so its calls stay on one server process."""
@@ -164,17 +167,18 @@ async def _drive(base: str, people, duration: float, think: float, seed: int) ->
 
     headers = [form(i, key) for i, (_u, _s, key) in enumerate(people)]
 
-    async def post(index: int, shift: Shift, tool: str, arguments: dict):
+    async def post(index: int, shift: Shift, tool: str, arguments: dict, warm_up: bool = False):
         call_id = uuid.uuid4().hex
         data = {"tool": tool, "call_id": call_id, **{f"arg_{k}": str(v) for k, v in arguments.items()}}
-        reply = await clients[index].post(f"/shifts/{shift.pk}/call/", data=data, headers=headers[index])
+        sent = {**headers[index], WARM_UP_HEADER: "1"} if warm_up else headers[index]
+        reply = await clients[index].post(f"/shifts/{shift.pk}/call/", data=data, headers=sent)
         return call_id, reply
 
     arriving = asyncio.Semaphore(WARM_UP_AT_ONCE)
 
     async def warm(index: int, shift: Shift) -> None:
         async with arriving:  # participants arrive a few at a time, as at the start of a session
-            call_id, reply = await post(index, shift, "store_status", {})
+            call_id, reply = await post(index, shift, "store_status", {}, warm_up=True)
         if reply.status_code != 200:
             raise RuntimeError(f"warm-up call answered HTTP {reply.status_code}: {reply.text[:300]!r}")
         acked[shift.pk].append(call_id)
@@ -213,6 +217,17 @@ async def _drive(base: str, people, duration: float, think: float, seed: int) ->
 SERVER_PID = [0]
 
 
+def _solo_call_cpu(cpu_log: Path) -> list[float]:
+    """The CPU (ms) of each measured tool call that had its server process to itself
+    (``benchmarks.server``); the file is removed."""
+    try:
+        lines = cpu_log.read_text().split()
+    except FileNotFoundError:
+        return []
+    cpu_log.unlink()
+    return [int(line) / 1000 for line in lines]
+
+
 def run(participants: int, workers: int, duration: float, think: float, seed: int = 7) -> dict:
     """Set up, serve, drive, check, clean up; the figures as a dict."""
     run_id = uuid.uuid4().hex[:8]
@@ -230,12 +245,13 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
     participants = len(people)
     port = _free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-console-{run_id}.log"
-    server = _start_server(workers, port, log)
+    cpu_log = log.with_suffix(".cpu")
+    server = _start_server(workers, port, log, cpu_log)
     try:
         base = f"http://127.0.0.1:{port}"
         asyncio.run(_wait_healthy(base, server))
         SERVER_PID[0] = server.pid
-        outcome = asyncio.run(_drive(base, people, duration, think, seed))
+        outcome = asyncio.run(_drive(base, people, duration, think, seed, cpu_log))
         wall, cpu = outcome["wall"], outcome["cpu"]
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -244,6 +260,7 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
+    solo = _solo_call_cpu(cpu_log)
     lost = 0
     for shift_id, ids in outcome["acked"].items():
         stored = set(ShiftCall.objects.filter(shift_id=shift_id).values_list("call_id", flat=True))
@@ -259,5 +276,7 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
         "p95_ms": round(quantiles[94], 1), "max_ms": round(max(latencies), 1) if latencies else None,
         "errors": len(outcome["errors"]), "error_samples": outcome["errors"][:5], "lost_calls": lost,
         "server_cpu_ms_per_call": round(cpu * 1000 / calls, 2) if calls else None,
+        "server_cpu_ms_per_solo_call_median": round(statistics.median(solo), 2) if solo else None,
+        "solo_calls": len(solo),
         "server_log": str(log),
     }

@@ -65,4 +65,6 @@ def test_the_realistic_mode_serves_participants_with_think_time_and_loses_nothin
     assert result["calls"] > 4 and result["errors"] == 0 and result["lost_calls"] == 0
     assert result["p50_ms"] <= result["p95_ms"] <= result["max_ms"]
     assert result["server_cpu_ms_per_call"] > 0
+    # every measured call is a call of the run, the warm-up ones excluded (benchmarks.server)
+    assert 0 < result["solo_calls"] <= result["calls"] and result["server_cpu_ms_per_solo_call_median"] > 0
     assert not get_user_model().objects.filter(username__startswith="bench-").exists()

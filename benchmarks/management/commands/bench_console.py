@@ -182,8 +182,9 @@ class Command(BaseCommand):
                 f"{participants} participants (think {options['think']} s) against {workers} server processes on "
                 f"{result['database_vendor']} for {options['duration']} s: {result['calls']} calls "
                 f"({result['calls_per_second']}/s), p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, max "
-                f"{result['max_ms']} ms, server CPU {result['server_cpu_ms_per_call']} ms per call, "
-                f"{result['errors']} errors, {result['lost_calls']} lost")
+                f"{result['max_ms']} ms, server CPU {result['server_cpu_ms_per_call']} ms per call over the run "
+                f"(median {result['server_cpu_ms_per_solo_call_median']} ms over the {result['solo_calls']} calls "
+                f"that had their process to themselves), {result['errors']} errors, {result['lost_calls']} lost")
 
     def _measure(self, users, shifts, calls) -> dict:
         clients = []
