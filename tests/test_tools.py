@@ -856,3 +856,52 @@ def test_blank_listing_copy_is_refused_and_keeps_the_old_copy(ep):
     result = ep.call("update_listing_copy", {"product_id": p.id, "description": " " * 12, "title": "   "})
     assert result.error["code"] == "invalid_argument"
     assert (p.title, p.description) == before
+
+
+@pytest.fixture(scope="module")
+def traded() -> Episode:
+    """Steady seed 7 after a week of smart-triage: stock sold, bought and in transit, payouts due."""
+    from environment.anchors.policies import SmartTriage
+
+    ep = arm("steady", 7)
+    policy = SmartTriage()
+    while ep.window < 14:
+        status = ep.call("store_status").data or {}
+        policy._window = status["window"]
+        policy.window(ep, status)
+        if ep.window + 1 == status["window"]:
+            ep.call("end_window")
+    return ep
+
+
+def test_finance_summary_counts_every_unit_and_each_days_payouts(traded):
+    ep = traded
+    data = ep.call("finance_summary").data or {}
+    assert data["stock_units"] == sum(v.on_hand for v in ep.variants) == sum(
+        lot.units for v in ep.variants for lot in v.lots) > 0
+    expected: dict[str, int] = {}
+    for o in ep.orders.values():
+        if o.receivable and o.settle_at is not None and o.settle_at < ep.now + 7 * simtime.DAY:
+            day = simtime.iso(max(o.settle_at, ep.now))[:10]
+            expected[day] = expected.get(day, 0) + o.receivable
+    assert [row["date"] for row in data["payouts_next_7_days"]] == sorted(expected) and len(expected) > 1
+    assert [row["amount"] for row in data["payouts_next_7_days"]] == [
+        f"{expected[d] // 100}.{expected[d] % 100:02d}" for d in sorted(expected)]
+
+
+@pytest.mark.parametrize("only", ["all", "out_of_stock", "low", "in_stock"])
+def test_inventory_pages_hold_every_kept_product_once_in_catalogue_order(traded, only):
+    ep = traded
+    available = {p.id: sum(v.on_hand - v.reserved for v in p.variants) for p in ep.products}
+    wanted = [p.id for p in ep.products if only == "all" or (only == "out_of_stock" and available[p.id] <= 0)
+              or (only == "low" and available[p.id] <= 2) or (only == "in_stock" and available[p.id] > 0)]
+    seen, page = [], 1
+    while True:
+        ep.ops_left = max(ep.ops_left, 2)
+        data = ep.call("list_inventory", {"only": only, "page_size": 7, "page": page}).data or {}
+        assert data["total"] == len(wanted)
+        seen += [(row["product_id"], row["available"]) for row in data["rows"]]
+        if page >= data["pages"]:
+            break
+        page += 1
+    assert seen == [(pid, available[pid]) for pid in wanted]

@@ -26,10 +26,11 @@ def finance_summary(ep: Episode, args: Args) -> dict[str, Any]:
     transit on purchase orders, net assets, payouts due over the next 7 days, what the last 7
     days cost by kind, and stock on hand at cost (stock is not part of net assets)."""
     b = ep.ledger.balance
-    payouts: dict[str, int] = defaultdict(int)
+    by_day: dict[int, int] = defaultdict(int)  # payouts by day number (the clock counts from midnight)
     for o in ep.orders.values():
         if o.receivable and o.settle_at is not None and o.settle_at < ep.now + 7 * DAY:
-            payouts[simtime.iso(max(o.settle_at, ep.now))[:10]] += o.receivable
+            by_day[max(o.settle_at, ep.now) // DAY] += o.receivable
+    payouts = {simtime.iso(day * DAY)[:10]: amount for day, amount in by_day.items()}
     since = ep.now - 7 * DAY
     costs: dict[str, int] = defaultdict(int)
     for at, _w, account, kind, amount, _ref in reversed(ep.ledger.entries):
@@ -42,7 +43,7 @@ def finance_summary(ep: Episode, args: Args) -> dict[str, Any]:
             "net_assets": usd(ep.ledger.net_assets()),
             "payouts_next_7_days": [{"date": d, "amount": usd(v)} for d, v in sorted(payouts.items())],
             "costs_last_7_days": {k: usd(v) for k, v in sorted(costs.items())},
-            "stock_units": sum(v.on_hand for v in ep.variants), "stock_at_cost": usd(ep.inventory_cost())}
+            "stock_units": ep.stock_units, "stock_at_cost": usd(ep.inventory_cost())}
 
 
 class LedgerArgs(PageArgs):

@@ -37,20 +37,21 @@ def list_inventory(ep: Episode, args: ListInventoryArgs) -> dict[str, Any]:
         out = page_of(chosen, args)
         out["rows"] = [variant_row(v, incoming) for v in out["rows"]]
         return out
-    rows = []
+    kept = []  # the filter needs only the totals; a row is written out for the page shown
     for p in products:
         on_hand = sum(v.on_hand for v in p.variants)
         reserved = sum(v.reserved for v in p.variants)
-        if not keep(on_hand - reserved):
-            continue
-        rows.append({
-            "product_id": p.id, "title": p.title, "status": "active" if p.active else "inactive",
-            "on_hand": on_hand, "reserved": reserved, "available": on_hand - reserved,
-            "incoming": sum(incoming.get(v.idx, 0) for v in p.variants),
-            "variants": len(p.variants), "variants_sold_out": sum(v.available <= 0 for v in p.variants),
-            "stock_value_at_cost": usd(sum(lot.units * lot.unit_cost for v in p.variants for lot in v.lots)),
-        })
-    return page_of(rows, args)
+        if keep(on_hand - reserved):
+            kept.append((p, on_hand, reserved))
+    out = page_of(kept, args)
+    out["rows"] = [{
+        "product_id": p.id, "title": p.title, "status": "active" if p.active else "inactive",
+        "on_hand": on_hand, "reserved": reserved, "available": on_hand - reserved,
+        "incoming": sum(incoming.get(v.idx, 0) for v in p.variants),
+        "variants": len(p.variants), "variants_sold_out": sum(v.available <= 0 for v in p.variants),
+        "stock_value_at_cost": usd(sum(lot.units * lot.unit_cost for v in p.variants for lot in v.lots)),
+    } for p, on_hand, reserved in out["rows"]]
+    return out
 
 
 class DisposeArgs(Args):
