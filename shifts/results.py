@@ -56,30 +56,35 @@ def _parse(call, text: str) -> CallResult:
     return CallResult(header, "", data, pretty if data is not None else body)
 
 
-def _has_float(data: Any) -> bool:
+def _floats_written_alike(data: Any) -> bool:
+    """Whether orjson writes every float in ``data`` as ``json`` does: both write a float
+    by its shortest round-trip digits, and differ only in the exponent form (``1e16``
+    against ``1e+16``, ``1e-05`` against ``1e-5``), which ``repr`` uses outside
+    [1e-4, 1e16); orjson also writes infinities as ``null``."""
     stack = [data]
     while stack:
         item = stack.pop()
         if type(item) is float:
-            return True
-        if type(item) is dict:
+            if item != 0.0 and not 1e-4 <= abs(item) < 1e16:  # an infinity fails this too
+                return False
+        elif type(item) is dict:
             stack.extend(item.values())
         elif type(item) is list:
             stack.extend(item)
-    return False
+    return True
 
 
 def _read(body: str) -> tuple[Any, str]:
     """``json.loads(body)`` and that as a person reads it, ``json.dumps(data, indent=2,
     ensure_ascii=False)``: both by orjson where it gives the same objects and text, which
-    is everywhere but floats (orjson writes ``1e16`` where ``json`` writes ``1e+16``, and
-    reads an integer past 64 bits as a float) and what orjson refuses (NaN, lone
-    surrogates): those go through ``json``.  Raises ``ValueError`` for a body that is not JSON."""
+    is everywhere but floats written in exponent form (orjson writes ``1e16`` where
+    ``json`` writes ``1e+16``) or infinite, integers past 64 bits (orjson reads them as
+    floats) and what orjson refuses (NaN, lone surrogates): those go through ``json``.  Raises ``ValueError`` for a body that is not JSON."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         data = body  # a str: read again below
-    if type(data) is not str and not _has_float(data):
+    if type(data) is not str and _floats_written_alike(data):
         try:
             return data, orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
         except orjson.JSONEncodeError:

@@ -434,10 +434,12 @@ json_values = st.recursive(
     max_leaves=20)
 
 
-@settings_(max_examples=300, deadline=None)
+@settings_(max_examples=600, deadline=None)
 @given(json_values)
 @example({"a": "\ud800 lone", "b": [1, 2**64 + 1, -(2**63) - 1]})
 @example([1.0, 1e16, 1e-05, -0.0, 12.5])
+@example([0.0001, 9.999999999999998e15, 1e15, 0.1, 1 / 3, 4.6, -2.5e-3, 5e-324, 1.7976931348623157e308])
+@example({"rating": 4.6, "share": 0.25, "inf": float("inf"), "ninf": float("-inf")})
 def test_a_results_body_reads_and_prints_as_the_json_module_has_it(value):
     """A result's body is parsed and pretty-printed by orjson only where that gives what the
     json module gives (shifts.results): the same objects, the same text."""
