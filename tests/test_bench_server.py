@@ -28,12 +28,17 @@ async def _nothing(*_args):
     return None
 
 
+def open_gate() -> Gate:
+    app = Gate()
+    app.release.set()
+    return app
+
+
 def test_a_call_alone_is_recorded_and_overlapping_ones_are_not(tmp_path: Path):
     log = tmp_path / "cpu.log"
 
     async def run() -> None:
-        app = Gate()
-        app.release.set()
+        app = open_gate()
         bench = SoloCallCpu(app, str(log))
         await bench(scope(), _nothing, _nothing)  # alone
         app.release.clear()
@@ -54,9 +59,7 @@ def test_warm_up_calls_pages_and_gets_are_not_recorded(tmp_path: Path):
     log = tmp_path / "cpu.log"
 
     async def run() -> None:
-        app = Gate()
-        app.release.set()
-        bench = SoloCallCpu(app, str(log))
+        bench = SoloCallCpu(open_gate(), str(log))
         await bench(scope(warm_up=True), _nothing, _nothing)
         await bench(scope(path="/shifts/7/"), _nothing, _nothing)
         await bench(scope(method="GET"), _nothing, _nothing)
@@ -68,9 +71,7 @@ def test_warm_up_calls_pages_and_gets_are_not_recorded(tmp_path: Path):
 
 def test_without_a_log_path_nothing_is_written(tmp_path: Path):
     async def run() -> None:
-        app = Gate()
-        app.release.set()
-        await SoloCallCpu(app, None)(scope(), _nothing, _nothing)
+        await SoloCallCpu(open_gate(), None)(scope(), _nothing, _nothing)
 
     asyncio.run(run())
     assert list(tmp_path.iterdir()) == []
