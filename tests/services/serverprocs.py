@@ -151,7 +151,19 @@ def start_console(processes, env: dict[str, str], port: int, name: str, timeout:
     return process
 
 
-ACK_STATUSES = {200, 204, 302}
+def redirect_of(reply) -> str:
+    """Where a reply sends the page: htmx's ``HX-Redirect``, or a plain redirect's location."""
+    return reply.headers.get("HX-Redirect") or reply.headers.get("location") or ""
+
+
+def acknowledged(reply) -> bool:
+    """Whether the console's reply to a tool call says the call is stored: the result
+    (200), or a redirect to the workspace showing that call (``?call=N``; a call that
+    ended the shift, or a form post without htmx).  A redirect without it is a refusal
+    (the shift is not active; or the sign-in page): nothing was stored."""
+    if reply.status_code == 200:
+        return True
+    return reply.status_code in (204, 302) and "?call=" in redirect_of(reply)
 
 
 class Participant:

@@ -24,12 +24,13 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from serverprocs import (
-    ACK_STATUSES,
     MOVES,
     WEIGHTS,
     Participant,
+    acknowledged,
     free_port,
     make_participants,
+    redirect_of,
     replay_check,
     server_env,
     start_console,
@@ -64,8 +65,8 @@ class Driver(threading.Thread):
                 reply = self.browser.call(self.shift_id, tool, arguments, call_id)
             except httpx.TransportError:
                 return  # the server died under us: this call stays pending
-            if reply.status_code not in ACK_STATUSES:
-                self.errors.append(f"{tool}: HTTP {reply.status_code} {reply.text[:200]}")
+            if not acknowledged(reply):
+                self.errors.append(f"{tool}: HTTP {reply.status_code} {redirect_of(reply)} {reply.text[:200]}")
                 return
             self.acked.append(call_id)
             self.pending = None
@@ -117,11 +118,11 @@ class KillLoop:
             if d.pending is not None:
                 call_id, tool, arguments = d.pending
                 reply = d.browser.call(d.shift_id, tool, arguments, call_id)
-                assert reply.status_code in ACK_STATUSES, reply.status_code
+                assert acknowledged(reply), (reply.status_code, redirect_of(reply))
                 d.acked.append(call_id)
                 d.pending = None
             reply = d.browser.call(d.shift_id, "store_status", {}, uuid.uuid4().hex)
-            assert reply.status_code in ACK_STATUSES, reply.status_code
+            assert acknowledged(reply), (reply.status_code, redirect_of(reply))
             d.browser.close()
         server.stop()
 

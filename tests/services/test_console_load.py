@@ -24,12 +24,13 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from serverprocs import (
-    ACK_STATUSES,
     MOVES,
     WEIGHTS,
     Participant,
+    acknowledged,
     free_port,
     make_participants,
+    redirect_of,
     replay_check,
     server_env,
     start_console,
@@ -90,15 +91,14 @@ def test_fifty_participants_lose_nothing(live_database, processes):
                 continue
             with lock:
                 latencies.append(time.perf_counter() - t)
-                if reply.status_code in ACK_STATUSES:
+                if acknowledged(reply):
                     acked[shift.pk].append(call_id)
-                    answers[call_id] = (f"{tool} {reply.status_code} "
-                                        f"{reply.headers.get('HX-Redirect') or reply.headers.get('location') or ''}")
-                else:
-                    errors.append(f"{tool}: HTTP {reply.status_code}")
-            if reply.status_code in ACK_STATUSES and reply.status_code != 200:
-                # The call ended the shift: the page goes to the end page, as a browser
-                # follows the redirect (a call after the end is refused, not stored).
+                    answers[call_id] = f"{tool} {reply.status_code} {redirect_of(reply)}"
+                else:  # refused (nothing here ends or pauses a shift but its own calls) or failed
+                    errors.append(f"{tool}: HTTP {reply.status_code} {redirect_of(reply)}")
+            if reply.status_code != 200:
+                # The call ended the shift (or was refused): the page goes to the workspace,
+                # which shows the end, as a browser follows the redirect.
                 with lock:
                     ended.add(shift.pk)
                 return
@@ -155,9 +155,9 @@ def test_concurrent_calls_on_one_shift_are_serialised(live_database, processes, 
             call_id = uuid.uuid4().hex
             for _attempt in range(2 if k % 3 == 0 else 1):  # a double submit every third call
                 reply = browser.call(shift.pk, tool, arguments, call_id)
-                if reply.status_code not in ACK_STATUSES:
+                if not acknowledged(reply):
                     with lock:
-                        errors.append(f"{tool}: HTTP {reply.status_code}")
+                        errors.append(f"{tool}: HTTP {reply.status_code} {redirect_of(reply)}")
             mine.append((call_id, tool))
         with lock:
             sent.update(mine)
