@@ -75,7 +75,8 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
             if not found.exists():
                 raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
             shift.refresh_from_db()
-            live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
+            if shift.status == Shift.Status.ACTIVE:  # a call to any other shift is refused: no replay
+                live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
         writer = cache.sqlite_writer if connection.vendor == "sqlite" else nullcontext()
         sent = stored = due = False
         try:
@@ -90,6 +91,8 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                         raise ShiftPaused(PAUSED_MESSAGE)
                     if shift.status != Shift.Status.ACTIVE:
                         raise _not_active(shift)
+                    if live is None:  # resumed by another process since the read above
+                        live = cache.rebuild(shift)
                     if known["applied"] != live.applied:
                         live = cache.catch_up(shift, live, known["applied"])  # another process stored calls
                     sent = True
@@ -110,6 +113,7 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
         if due:
             end_if_due(shift)
             raise _not_active(shift)
+        assert live is not None  # the call was sent: every other path has returned or raised
         records = list(live.records)
         call.is_latest = True  # nothing was stored after it when its transaction committed
         if live.episode.over:

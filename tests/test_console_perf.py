@@ -15,7 +15,7 @@ from django.utils import timezone
 from console import workspace
 from mcp_client.client import SessionClosed, SyncEpisodeClient, episode_client
 from mcp_client.server import build_server
-from shifts import cache, calls, ending, errors
+from shifts import cache, calls, ending, errors, lifecycle
 from shifts.models import Shift, ShiftCall
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
@@ -142,6 +142,38 @@ def test_a_call_past_the_deadline_ends_the_shift_and_is_refused(shift):
     shift.refresh_from_db()
     assert shift.status == Shift.Status.ENDED and shift.end_reason == ending.DEADLINE_REASON
     assert ShiftCall.objects.filter(shift=shift).count() == 1  # the opening read only
+
+
+def test_a_call_to_an_ended_shift_is_refused_without_replaying_it(shift):
+    ending.end_shift(shift, "ended by the participant")
+    assert shift.pk not in cache._cache
+    with pytest.raises(errors.ShiftNotActive, match="^The shift is ended: it takes no tool calls.$"):
+        calls.call_tool(shift, "list_orders", {}, uuid.uuid4().hex)
+    assert shift.pk not in cache._cache  # refused before any replay of its calls
+
+
+def test_a_call_to_a_paused_shift_is_refused_without_replaying_it(shift):
+    lifecycle.pause_shift(shift, "a break")
+    cache.clear_cache()  # as in a process that has not served this shift yet
+    with pytest.raises(errors.ShiftPaused):
+        calls.call_tool(shift, "list_orders", {}, uuid.uuid4().hex)
+    assert shift.pk not in cache._cache
+    assert ShiftCall.objects.filter(shift=shift).count() == 1  # the opening read only
+
+
+def test_a_shift_resumed_elsewhere_after_the_first_look_is_replayed_and_called(shift, monkeypatch):
+    lifecycle.pause_shift(shift, "a break")
+    cache.clear_cache()
+    locked_read = calls._read_locked
+
+    def resumed_first(*args, **kwargs):  # another process resumes it between the two reads
+        Shift.objects.filter(pk=shift.pk).update(status=Shift.Status.ACTIVE)
+        return locked_read(*args, **kwargs)
+
+    monkeypatch.setattr(calls, "_read_locked", resumed_first)
+    stored = calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+    assert stored.seq == 2 and not stored.is_error
+    assert cache._cache[shift.pk].applied == 2  # the opening read replayed, this call applied
 
 
 def test_a_tool_call_page_makes_a_bounded_number_of_queries(signed_in, shift, django_assert_max_num_queries):
