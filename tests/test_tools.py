@@ -864,13 +864,8 @@ def traded() -> Episode:
     from environment.anchors.policies import SmartTriage
 
     ep = arm("steady", 7)
-    policy = SmartTriage()
-    while ep.window < 14:
-        status = ep.call("store_status").data or {}
-        policy._window = status["window"]
-        policy.window(ep, status)
-        if ep.window + 1 == status["window"]:
-            ep.call("end_window")
+    SmartTriage().play_until(ep, 14)
+    assert ep.window == 14 and not ep.over
     return ep
 
 

@@ -37,7 +37,12 @@ class Policy:
     _window = -1
 
     def run(self, ep: Episode) -> None:
-        while not ep.over:
+        self.play_until(ep, None)
+
+    def play_until(self, ep: Episode, window: int | None) -> None:
+        """Play window after window, as :meth:`run` does, until the store closes or
+        ``ep.window`` reaches ``window`` (a store part-way through a shift, for tests)."""
+        while not ep.over and (window is None or ep.window < window):
             status = data_of(ep.call("store_status"))
             self._window = status["window"]
             self.window(ep, status)
