@@ -10,8 +10,9 @@ the event loop and the request's thread three times per request (the request-sta
 signal, the middleware chain, the response's close) and starts two tasks per request;
 here the whole of Django's handling is one hop.  That was about a millisecond of CPU on
 every request.  A buffered response is then sent from the event loop (asgiref sends each
-of its messages from the thread, one more hop each), about half a millisecond more.  What a view sees is the same: the same middleware, signals, session,
-CSRF and database handling, each request on a thread of its own.
+of its messages from the thread, one more hop each), about half a millisecond more.
+What a view sees is the same: the same middleware, signals, session, CSRF and database
+handling, each request on a thread of its own.
 """
 import asyncio
 import contextvars
@@ -175,7 +176,8 @@ application = ProtocolTypeRouter({
 # The garbage collector, tuned for a server process.  A tool call allocates some tens of
 # thousands of objects; with the default first threshold (700) the collector ran a couple of
 # hundred times per hundred calls, each time walking the request's live objects again: about
-# half a millisecond of CPU per call.  The older generations keep their thresholds' ratios.
+# half a millisecond of CPU per call.  The older generations are collected after 50 and 100
+# collections of the one below (10 and 10 by default).
 # (Freezing what is loaded at start was tried: it makes the first full collection come early,
 # and that one walks every live episode, a pause of a few hundred milliseconds.)
 GC_THRESHOLDS = (20_000, 50, 100)

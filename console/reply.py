@@ -28,11 +28,11 @@ from shifts.results import CallResult
 from .present import Card, Presentation, Table
 from .templatetags.console_tags import _forms_of, compact_json, new_call_id, shift_url, store_time, table_rows
 
-_PLAIN = Context(autoescape=True)
+_PLAIN = Context(autoescape=True)  # how a value that is not a str is written: localised, escaped
 _OOB = ' hx-swap-oob="true"'
 _STALE = ' class="stale"'
 _EARLIER = ' <small class="muted">(earlier window)</small>'
-_CLOSED_TAG = '<span class="closed-tag">store closed</span>'  # how a value that is not a str is written: localised, escaped
+_CLOSED_TAG = '<span class="closed-tag">store closed</span>'
 
 
 def _v(value: Any) -> str:

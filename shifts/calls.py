@@ -71,10 +71,11 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
     with cache.lock(shift.pk):
         live = cache.cached(shift.pk)
         if live is None:
-            found = Shift.objects.filter(pk=shift.pk, **({} if owner is None else {"participant_id": owner}))
-            if not found.exists():
-                raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
-            shift.refresh_from_db()
+            mine = None if owner is None else Shift.objects.filter(participant_id=owner)
+            try:
+                shift.refresh_from_db(from_queryset=mine)  # and the owner's check, in one read
+            except Shift.DoesNotExist:
+                raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours") from None
             if shift.status == Shift.Status.ACTIVE:  # a call to any other shift is refused: no replay
                 live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
         writer = cache.sqlite_writer if connection.vendor == "sqlite" else nullcontext()
