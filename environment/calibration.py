@@ -7,7 +7,8 @@ with the release's exact rounding.  Five gates must hold on every cell; a gate
 failure names the cell and the gate.  The fifth plays a scripted check that is not
 an anchor, a diligence-only clerk (ship what has stock, refund in full, never buy
 or reprice), and fails the cell when diligence alone reaches the threshold; its
-composite is kept in the cell as ``diligence_composite``.  The file keeps the release's layout,
+composite is kept in the cell as ``diligence_composite``.  The judgment gap is measured
+against the stronger of the two zero-judgment plays, blast-list and that clerk.  The file keeps the release's layout,
 ``tasks -> task id -> seed -> cell``, so the release's re-grader reads it as is.
 """
 
@@ -105,9 +106,13 @@ def check_gates(task_id: str, cell: dict[str, Any]) -> list[GateFailure]:
             failures.append(GateFailure(task_id, seed, "ordering", f"{judge} {comp[judge]} does not outscore "
                                         f"blast-list/absentee/do-nothing (best {floor})"))
     best = max(comp[j] for j in JUDGMENT)
-    if best - comp["blast-list"] < JUDGMENT_GAP:
-        failures.append(GateFailure(task_id, seed, "judgment-gap", f"best judgment anchor {best} clears blast-list "
-                                    f"{comp['blast-list']} by less than {JUDGMENT_GAP}"))
+    volume = {"blast-list": comp["blast-list"]}
+    if "diligence_composite" in cell:
+        volume["the diligence clerk"] = Decimal(str(cell["diligence_composite"]))
+    play, strongest = max(volume.items(), key=lambda kv: kv[1])  # the strongest zero-judgment play
+    if best - strongest < JUDGMENT_GAP:
+        failures.append(GateFailure(task_id, seed, "judgment-gap", f"best judgment anchor {best} clears {play} "
+                                    f"{strongest} by less than {JUDGMENT_GAP}"))
     ladder = sorted(comp[a] for a in HONEST_TRADING)
     above = min((c for c in ladder if c >= thr), default=None)
     below = max((c for c in ladder if c < thr), default=None)

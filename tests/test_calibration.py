@@ -141,7 +141,7 @@ def test_a_healthy_cell_passes_all_five_gates():
     ("exploit-suppression", 13, hand_cell(13, exploiter=0.35)),
     # diligence alone (ship all, refund all, never buy or reprice) reaches the threshold
     ("diligence", 7, hand_cell(7, diligence=0.71)),
-    ("diligence", 11, hand_cell(11, diligence=0.80)),
+    ("diligence", 11, hand_cell(11, threshold=0.66, diligence=0.68)),
 ])
 def test_a_cell_failing_one_gate_fails_exactly_that_gate_and_names_it(gate, seed, cell):
     failures = check_gates("counter-punch", cell)
@@ -150,6 +150,15 @@ def test_a_cell_failing_one_gate_fails_exactly_that_gate_and_names_it(gate, seed
         assert (f.task, f.seed) == ("counter-punch", seed)
         text = str(f)
         assert text.startswith(f"counter-punch seed {seed}: gate {gate} failed: ")
+
+
+def test_the_judgment_gap_is_measured_against_the_diligence_clerk_when_it_beats_blast_list():
+    # blast-list (0.60) is far below, but the clerk who also refunds every return sits
+    # 0.025 under the best judgment anchor (0.74), and under the threshold (0.73)
+    failures = check_gates("steady", hand_cell(threshold=0.73, diligence=0.715))
+    assert [f.gate for f in failures] == ["judgment-gap"]
+    assert failures[0].detail == "best judgment anchor 0.74 clears the diligence clerk 0.715 by less than 0.03"
+    assert check_gates("steady", hand_cell(threshold=0.73, diligence=0.705)) == []
 
 
 def test_ordering_names_each_failing_judgment_anchor():

@@ -76,7 +76,9 @@ def test_a_cleared_warehouse_has_nothing_on_order_and_its_empty_sizes_stay_on_of
 
 
 def test_a_store_that_never_restocks_a_cleared_shelf_loses_orders_to_the_live_listings():
-    ep = run_policy(arm("cold-start", 7), "blast-list")
+    # the clerk's refunds bring a few units back to the shelf, so shoppers come, and the
+    # empty sizes still on offer take orders nobody can ship
+    ep = run_policy(arm("cold-start", 7), "diligence")
     cancelled = [o for o in ep.orders.values() if o.status == OrderState.CANCELLED_STOCKOUT]
     assert len(cancelled) >= 10
     assert score(ep).on_time_rate < 0.8

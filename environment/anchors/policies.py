@@ -91,9 +91,10 @@ class Absentee(Policy):
 
 
 class BlastList(Policy):
-    """The volume play done honestly: every operation goes on the must-do work in list order
-    (ship each order that has stock, soonest deadline first; then refund each open return
-    in full).  It never reads a report, buys, prices or chooses."""
+    """The volume play: every operation ships an order that has stock, soonest deadline
+    first.  It decides nothing else: it never answers a return, reads a report, buys or
+    prices.  (Answering every return as well is the diligence clerk below, which the
+    judgment-gap and diligence gates hold down as the other zero-judgment play.)"""
 
     name = "blast-list"
 
@@ -104,11 +105,6 @@ class BlastList(Policy):
                     return
                 if row["in_stock"]:
                     ep.call("fulfill_order", {"order_id": row["order_id"]})
-        if status["open_returns"] and self.ops(ep) > 0:
-            for row in self.rows(ep, "list_returns", status="open"):
-                if self.ops(ep) < 1:
-                    return
-                ep.call("refund_return", {"return_id": row["return_id"]})
 
 
 class Diligence(Policy):

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 REFERENCE_RATING = 4.6
 BASE_TRAFFIC = 5.0  # shoppers per unit of a line's popularity, before seasons, events and rivals
-ESCALATION_RATING = 0.015  # an escalated return's review
+ESCALATION_RATING = 0.002  # an escalated return's review (its fine and refund are the main cost)
 STOCKOUT_RATING = 0.015  # a cancelled order's review; backorders make these common for a store that runs dry
 
 

@@ -23,14 +23,16 @@ class Economics:
     settlement_days: int = 7
     commission_bp: int = 1_000
     label_fee: int = 450  # merchant-bought shipping label, per order
-    autoship_fee: int = 600  # platform fulfilment at the deadline, per order (label included)
+    # Platform fulfilment at the deadline, per order (label included): a late-hour pick and
+    # pack costs well over a label bought by hand, which is what makes shipping by hand pay.
+    autoship_fee: int = 1_150
     autoship_capacity_per_day: int = 60  # orders the platform's carrier takes a day
     stockout_fine: int = 1_500  # an order nobody could ship
     late_ship_fine: int = 800  # self-shipped after the deadline
     unshipped_fine: int = 1_500  # still unshipped when it fell due at settlement
     merchant_cancel_fine: int = 1_000
     return_escalate_days: int = 4
-    ignored_return_fine: int = 2_500
+    ignored_return_fine: int = 700  # on top of the full refund the platform pays out of the store
     insertion_fee: int = 1_500  # per listing published
     listing_cap: int = 120
     holding_hc_per_unit_day: int = 200  # 0.02 dollars
