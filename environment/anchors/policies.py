@@ -110,7 +110,8 @@ class BlastList(Policy):
 class Diligence(Policy):
     """Diligence without judgment, as a new user would first try it: one page of orders (ship
     each that has stock), one page of returns (refund each in full), end the window.  Not an
-    anchor: calibration plays it on every cell and fails a cell where it reaches the threshold."""
+    anchor: calibration plays it on every cell and fails a cell where it reaches the threshold,
+    or where the best judgment anchor clears it by less than the judgment gap."""
 
     name = "diligence"
 
