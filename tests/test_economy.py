@@ -3,6 +3,8 @@ failure, budgets bind on busy windows, and a trimmed shelf is really trimmed."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from environment.anchors import run_policy
 from environment.anchors.exploits import CATALOGUE, play_catalogue
 from environment.api import arm
@@ -43,6 +45,17 @@ def test_judgment_out_earns_diligence_on_the_steady_lens():
     triage = score(run_policy(arm("steady", 7), "smart-triage"))
     assert triage.business_raw > diligence.business_raw
     assert triage.reliability > diligence.reliability
+
+
+def test_the_volume_play_ships_and_answers_no_return():
+    """Blast-list spends its operations on shipping only: every return it was due escalates, so
+    its reliability is about half its on-time rate, as the paper's blast-list (0.39 to 0.45)."""
+    ep = run_policy(arm("steady", 7), "blast-list")
+    tools = {e["tool"] for e in ep.action_log}
+    assert tools == {"store_status", "list_orders", "fulfill_order", "end_window"}
+    s = score(ep)
+    assert s.returns_due > 0 and s.return_handled_rate == 0
+    assert s.on_time_rate > Decimal("0.8") and abs(s.reliability - s.on_time_rate / 2) <= Decimal("0.000001")
 
 
 def test_the_exploiter_attempts_every_catalogue_entry():
