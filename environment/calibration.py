@@ -8,8 +8,9 @@ failure names the cell and the gate.  The fifth plays a scripted check that is n
 an anchor, a diligence-only clerk (ship what has stock, refund in full, never buy
 or reprice), and fails the cell when diligence alone reaches the threshold; its
 composite is kept in the cell as ``diligence_composite``.  The judgment gap is measured
-against the stronger of the two zero-judgment plays, blast-list and that clerk.  The file keeps the release's layout,
-``tasks -> task id -> seed -> cell``, so the release's re-grader reads it as is.
+against the stronger of the two zero-judgment plays, blast-list and that clerk.  The
+file keeps the release's layout, ``tasks -> task id -> seed -> cell``, so the release's
+re-grader reads it as is.
 """
 
 from __future__ import annotations
