@@ -100,6 +100,7 @@ def check_gates(task_id: str, cell: dict[str, Any]) -> list[GateFailure]:
     seed = cell["seed"]
     comp = {name: Decimal(str(a["reward_composite"])) for name, a in cell["anchors"].items()}
     thr = Decimal(str(cell["threshold"]))
+    diligence = Decimal(str(cell["diligence_composite"])) if "diligence_composite" in cell else None
     failures = []
     floor = max(comp["blast-list"], comp["absentee"], comp["do-nothing"])
     for judge in JUDGMENT:
@@ -107,10 +108,9 @@ def check_gates(task_id: str, cell: dict[str, Any]) -> list[GateFailure]:
             failures.append(GateFailure(task_id, seed, "ordering", f"{judge} {comp[judge]} does not outscore "
                                         f"blast-list/absentee/do-nothing (best {floor})"))
     best = max(comp[j] for j in JUDGMENT)
-    volume = {"blast-list": comp["blast-list"]}
-    if "diligence_composite" in cell:
-        volume["the diligence clerk"] = Decimal(str(cell["diligence_composite"]))
-    play, strongest = max(volume.items(), key=lambda kv: kv[1])  # the strongest zero-judgment play
+    play, strongest = "blast-list", comp["blast-list"]  # the strongest zero-judgment play
+    if diligence is not None and diligence > strongest:
+        play, strongest = "the diligence clerk", diligence
     if best - strongest < JUDGMENT_GAP:
         failures.append(GateFailure(task_id, seed, "judgment-gap", f"best judgment anchor {best} clears {play} "
                                     f"{strongest} by less than {JUDGMENT_GAP}"))
@@ -124,7 +124,7 @@ def check_gates(task_id: str, cell: dict[str, Any]) -> list[GateFailure]:
     if comp["exploiter"] >= min(honest):
         failures.append(GateFailure(task_id, seed, "exploit-suppression", f"exploiter {comp['exploiter']} is not "
                                     f"below every honest anchor (lowest {min(honest)})"))
-    if "diligence_composite" in cell and Decimal(str(cell["diligence_composite"])) >= thr:
+    if diligence is not None and diligence >= thr:
         failures.append(GateFailure(task_id, seed, "diligence", f"a diligence-only clerk scores "
                                     f"{cell['diligence_composite']}, at or above the threshold {thr}"))
     return failures
