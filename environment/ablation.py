@@ -18,6 +18,12 @@ the end), so for a *cash* ingredient the criterion also reads a probe, the
 changes whether the over-buyer is suspended.  The over-buyer's business is clipped to the
 shaped range ([-2, 1], as in the shaped training reward) rather than [0, 1]: an over-buyer
 ends below the business zero, where the [0, 1] clip would hide any difference.
+
+Each lens also answers whether restocking pays inside its horizon (:func:`buying`): the
+two judgment anchors are replayed with their purchasing switched off (every review still
+runs and costs its operations; only the purchase orders are not placed).  Restocking
+pays when the better of them loses ``BITE`` or more that way; where it does not, buying
+is not part of what the lens rewards.
 """
 
 from __future__ import annotations
@@ -27,13 +33,14 @@ from decimal import Decimal
 from typing import Any
 
 from .anchors import run_policy
-from .anchors.policies import SmartTriage
+from .anchors.policies import SmartTriage, get_anchor
 from .engine import Episode
 from .engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
 from .tasks import Task
 from .world.model import World
 
 ANCHORS = ("blast-list", "rule-based", "smart-triage")
+JUDGMENT = ("rule-based", "smart-triage")
 BITE = Decimal("0.02")
 MONEY = frozenset({"starting_cash", "deposit"})
 PROBE = "over-buyer"
@@ -108,6 +115,28 @@ def _probe(task: Task, seed: int, world: World | None, zero: Decimal, scale: Dec
     return compose(business, s.reliability, s.continuity), ep.bankrupt
 
 
+def _never_buying(task: Task, seed: int, name: str, world: World | None) -> Score:
+    policy = get_anchor(name)
+    policy.buys = False
+    ep = Episode(task, seed, world)
+    policy.run(ep)
+    if not ep.over:
+        ep.stop()
+    return score(ep)
+
+
+def buying(task: Task, seed: int, world: World | None, base: dict[str, Decimal],
+           composite: Any) -> dict[str, Any]:
+    """The judgment anchors replayed without placing a purchase order, graded by
+    ``composite``; ``base`` holds their composites as they are.  Whether restocking pays
+    is read on the better of the two, with buying and without."""
+    played = {a: composite(_never_buying(task, seed, a, world)) for a in JUDGMENT}
+    best, best_without = max(base[a] for a in JUDGMENT), max(played.values())
+    return {"composite": {a: float(played[a]) for a in JUDGMENT},
+            "change": {a: float(played[a] - base[a]) for a in JUDGMENT},
+            "best": float(best), "best_without": float(best_without), "pays": best - best_without >= BITE}
+
+
 def ablate(task: Task, seed: int, world: World | None = None) -> dict[str, Any]:
     """The lens's cell, then each ingredient removed: anchors' composites under the lens's constants."""
     from .calibration import calibrate_cell
@@ -137,7 +166,8 @@ def ablate(task: Task, seed: int, world: World | None = None) -> dict[str, Any]:
             row["bites"] = row["bites"] or abs(change) >= BITE or probe_base[1] != suspended
         rows.append(row)
     return {"task": task.id, "seed": seed, "criterion": CRITERION,
-            "base": {a: float(base[a]) for a in ANCHORS}, "threshold": cell["threshold"], "ingredients": rows}
+            "base": {a: float(base[a]) for a in ANCHORS}, "threshold": cell["threshold"], "ingredients": rows,
+            "buying": buying(task, seed, world, base, composite)}
 
 
 CRITERION = (f"removing it moves an honest anchor by >= {BITE} (a cash ingredient also bites when removing it "
@@ -155,6 +185,12 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"| {row['ingredient']} | {cells} | {'yes' if row['bites'] else 'NO'} |")
     if not result["ingredients"]:
         lines.append("| (no ingredients: the plain world) | | | | |")
+    buys = result.get("buying")
+    if buys:
+        played = ", ".join(f"{a} {buys['composite'][a]:.3f} ({buys['change'][a]:+.3f})" for a in JUDGMENT)
+        lines.append(f"\nBuying: never placing a purchase order, {played}; the better judgment anchor "
+                     f"{buys['best']:.3f} without the change, {buys['best_without']:.3f} with it: restocking "
+                     f"{'pays' if buys['pays'] else 'does NOT pay'} (it pays when that costs {BITE} or more).")
     for row in result["ingredients"]:
         probe = row.get("probe")
         if probe:
@@ -170,6 +206,12 @@ def document(results: list[dict[str, Any]]) -> str:
     """The lens ablation table of the calibration report (``calibration/ablation.md``): the
     criterion and the inert ingredients first, then one section per lens."""
     inert = [f"{r['task']}: {row['ingredient']}" for r in results for row in r["ingredients"] if not row["bites"]]
+    bought = [r for r in results if "buying" in r]
+    unpaid = [r["task"] for r in bought if not r["buying"]["pays"]]
+    restocking = ("" if not bought else
+                  " Each lens also replays the judgment anchors without their purchase orders (every stock review "
+                  f"still runs): restocking pays when the better of them loses {BITE} or more. "
+                  + (f"Restocking does not pay on: {', '.join(unpaid)}." if unpaid else "Restocking pays on every lens."))
     plain = [r["task"] for r in results if not r["ingredients"]]
     seeds = sorted({r["seed"] for r in results})
     head = (f"Each lens on seed {', '.join(map(str, seeds))} with one defining ingredient removed (`storebench "
@@ -182,7 +224,8 @@ def document(results: list[dict[str, Any]]) -> str:
             f"ingredient bites as well when removing it moves the {PROBE} by {BITE} or more, or changes whether "
             "it is suspended. "
             + (f"Inert today (NO): {'; '.join(inert)}." if inert else "Every ingredient bites.")
-            + (f" {', '.join(plain)} {'has' if len(plain) == 1 else 'have'} no ingredient to remove." if plain else ""))
+            + (f" {', '.join(plain)} {'has' if len(plain) == 1 else 'have'} no ingredient to remove." if plain else "")
+            + restocking)
     sections = []
     for r in results:
         body = [line for line in render(r).splitlines() if not line.startswith("criterion:")]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
+
+import pytest
 
 from environment.ablation import BITE, ingredients
 from environment.tasks import get_task
@@ -69,3 +72,52 @@ def test_a_cash_squeeze_is_read_on_the_over_buyer_probe():
     assert abs(probe["composite"] - probe["base"] - probe["change"]) < 1e-9
     assert abs(probe["change"]) >= float(BITE) and row["bites"]
     assert PROBE in out["criterion"]
+
+
+@pytest.mark.parametrize("anchor", ["rule-based", "smart-triage"])
+def test_a_never_buying_anchor_keeps_its_reviews_but_places_no_purchase_order(anchor):
+    from environment.anchors.policies import get_anchor
+    from environment.engine import Episode
+
+    def played(buys):
+        ep = Episode(get_task("steady"), 7)
+        policy = get_anchor(anchor)
+        policy.buys = buys
+        policy.play_until(ep, 12)
+        tools = [e["tool"] for e in ep.action_log]
+        return tools.count("place_purchase_order"), tools.count("search_supply_catalog")
+
+    placed, searched = played(True)
+    assert placed > 0
+    assert played(False) == (0, searched)
+
+
+def test_restocking_pays_on_steady():
+    """Steady promises popular lines that run dry unless reordered: judgment that never buys loses."""
+    from environment.ablation import buying
+    from environment.calibration import calibrate_cell
+    from environment.engine.settlement import business_normalized, compose
+
+    cell = calibrate_cell(get_task("steady"), 7)
+    zero, scale = Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"]))
+    base = {a: Decimal(str(cell["anchors"][a]["reward_composite"])) for a in ("rule-based", "smart-triage")}
+    out = buying(get_task("steady"), 7, None, base,
+                 lambda s: compose(business_normalized(s.business_raw, zero, scale), s.reliability, s.continuity))
+    assert out["best"] - out["best_without"] >= float(BITE) and out["pays"]
+    for anchor, change in out["change"].items():
+        assert abs(out["composite"][anchor] - float(base[anchor]) - change) < 1e-9
+
+
+def test_the_report_names_the_lenses_where_restocking_does_not_pay():
+    from environment.ablation import document
+
+    def result(task, pays):
+        return {"task": task, "seed": 7, "criterion": "x", "threshold": 0.7, "ingredients": [],
+                "base": dict.fromkeys(("blast-list", "rule-based", "smart-triage"), 0.5),
+                "buying": {"composite": dict.fromkeys(("rule-based", "smart-triage"), 0.5),
+                           "change": dict.fromkeys(("rule-based", "smart-triage"), 0.0),
+                           "best": 0.5, "best_without": 0.5 if not pays else 0.4, "pays": pays}}
+
+    head = document([result("steady", True), result("liquidity", False)]).splitlines()[0]
+    assert head.endswith("Restocking does not pay on: liquidity.")
+    assert "Restocking pays on every lens." in document([result("steady", True)]).splitlines()[0]

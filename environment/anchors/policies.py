@@ -34,6 +34,7 @@ class Policy:
     paginated reads stop, so no loop carries on into the next window with stale rows."""
 
     name = "policy"
+    buys = True  # False: the policy reviews stock as usual but places no purchase order (lens ablation)
     _window = -1
 
     def run(self, ep: Episode) -> None:
@@ -200,6 +201,8 @@ class RuleBased(Policy):
                     or weekly < self.min_weekly_units or source["moq"] > 3 * weekly
                     or source["lead_days"] > days_left - self.stop_days):
                 continue  # the checklist skips lines whose minimum order would not sell in three weeks
+            if not self.buys:
+                continue
             quantity = max(source["moq"], int(2 * weekly + 0.5))
             placed = ep.call("place_purchase_order", {"supply_product_id": source["supply_product_id"],
                                                       "quantity": quantity})
@@ -418,6 +421,8 @@ class SmartTriage(Policy):
             self.scarce_done.add(pid)
             ep.call("set_price", {"product_id": pid, "price": f"{int(price * 1.12) // 50 * 50 / 100:.2f}"})
         for _cover, pid, options in plans:
+            if not self.buys:
+                break
             for _profit, _sp, src, quantity, cost in options:
                 if ep.over or self.ops(ep) < 3:
                     return
