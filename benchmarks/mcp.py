@@ -3,7 +3,7 @@
 Measured and printed, never asserted (``storebench bench`` reports it beside the
 operations spec's target: a store call within 1.5x of a no-op tool on each transport).
 Every server is its own process, as in real use; see :func:`bench`.
-``python -m benchmarks.mcp [auto|legacy]`` runs it alone.
+``python -m benchmarks.mcp [auto|legacy] [--calls N]`` runs it alone.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import IO, Any
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
 
+from mcp_client.client import episode_client
 from mcp_client.http import _bind, _uvicorn_server, authenticated_app, mcp_url
 
 __all__ = ["bench"]
@@ -97,8 +98,6 @@ def _spawned(code: str, cwd: str, env: dict[str, str]) -> Iterator[str]:
 
 async def _timed_calls(target: Any, name: str, n: int, *, token: str | None = None, mode: str = "auto",
                        warmup: int = 20) -> list[float]:
-    from .client import episode_client
-
     async with episode_client(target, token=token, mode=mode) as client:
         for _ in range(warmup):
             await client.call(name)
@@ -167,5 +166,26 @@ def bench(task: str = "short-runway", seed: int = 7, n: int = 300, *, mode: str 
     return result
 
 
-if __name__ == "__main__":  # python -m benchmarks.mcp [auto|legacy]
-    bench(mode=sys.argv[1] if len(sys.argv) > 1 else "auto")
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.mcp",
+        description="Median round trip of store_status against a no-op MCP tool, over streamable HTTP and "
+                    "stdio, every server its own process; printed, never asserted.")
+    parser.add_argument("mode", nargs="?", default="auto", choices=("auto", "legacy"),
+                        help="the MCP client's mode: auto negotiates the current protocol, legacy forces the "
+                             "handshake (and an HTTP session); default auto")
+    parser.add_argument("--calls", type=int, default=300, help="timed calls per server, after 20 of warm-up "
+                                                               "(default 300)")
+    parser.add_argument("--task", default="short-runway", help="the store's task (default short-runway)")
+    parser.add_argument("--seed", type=int, default=7, help="the store's seed (default 7)")
+    args = parser.parse_args(argv)
+    if args.calls < 1:
+        parser.error(f"--calls must be at least 1, not {args.calls}")
+    bench(args.task, args.seed, args.calls, mode=args.mode)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
