@@ -12,6 +12,7 @@ concurrent participants).
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,8 @@ def bench_console(participants: int = 20, calls: int = 10, timeout: float = 900)
     """``manage.py bench_console``: a console tool page against a minimal Django view under
     ``participants`` concurrent participants.  On the database ``DATABASE_URL`` names;
     without one, on a fresh SQLite file in a temporary folder (migrated first), so the
-    user's own database is never touched."""
+    user's own database is never touched.  Without ``DJANGO_SECRET_KEY`` the bench signs
+    its own sessions with a key made for the run (its users are deleted afterwards)."""
     manage = REPO / "manage.py"
     if not manage.exists():
         return {"unavailable": "manage.py not found: the console is not installed beside the environment"}
@@ -46,6 +48,8 @@ def bench_console(participants: int = 20, calls: int = 10, timeout: float = 900)
         extra = {}
         if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
             extra = {"DATABASE_URL": "", "STOREBENCH_SQLITE_PATH": str(Path(tmp, "bench.sqlite3"))}
+        if not os.environ.get("DJANGO_SECRET_KEY"):
+            extra["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
         env = _env(**extra)
         env.pop("DJANGO_SETTINGS_MODULE", None)
         try:

@@ -1,4 +1,5 @@
-"""``benchmarks.mcp``: the MCP round trip against a no-op tool runs on both transports (figures never asserted)."""
+"""The adapters' benchmarks run (``benchmarks.mcp``, the suite's console part) and the MCP
+command explains itself; the figures are never asserted."""
 import subprocess
 import sys
 from pathlib import Path
@@ -32,3 +33,14 @@ def test_the_command_explains_itself():
     proc = subprocess.run([sys.executable, "-m", "benchmarks.mcp", "--help"], cwd=REPO, capture_output=True,
                           text=True)
     assert proc.returncode == 0 and "no-op MCP tool" in proc.stdout and "legacy" in proc.stdout
+
+
+@pytest.mark.slow
+def test_the_suite_times_the_console_without_a_secret_of_the_callers(monkeypatch):
+    from benchmarks.suite import bench_console
+
+    monkeypatch.delenv("DJANGO_SECRET_KEY", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    result = bench_console(participants=1, calls=2)
+    assert "unavailable" not in result, result
+    assert result["errors"] == 0 and result["database"] == "sqlite (temporary file)"
