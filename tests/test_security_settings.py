@@ -50,6 +50,17 @@ def test_without_a_secret_key_and_debug_the_process_refuses_to_start(tmp_path):
     assert "DJANGO_SECRET_KEY is not set" in done.stderr and "DJANGO_DEBUG=1" in done.stderr
 
 
+def test_every_command_explains_itself_without_a_secret_key(tmp_path):
+    done = fresh(["manage.py", "bench_console", "--help"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "--realistic" in done.stdout
+    listed = fresh(["manage.py", "help"], tmp_path)
+    assert listed.returncode == 0 and "bench_console" in listed.stdout and "not properly configured" not in (
+        listed.stdout + listed.stderr)
+    checked = fresh(["manage.py", "check"], tmp_path)  # a command that runs still needs the deployment's secret
+    assert checked.returncode != 0 and "DJANGO_SECRET_KEY is not set" in checked.stderr
+
+
 def test_production_is_the_default_with_secure_transport(tmp_path):
     s = probe(tmp_path, DJANGO_SECRET_KEY=SECRET)
     assert s["debug"] is False
