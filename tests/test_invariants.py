@@ -17,7 +17,8 @@ After every call (see :func:`check_call`):
    net assets = cash + deposit + receivable + in_transit;
 3. no stock lot is negative (nor kept empty), ``on_hand >= 0`` and ``reserved >= 0``
    everywhere, and the stock counters (``VariantRec.on_hand``, ``ep.stock_units``,
-   ``ep.stock_cost``) agree with the lots;
+   ``ep.stock_cost``) agree with the lots; the indexes of open orders and open returns
+   agree with a scan of every order and return;
 4. ``0 <= ops_left <= ops_per_window``; every call to a known non-free tool on an open
    store spends exactly one operation, refused or not, whatever its arguments; the
    free tool, unknown tools and a closed store spend none;
@@ -527,6 +528,10 @@ def check_state(ep, where: str) -> None:
         units += lot_units
     assert ep.stock_units == units, f"{where}: stock_units counter {ep.stock_units} != {units} units in lots"
     assert ep.stock_cost == cost, f"{where}: stock_cost counter {ep.stock_cost} != {cost} cents in lots"
+    assert ep.open_orders() == [o for o in ep.orders.values() if o.status == OrderState.OPEN], (
+        f"{where}: the episode's index of open orders disagrees with its orders")
+    assert ep.open_returns() == [r for r in ep.returns.values() if r.status == ReturnState.OPEN], (
+        f"{where}: the episode's index of open returns disagrees with its returns")
 
     per_window = ep.task.ops_per_window
     assert 0 <= ep.ops_left <= per_window, f"{where}: ops_left {ep.ops_left} outside 0..{per_window}"
@@ -732,3 +737,18 @@ def test_ops_left_never_goes_negative_under_refused_end_window():
     ep.call("end_window", {"now": True})
     ep.call("end_window", [])
     assert 0 <= ep.ops_left <= per_window, f"ops_left {ep.ops_left} in window {ep.window}"
+
+
+@pytest.mark.parametrize("anchor", ["smart-triage", "blast-list", "rule-based"])
+def test_the_open_indexes_agree_with_a_scan_through_a_played_shift(anchor):
+    """The status probe and the awaiting-shipment and open-returns lists read the episode's
+    indexes; an anchor's whole shift, window by window, keeps them equal to a full scan."""
+    from environment.anchors.policies import get_anchor
+
+    ep = arm("cash-crunch", 11)
+    policy = get_anchor(anchor)
+    for window in range(1, ep.n_windows + 1):
+        policy.play_until(ep, window)
+        check_state(ep, f"{anchor} window {window}")
+    ep.stop()
+    check_state(ep, f"{anchor} settled")

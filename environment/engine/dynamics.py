@@ -164,7 +164,7 @@ def _create_order(ep: Episode, at: int, variant: VariantRec, qty: int, backorder
     order = OrderRec(order_id, customer, variant, qty, variant.price, paid_subcents, at, at + DAY,
                      OrderState.OPEN, backorder=backorder)
     order.receivable = ep._net_of_commission(order.paid_cents)
-    ep.orders[order_id] = order
+    ep.add_order(order)
     ep.ledger.post(at, ep.window, Account.RECEIVABLE, "sale", order.receivable, order_id)
     ep.schedule(order.deadline, DEADLINE, order_id)
 
@@ -258,7 +258,7 @@ def _return_request(ep: Episode, at: int, ref: str) -> None:
     reason = r.choice(DEFECT_RETURN_REASONS if defective else NON_DEFECT_RETURN_REASONS)
     floor = 10_000 if defective else ep._floor_bp(rid)
     rec = ReturnRec(rid, order, reason, defective, at, at + ep.econ.return_escalate_days * DAY, floor)
-    ep.returns[rid] = rec
+    ep.add_return(rec)
     ep.schedule(rec.escalate_at, ESCALATION, rid)
 
 

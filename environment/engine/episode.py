@@ -26,7 +26,7 @@ from ..world.model import OrderStatus, POStatus, ReturnStatus, SupplyRole, World
 from ..world.params import season_factor
 from .economics import economics_for
 from .ledger import Account, Ledger
-from .state import LISTING_LAG, Lot, OrderRec, OrderState, PORec, ProductRec, ReturnRec, VariantRec
+from .state import LISTING_LAG, Lot, OrderRec, OrderState, PORec, ProductRec, ReturnRec, ReturnState, VariantRec
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -84,6 +84,13 @@ DEADLINE, DELIVERY, RETURN_REQUEST, ESCALATION, SETTLEMENT, PO_ARRIVAL = range(6
 
 # Per-window order counters in the window log (the window that just closed).
 ORDER_FLOW = ("orders_placed", "shipped_on_time", "shipped_late", "auto_shipped", "orders_cancelled")
+
+
+def _still_open(index: dict[str, Any], open_state: object) -> list[Any]:
+    """Drop what has closed from ``index`` (in place) and return the rest, in order."""
+    for key in [key for key, rec in index.items() if rec.status != open_state]:
+        del index[key]
+    return list(index.values())
 
 
 class Episode:
@@ -201,6 +208,8 @@ class Episode:
 
         # Orders still open, shipped but unsettled, or recently delivered.
         self.orders: dict[str, OrderRec] = {}
+        self._open_orders: dict[str, OrderRec] = {}  # see open_orders()
+        self._open_returns: dict[str, ReturnRec] = {}
         self.customers_n = len(w.customers)
         self.customer_ids = [c.id for c in w.customers]
         self.returning_customers = set(self.customer_ids)
@@ -275,7 +284,7 @@ class Episode:
             escalate = max(r.requested_at + e.return_escalate_days * DAY, start + self.window_minutes)
             floor = 10_000 if r.defective else self._floor_bp(r.id)
             ret = ReturnRec(r.id, orec, r.reason, r.defective, r.requested_at, escalate, floor, opening=True)
-            self.returns[r.id] = ret
+            self.add_return(ret)
             self.schedule(escalate, ESCALATION, r.id)
         self.next_return_no = 20_001 + len(w.returns)
 
@@ -337,10 +346,34 @@ class Episode:
         rec = OrderRec(o.id, o.customer_id, self.variant_by_id[o.variant_id], o.quantity, o.unit_price,
                        o.paid_subcents, o.placed_at, o.deadline, status, backorder=o.backorder, opening=True)
         rec.unit_cost = self.variant_by_id[o.variant_id].unit_cost or 0
-        self.orders[o.id] = rec
+        self.add_order(rec)
         return rec
 
     # -- shared helpers for dynamics and tools ---------------------------------------
+
+    def add_order(self, order: OrderRec) -> None:
+        """Enter an order in the store's books (every order comes in here)."""
+        self.orders[order.id] = order
+        self._open_orders[order.id] = order
+
+    def add_return(self, ret: ReturnRec) -> None:
+        """Enter a return request in the store's books (every return comes in here)."""
+        self.returns[ret.id] = ret
+        self._open_returns[ret.id] = ret
+
+    def open_orders(self) -> list[OrderRec]:
+        """The orders awaiting shipment, in the order they came in.
+
+        Read on every status probe, so it is kept as an index rather than a scan of every
+        order of the shift: an order enters it when it comes in and leaves it the first time
+        it is read closed.  A closed order never reopens, so the index holds every open order
+        and costs a read the orders still in it, not the whole history."""
+        return _still_open(self._open_orders, OrderState.OPEN)
+
+    def open_returns(self) -> list[ReturnRec]:
+        """The return requests still open, in the order they came in (an index, as
+        :meth:`open_orders`)."""
+        return _still_open(self._open_returns, ReturnState.OPEN)
 
     def _net_of_commission(self, paid_cents: int) -> int:
         return paid_cents - paid_cents * self.econ.commission_bp // 10_000

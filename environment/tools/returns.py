@@ -41,7 +41,10 @@ def list_returns(ep: Episode, args: ListReturnsArgs) -> dict[str, Any]:
     """The returns inbox, soonest escalation first. A return you leave unanswered past its
     escalation time is refunded in full by the platform, which also fines the store. Up to
     100 rows a page."""
-    rows = [r for r in ep.returns.values() if args.status == "all" or str(r.status) == args.status]
+    if args.status == "open":
+        rows = ep.open_returns()  # the episode's index of open returns
+    else:
+        rows = [r for r in ep.returns.values() if args.status == "all" or str(r.status) == args.status]
     rows.sort(key=lambda r: (r.escalate_at, r.id))
     return page_of([return_row(ep, r) for r in rows], args)
 

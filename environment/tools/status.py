@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.episode import Episode
-from ..engine.state import OrderState, POState, ReturnState
+from ..engine.state import POState
 from ..simtime import DAY, HOUR
 from .format import usd, when
 from .registry import Args, Family, ToolKind, tool
@@ -19,8 +19,8 @@ def store_status(ep: Episode, args: Args) -> dict[str, Any]:
     the next window, open returns and how many escalate within a day, listings, purchase
     orders on the way). Use the other tools to see the details."""
     soon = ep.now + ep.window_minutes
-    open_orders = [o for o in ep.orders.values() if o.status == OrderState.OPEN]
-    open_returns = [r for r in ep.returns.values() if r.status == ReturnState.OPEN]
+    open_orders = ep.open_orders()
+    open_returns = ep.open_returns()
     return {
         "time": when(ep.now),
         "window": min(ep.window + 1, ep.n_windows),
