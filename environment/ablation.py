@@ -28,6 +28,7 @@ is not part of what the lens rewards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
@@ -126,7 +127,7 @@ def _never_buying(task: Task, seed: int, name: str, world: World | None) -> Scor
 
 
 def buying(task: Task, seed: int, world: World | None, base: dict[str, Decimal],
-           composite: Any) -> dict[str, Any]:
+           composite: Callable[[Score], Decimal]) -> dict[str, Any]:
     """The judgment anchors replayed without placing a purchase order, graded by
     ``composite``; ``base`` holds their composites as they are.  Whether restocking pays
     is read on the better of the two, with buying and without."""
@@ -188,9 +189,9 @@ def render(result: dict[str, Any]) -> str:
     buys = result.get("buying")
     if buys:
         played = ", ".join(f"{a} {buys['composite'][a]:.3f} ({buys['change'][a]:+.3f})" for a in JUDGMENT)
-        lines.append(f"\nBuying: never placing a purchase order, {played}; the better judgment anchor "
-                     f"{buys['best']:.3f} without the change, {buys['best_without']:.3f} with it: restocking "
-                     f"{'pays' if buys['pays'] else 'does NOT pay'} (it pays when that costs {BITE} or more).")
+        lines.append(f"\nBuying: never placing a purchase order, {played}; the better judgment anchor scores "
+                     f"{buys['best']:.3f} buying and {buys['best_without']:.3f} never buying: restocking "
+                     f"{'pays' if buys['pays'] else 'does NOT pay'} (it pays when not buying costs {BITE} or more).")
     for row in result["ingredients"]:
         probe = row.get("probe")
         if probe:
