@@ -12,11 +12,11 @@ boundaries, and a store whose cash stayed negative too long is suspended.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from .. import simtime
 from ..simtime import DAY, HOUR
-from ..world.params import DIURNAL, store_season
+from ..world.params import DIURNAL, season_factor, store_season
 from ..world.vocab import DEFECT_RETURN_REASONS, NON_DEFECT_RETURN_REASONS
 from .competition import competition_factor
 from .copy import copy_factor
@@ -65,11 +65,12 @@ def shelf_price(product: ProductRec) -> int | None:
 
 def expected_shoppers(ep: Episode, product: ProductRec, t0: int, traffic: float, doy: int) -> float:
     """The hidden expected number of shoppers for a listed line in one window."""
-    from ..world.params import season_factor
-
     shelf = shelf_price(product)
-    if shelf is None:
-        return 0.0
+    return 0.0 if shelf is None else _shoppers_at(ep, product, shelf, t0, traffic, doy)
+
+
+def _shoppers_at(ep: Episode, product: ProductRec, shelf: int, t0: int, traffic: float, doy: int) -> float:
+    """:func:`expected_shoppers` for a line whose shelf price is ``shelf``."""
     in_stock_share = 0.0
     prev = 0.0
     for v, cum in zip(product.variants, product.mix_cum, strict=True):
@@ -99,10 +100,12 @@ def _shoppers(ep: Episode, t0: int, t1: int) -> None:
     for product in ep.products:
         if not product.active:
             continue
-        lam = expected_shoppers(ep, product, t0, traffic, doy)
+        shelf = shelf_price(product)
+        if shelf is None:
+            continue  # nothing in stock to show: no shoppers
+        lam = _shoppers_at(ep, product, shelf, t0, traffic, doy)
         if lam <= 0.0:
             continue
-        shelf = cast(int, shelf_price(product))  # not None: a line with no shelf price drew no shoppers
         r = ep.stream("demand", ep.window, product.id)
         n = r.poisson(lam)
         for i in range(n):
