@@ -459,7 +459,9 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "cash or terms overrides, a trimmed or empty shelf) replay blast-list, "
                                        "rule-based and smart-triage without it, graded with the lens's own "
                                        "zero and scale. An ingredient bites when removing it moves an anchor's "
-                                       "composite by at least 0.02.")
+                                       "composite by at least 0.02. It also replays rule-based and smart-triage "
+                                       "without their purchase orders: restocking pays on the lens when the "
+                                       "better of them loses 0.02 or more that way.")
     tabl.add_argument("task", help="task id (see: storebench tasks list), or all for every eval and train task")
     tabl.add_argument("--seed", type=int, default=7, help="seed (default 7)")
     tabl.add_argument("--out", metavar="FILE", help="with all: write the report's ablation table "
