@@ -25,8 +25,9 @@ def test_each_ingredient_is_the_lens_without_exactly_that_ingredient():
     assert runway["shelf trimmed to 4 days"].trim_stock_days is None
     assert set(runway["terms"].economics) == set()
     liquidity = ingredients(get_task("liquidity"))
-    assert [i.name.split(":")[0] for i in liquidity] == ["cash"]
+    assert [i.name.split(":")[0] for i in liquidity] == ["cash", "shelf trimmed to 10 days"]
     assert "starting_cash" not in liquidity[0].task.economics
+    assert liquidity[0].task.trim_stock_days == 10 and liquidity[1].task.economics == get_task("liquidity").economics
 
 
 def test_cli_ablate_prints_each_anchors_change_and_whether_it_bites():
@@ -66,7 +67,8 @@ def test_a_cash_squeeze_is_read_on_the_over_buyer_probe():
     from environment.ablation import PROBE, ablate
 
     out = ablate(get_task("liquidity"), 7)
-    (row,) = out["ingredients"]
+    (row,) = [r for r in out["ingredients"] if r["ingredient"].startswith("cash:")]
+    assert all("probe" not in r for r in out["ingredients"] if r is not row)  # the probe reads cash only
     probe = row["probe"]
     assert probe["name"] == PROBE
     assert abs(probe["composite"] - probe["base"] - probe["change"]) < 1e-9
