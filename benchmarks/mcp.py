@@ -1,7 +1,8 @@
 """The MCP benchmark: a store call against a no-op tool, over streamable HTTP and stdio.
 
-Measured and printed, never asserted (``storebench bench`` reports it beside the
-operations spec's target: a store call within 1.5x of a no-op tool on each transport).
+Measured and printed, never asserted (``python -m benchmarks`` reports it beside the
+operations spec's target: a store call within a small factor of a no-op tool on each
+transport).
 Every server is its own process, as in real use; see :func:`bench`.
 ``python -m benchmarks.mcp [auto|legacy] [--calls N]`` runs it alone.
 """

@@ -33,8 +33,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from .anchors import run_policy
-from .anchors.policies import SmartTriage, get_anchor
+from .anchors.policies import Policy, SmartTriage, get_anchor
 from .engine import Episode
 from .engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
 from .tasks import Task
@@ -99,31 +98,41 @@ def ingredients(task: Task) -> list[Ingredient]:
     return out
 
 
-def _play(task: Task, seed: int, name: str, world: World | None) -> Score:
+def _played(task: Task, seed: int, world: World | None, policy: Policy) -> Episode:
+    """``policy`` played through a fresh episode of the lens, the store closed at the end."""
     ep = Episode(task, seed, world)
-    run_policy(ep, name)
-    return score(ep)
+    policy.run(ep)
+    if not ep.over:
+        ep.stop()
+    return ep
+
+
+def _play(task: Task, seed: int, name: str, world: World | None) -> Score:
+    return score(_played(task, seed, world, get_anchor(name)))
 
 
 def _probe(task: Task, seed: int, world: World | None, zero: Decimal, scale: Decimal) -> tuple[Decimal, bool]:
     """The over-buyer's composite (business clipped to the shaped range) and whether it was suspended."""
-    ep = Episode(task, seed, world)
-    OverBuyer().run(ep)
-    if not ep.over:
-        ep.stop()
+    ep = _played(task, seed, world, OverBuyer())
     s = score(ep)
     business = business_normalized(s.business_raw, zero, scale, floor=SHAPED_FLOOR)
     return compose(business, s.reliability, s.continuity), ep.bankrupt
 
 
-def _never_buying(task: Task, seed: int, name: str, world: World | None) -> Score:
+def _never_buying(name: str) -> Policy:
     policy = get_anchor(name)
     policy.buys = False
-    ep = Episode(task, seed, world)
-    policy.run(ep)
-    if not ep.over:
-        ep.stop()
-    return score(ep)
+    return policy
+
+
+def grader(cell: dict[str, Any]) -> Callable[[Score], Decimal]:
+    """A score's composite under a calibrated cell's business zero and scale."""
+    zero, scale = Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"]))
+
+    def composite(s: Score) -> Decimal:
+        return compose(business_normalized(s.business_raw, zero, scale), s.reliability, s.continuity)
+
+    return composite
 
 
 def buying(task: Task, seed: int, world: World | None, base: dict[str, Decimal],
@@ -131,7 +140,7 @@ def buying(task: Task, seed: int, world: World | None, base: dict[str, Decimal],
     """The judgment anchors replayed without placing a purchase order, graded by
     ``composite``; ``base`` holds their composites as they are.  Whether restocking pays
     is read on the better of the two, with buying and without."""
-    played = {a: composite(_never_buying(task, seed, a, world)) for a in JUDGMENT}
+    played = {a: composite(score(_played(task, seed, world, _never_buying(a)))) for a in JUDGMENT}
     best, best_without = max(base[a] for a in JUDGMENT), max(played.values())
     return {"composite": {a: float(played[a]) for a in JUDGMENT},
             "change": {a: float(played[a] - base[a]) for a in JUDGMENT},
@@ -144,10 +153,7 @@ def ablate(task: Task, seed: int, world: World | None = None) -> dict[str, Any]:
 
     cell = calibrate_cell(task, seed, world)
     zero, scale = Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"]))
-
-    def composite(s: Score) -> Decimal:
-        return compose(business_normalized(s.business_raw, zero, scale), s.reliability, s.continuity)
-
+    composite = grader(cell)
     base = {a: Decimal(str(cell["anchors"][a]["reward_composite"])) for a in ANCHORS}
     probe_base: tuple[Decimal, bool] | None = None
     rows = []

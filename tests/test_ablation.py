@@ -96,15 +96,12 @@ def test_a_never_buying_anchor_keeps_its_reviews_but_places_no_purchase_order(an
 
 def test_restocking_pays_on_steady():
     """Steady promises popular lines that run dry unless reordered: judgment that never buys loses."""
-    from environment.ablation import buying
+    from environment.ablation import buying, grader
     from environment.calibration import calibrate_cell
-    from environment.engine.settlement import business_normalized, compose
 
     cell = calibrate_cell(get_task("steady"), 7)
-    zero, scale = Decimal(str(cell["business_zero_raw"])), Decimal(str(cell["business_scale"]))
     base = {a: Decimal(str(cell["anchors"][a]["reward_composite"])) for a in ("rule-based", "smart-triage")}
-    out = buying(get_task("steady"), 7, None, base,
-                 lambda s: compose(business_normalized(s.business_raw, zero, scale), s.reliability, s.continuity))
+    out = buying(get_task("steady"), 7, None, base, grader(cell))
     assert out["best"] - out["best_without"] >= float(BITE) and out["pays"]
     for anchor, change in out["change"].items():
         assert abs(out["composite"][anchor] - float(base[anchor]) - change) < 1e-9

@@ -53,10 +53,10 @@ def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
     order must ship within 1 day of being placed; at the deadline the platform ships it for
     you and charges its fulfilment fee, and an order with no stock to ship is cancelled and
     fined. Up to 100 rows a page."""
-    statuses = None if args.status == "all" else STATUS_GROUPS[args.status]
     if args.status == "awaiting_shipment":
         orders = ep.open_orders()  # the episode's index of open orders, not a scan of the shift's
     else:
+        statuses = None if args.status == "all" else STATUS_GROUPS[args.status]
         orders = [o for o in ep.orders.values() if statuses is None or o.status in statuses]
     if args.sort == "deadline":
         orders.sort(key=lambda o: (o.deadline, o.id))
