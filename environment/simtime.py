@@ -7,6 +7,7 @@ fast; conversion to ISO text happens only at the edges (tool results, exports).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 MINUTE = 1
@@ -30,8 +31,10 @@ def parse(text: str) -> int:
     return from_datetime(datetime.fromisoformat(cleaned))
 
 
+@lru_cache(maxsize=1 << 16)
 def iso(minutes: int) -> str:
-    """``2026-08-01T00:00Z``: minute precision, always UTC."""
+    """``2026-08-01T00:00Z``: minute precision, always UTC.  Remembered: results name the
+    same few thousand moments (orders' deadlines, the clock) over and over."""
     return to_datetime(minutes).strftime("%Y-%m-%dT%H:%MZ")
 
 

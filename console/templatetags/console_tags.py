@@ -144,11 +144,15 @@ def _row_action(context, action, target, csrf: str, url: str) -> str:
             "</form>\n")
 
 
-def _forms_of(context, actions, target) -> str:
+def _form_parts(context) -> tuple[str, str]:
+    """What every row action's form of one rendering shares: the CSRF input and the call URL."""
+    return CsrfTokenNode().render(context), conditional_escape(shift_url("console:shift_call", context["shift"].pk))
+
+
+def _forms_of(context, actions, target, parts: tuple[str, str] | None = None) -> str:
     if not actions:
         return ""
-    csrf = CsrfTokenNode().render(context)
-    url = conditional_escape(shift_url("console:shift_call", context["shift"].pk))
+    csrf, url = parts or _form_parts(context)
     return "".join(_row_action(context, action, target, csrf, url) for action in actions)
 
 
@@ -166,6 +170,7 @@ def table_rows(context, table) -> SafeString:
     rather than as template nodes: a result has up to a hundred rows."""
     active = context["shift"].status == "active"
     has_actions = table.has_actions
+    parts = _form_parts(context) if has_actions and active else None  # worked out once, not once a row
     out = []
     for row in table.rows:
         key = _value(row.key, context)
@@ -179,7 +184,7 @@ def table_rows(context, table) -> SafeString:
                 pick = (f'<input type="checkbox" class="pick" aria-label="Tick {key} for a batch'
                         f' ({_value(row.actions[0].label, context)})" title="Tick for a batch · key x">'
                         if row.actions else "")
-                out.append(f"\n            {pick}\n            {_forms_of(context, row.actions, row.key)}"
+                out.append(f"\n            {pick}\n            {_forms_of(context, row.actions, row.key, parts)}"
                            '\n            <span class="row-status" aria-live="polite"></span>\n          ')
             out.append("\n        </td>")
         out.append(f"\n        {row_cells(row.cells)}\n      </tr>\n    ")

@@ -62,7 +62,7 @@ def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
         orders.sort(key=lambda o: (o.deadline, o.id))
     else:
         orders.sort(key=lambda o: (-o.placed_at, o.id))
-    return page_of([order_row(ep, o) for o in orders], args)
+    return page_of(orders, args, lambda o: order_row(ep, o))
 
 
 class OrderArgs(Args):

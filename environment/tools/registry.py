@@ -140,11 +140,16 @@ def tool(name: str, *, title: str, family: Family, kind: ToolKind, args: type[Ar
     return register
 
 
-def page_of(rows: list[Any], args: PageArgs) -> dict[str, Any]:
+def page_of(rows: list[Any], args: PageArgs, row: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """The page ``args`` asks for of ``rows``, with the page count and total.  With ``row``,
+    ``rows`` are records and only the page's records are turned into rows (a list of a
+    shift's orders is mostly not on the page asked for)."""
     total = len(rows)
     pages = max(1, -(-total // args.page_size))
     if args.page > pages:
         raise ToolError("page_out_of_range", f"page {args.page} is past the last page ({pages}) of {total} rows",
                         page=args.page, pages=pages)
     start = (args.page - 1) * args.page_size
-    return {"page": args.page, "pages": pages, "total": total, "rows": rows[start:start + args.page_size]}
+    shown = rows[start:start + args.page_size]
+    return {"page": args.page, "pages": pages, "total": total,
+            "rows": shown if row is None else [row(r) for r in shown]}

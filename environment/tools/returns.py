@@ -46,7 +46,7 @@ def list_returns(ep: Episode, args: ListReturnsArgs) -> dict[str, Any]:
     else:
         rows = [r for r in ep.returns.values() if args.status == "all" or str(r.status) == args.status]
     rows.sort(key=lambda r: (r.escalate_at, r.id))
-    return page_of([return_row(ep, r) for r in rows], args)
+    return page_of(rows, args, lambda r: return_row(ep, r))
 
 
 class ReturnArgs(Args):
