@@ -53,6 +53,17 @@ def _url(name: str, *args: Any) -> str:
     return conditional_escape(shift_url(name, *args))
 
 
+_SEQ_MARK = 987654321  # a call number a re-read URL is reversed with, then replaced
+
+
+def _call_detail_url(shift_pk: int, seq: int) -> str:
+    """``{% shift_url 'console:shift_call_detail' shift_pk seq %}``: reversed once per shift
+    with a mark for the call number, the URL's last part, which is then replaced (a reply
+    names a new call number every time, which ``shift_url`` would reverse afresh)."""
+    head, _mark, tail = shift_url("console:shift_call_detail", shift_pk, _SEQ_MARK).rpartition(str(_SEQ_MARK))
+    return conditional_escape(f"{head}{int(seq)}{tail}")
+
+
 def csrf_input(token: str) -> str:
     """``{% csrf_token %}`` with the request's token."""
     return f'<input type="hidden" name="csrfmiddlewaretoken" value="{_v(token)}">' if token else ""
@@ -102,7 +113,7 @@ def history_item_html(call: Any, shift_pk: int) -> str:
     args = f'<span class="args-line">{_v(compact_json(call.arguments))}</span>' if call.arguments else ""
     window = "?" if call.window is None else _v(call.window)
     return (f'\n<li id="call-{seq}" class="{"is-error" if call.is_error else ""}">\n'
-            f'  <a href="?call={seq}" hx-get="{_url("console:shift_call_detail", shift_pk, call.seq)}"'
+            f'  <a href="?call={seq}" hx-get="{_call_detail_url(shift_pk, call.seq)}"'
             ' hx-target="#result" hx-swap="innerHTML">\n'
             f"    #{seq} <code>{_v(call.tool)}</code></a>\n"
             f"  {args}\n"
@@ -277,7 +288,7 @@ def cached_html(cached: list, header: Any, shift_pk: int, oob: bool = False) -> 
                 f"          <td>{_v(view.read_at)} · W{_v(view.window)}"
                 f'{_EARLIER if stale else ""}</td>\n'
                 f'          <td><a href="?call={_v(view.seq)}" class="reread"'
-                f' hx-get="{_url("console:shift_call_detail", shift_pk, view.seq)}" hx-target="#result"'
+                f' hx-get="{_call_detail_url(shift_pk, view.seq)}" hx-target="#result"'
                 ' hx-swap="innerHTML">Re-read</a></td>\n        </tr>\n      ')
         out.append("\n      </tbody>\n    </table></div>\n  ")
     else:
