@@ -6,9 +6,12 @@ checks the user's role in that study.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.forms import Form
 from django.http import FileResponse, Http404, HttpResponse, HttpResponseBadRequest
 from django.http import HttpRequest as DjangoRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -58,6 +61,22 @@ def _fail(request: HttpRequest, study: Study, message: str, anchor: str = "") ->
     return _back(study, anchor)
 
 
+def _submitted(request: HttpRequest, study: Study, form: Form, anchor: str, act: Callable[[dict], str],
+               back: str = "") -> HttpResponse:
+    """A staff form posted from the study page: an invalid form, or an action the study
+    refuses (``act`` raises :class:`StudyError`), comes back as its message at ``anchor``;
+    otherwise ``act(cleaned_data)`` says what was done and the page opens at ``back``
+    (``anchor`` unless given)."""
+    if not form.is_valid():
+        return _fail(request, study, forms.errors_text(form), anchor)
+    try:
+        done = act(form.cleaned_data)
+    except StudyError as exc:
+        return _fail(request, study, str(exc), anchor)
+    messages.success(request, done)
+    return _back(study, back or anchor)
+
+
 @login_required
 @require_GET
 def study_list(request: HttpRequest) -> HttpResponse:
@@ -87,31 +106,25 @@ def study_new(request: HttpRequest) -> HttpResponse:
 @require_POST
 def member_add(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.MemberForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "members")
-    try:
-        design.add_member_by_username(request.user, study, form.cleaned_data["username"], form.cleaned_data["role"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "members")
-    messages.success(request, f"{form.cleaned_data['username']} is now {form.cleaned_data['role']}.")
-    return _back(study, "members")
+
+    def add(d: dict) -> str:
+        design.add_member_by_username(request.user, study, d["username"], d["role"])
+        return f"{d['username']} is now {d['role']}."
+
+    return _submitted(request, study, forms.MemberForm(request.POST), "members", add)
 
 
 @login_required
 @require_POST
 def quota_set(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.QuotaForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "assign")
-    cell = get_object_or_404(study.cells, pk=form.cleaned_data["cell"])
-    try:
-        design.set_quota(request.user, study, cell, form.cleaned_data["quota"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "assign")
-    messages.success(request, f"Quota of {cell.key} set to {cell.quota}.")
-    return _back(study, "assign")
+
+    def set_quota(d: dict) -> str:
+        cell = get_object_or_404(study.cells, pk=d["cell"])
+        design.set_quota(request.user, study, cell, d["quota"])
+        return f"Quota of {cell.key} set to {cell.quota}."
+
+    return _submitted(request, study, forms.QuotaForm(request.POST), "assign", set_quota)
 
 
 @login_required
@@ -125,34 +138,27 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def participant_add(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.ParticipantForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "participants")
-    data = form.cleaned_data
-    try:
-        participant = participants.add_participant(request.user, study, data["label"], {
-            k: data[k] for k in ("years_ecommerce", "role", "platforms") if data[k] not in (None, "")})
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "participants")
-    messages.success(request, f"Participant {participant.label} added.")
-    return _back(study, "participants")
+
+    def add(d: dict) -> str:
+        participant = participants.add_participant(request.user, study, d["label"], {
+            k: d[k] for k in ("years_ecommerce", "role", "platforms") if d[k] not in (None, "")})
+        return f"Participant {participant.label} added."
+
+    return _submitted(request, study, forms.ParticipantForm(request.POST), "participants", add)
 
 
 @login_required
 @require_POST
 def invite(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.InviteForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "participants")
-    participant = get_object_or_404(Participant, pk=form.cleaned_data["participant"], study=study)
-    try:
-        issued = participants.invite(request.user, participant, form.cleaned_data["days"] * 24 * 3600)
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "participants")
-    link = request.build_absolute_uri(reverse("studies:join", args=[issued.token]))
-    messages.success(request, f"Invitation link for {participant.label}: {link}")
-    return _back(study, "participants")
+
+    def issue(d: dict) -> str:
+        participant = get_object_or_404(Participant, pk=d["participant"], study=study)
+        issued = participants.invite(request.user, participant, d["days"] * 24 * 3600)
+        link = request.build_absolute_uri(reverse("studies:join", args=[issued.token]))
+        return f"Invitation link for {participant.label}: {link}"
+
+    return _submitted(request, study, forms.InviteForm(request.POST), "participants", issue)
 
 
 @login_required
@@ -160,32 +166,26 @@ def invite(request: HttpRequest, pk: int) -> HttpResponse:
 def invitation_revoke(request: HttpRequest, pk: int, invitation_pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
     invitation = get_object_or_404(Invitation, pk=invitation_pk, participant__study=study)
-    form = forms.RevokeForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "participants")
-    try:
-        participants.revoke(request.user, invitation, form.cleaned_data["reason"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "participants")
-    messages.success(request, "Invitation revoked.")
-    return _back(study, "participants")
+
+    def revoke(d: dict) -> str:
+        participants.revoke(request.user, invitation, d["reason"])
+        return "Invitation revoked."
+
+    return _submitted(request, study, forms.RevokeForm(request.POST), "participants", revoke)
 
 
 @login_required
 @require_POST
 def assign(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.AssignForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "assign")
-    participant = get_object_or_404(Participant, pk=form.cleaned_data["participant"], study=study)
-    cell = get_object_or_404(study.cells, pk=form.cleaned_data["cell"])
-    try:
-        attempt = assignment.assign(request.user, participant, cell, practice=form.cleaned_data["practice"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "assign")
-    messages.success(request, f"Assigned {cell.key} to {participant.label} (attempt #{attempt.number}).")
-    return _back(study, "attempts")
+
+    def assign_one(d: dict) -> str:
+        participant = get_object_or_404(Participant, pk=d["participant"], study=study)
+        cell = get_object_or_404(study.cells, pk=d["cell"])
+        attempt = assignment.assign(request.user, participant, cell, practice=d["practice"])
+        return f"Assigned {cell.key} to {participant.label} (attempt #{attempt.number})."
+
+    return _submitted(request, study, forms.AssignForm(request.POST), "assign", assign_one, back="attempts")
 
 
 @login_required
@@ -223,21 +223,19 @@ def _attempt_action(request: HttpRequest, study: Study, attempt: Attempt, data: 
     return attempts.select(request.user, attempt, reason)
 
 
+def _acted(action: str, result: Attempt) -> str:
+    """What a coordinator's action on an attempt did, as the page says it."""
+    return (f"{action.replace('_', ' ').capitalize()}: {result.cell.key} attempt #{result.number}"
+            f" ({result.participant.label}).")
+
+
 @login_required
 @require_POST
 def attempt_act(request: HttpRequest, pk: int, attempt_pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
     attempt = get_object_or_404(Attempt, pk=attempt_pk, study=study)
-    form = forms.AttemptActionForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "attempts")
-    try:
-        result = _attempt_action(request, study, attempt, form.cleaned_data)
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "attempts")
-    messages.success(request, f"{form.cleaned_data['action'].replace('_', ' ').capitalize()}: "
-                              f"{result.cell.key} attempt #{result.number} ({result.participant.label}).")
-    return _back(study, "attempts")
+    return _submitted(request, study, forms.AttemptActionForm(request.POST), "attempts",
+                      lambda d: _acted(d["action"], _attempt_action(request, study, attempt, d)))
 
 
 @login_required
@@ -255,8 +253,7 @@ def monitor_act(request: HttpRequest, pk: int) -> HttpResponse:
     except StudyError as exc:
         messages.error(request, str(exc))
         return redirect("studies:monitor", pk=study.pk)
-    messages.success(request, f"{form.cleaned_data['action'].replace('_', ' ').capitalize()}: "
-                              f"{result.cell.key} attempt #{result.number} ({result.participant.label}).")
+    messages.success(request, _acted(form.cleaned_data["action"], result))
     return redirect("studies:monitor", pk=study.pk)
 
 
@@ -264,15 +261,12 @@ def monitor_act(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def select_by_rule(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.SelectRuleForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "attempts")
-    try:
-        chosen = attempts.select_by_rule(request.user, study, form.cleaned_data["rule"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "attempts")
-    messages.success(request, f"Selected {len(chosen)} attempt(s) by rule {form.cleaned_data['rule']}.")
-    return _back(study, "attempts")
+
+    def select(d: dict) -> str:
+        chosen = attempts.select_by_rule(request.user, study, d["rule"])
+        return f"Selected {len(chosen)} attempt(s) by rule {d['rule']}."
+
+    return _submitted(request, study, forms.SelectRuleForm(request.POST), "attempts", select)
 
 
 @login_required
@@ -422,20 +416,16 @@ def permission_denied_as_403(view):
 @require_POST
 def entry_settings(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.EntryForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "entry")
-    d = form.cleaned_data
-    try:
+
+    def configure(d: dict) -> str:
         entry.configure(request.user, study, entry_open=d["entry_open"], completion_url=d["completion_url"],
                         completion_code=d["completion_code"], return_code=d["return_code"],
                         base_pay_cents=d["base_pay_cents"], bonus_bands=pay.parse_bands(d["bonus_bands"]),
                         fault_compensation_cents=d["fault_compensation_cents"], reason=d["reason"],
                         show_threshold=d["show_threshold_to_participants"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "entry")
-    messages.success(request, "Study link and pay rule saved.")
-    return _back(study, "entry")
+        return "Study link and pay rule saved."
+
+    return _submitted(request, study, forms.EntryForm(request.POST), "entry", configure)
 
 
 @require_http_methods(["GET", "POST"])
@@ -657,30 +647,24 @@ def bulk_assign(request: HttpRequest, pk: int) -> HttpResponse:
 def withdraw(request: HttpRequest, pk: int, participant_pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
     person = get_object_or_404(Participant, pk=participant_pk, study=study)
-    form = forms.ReasonForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "participants")
-    try:
-        bulk.withdraw(request.user, person, form.cleaned_data["reason"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "participants")
-    messages.success(request, f"{person.label} withdrawn: their data leaves the figures and exports.")
-    return _back(study, "participants")
+
+    def withdraw_one(d: dict) -> str:
+        bulk.withdraw(request.user, person, d["reason"])
+        return f"{person.label} withdrawn: their data leaves the figures and exports."
+
+    return _submitted(request, study, forms.ReasonForm(request.POST), "participants", withdraw_one)
 
 
 @login_required
 @require_POST
 def consent_publish(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.ConsentPublishForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "consent")
-    try:
-        consent = design.add_consent_version(request.user, study, form.cleaned_data["text"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "consent")
-    messages.success(request, f"Consent version {consent.version} published; participants will be asked again.")
-    return _back(study, "consent")
+
+    def publish(d: dict) -> str:
+        consent = design.add_consent_version(request.user, study, d["text"])
+        return f"Consent version {consent.version} published; participants will be asked again."
+
+    return _submitted(request, study, forms.ConsentPublishForm(request.POST), "consent", publish)
 
 
 # --- coaching ----------------------------------------------------------------------
@@ -708,13 +692,10 @@ def attempt_shift(request: HttpRequest, pk: int, attempt_pk: int) -> HttpRespons
 @require_POST
 def rehearse(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
-    form = forms.RehearsalForm(request.POST)
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), "rehearsal")
-    try:
-        rehearsal.schedule(request.user, study, form.cleaned_data["bots"], form.cleaned_data["skill"])
-    except StudyError as exc:
-        return _fail(request, study, str(exc), "rehearsal")
-    messages.success(request, f"Rehearsal with {form.cleaned_data['bots']} bot(s) started; their attempts "
-                              "appear below as they finish (bots are left out of figures by default).")
-    return _back(study, "attempts")
+
+    def schedule(d: dict) -> str:
+        rehearsal.schedule(request.user, study, d["bots"], d["skill"])
+        return (f"Rehearsal with {d['bots']} bot(s) started; their attempts appear below as they finish"
+                " (bots are left out of figures by default).")
+
+    return _submitted(request, study, forms.RehearsalForm(request.POST), "rehearsal", schedule, back="attempts")

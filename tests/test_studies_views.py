@@ -53,6 +53,19 @@ def test_invite_shows_a_signed_link_that_signs_the_participant_in(coord_client, 
     assert client.get("/studies/me/").status_code == 200
 
 
+def test_revoking_a_link_from_the_page_needs_a_reason_and_says_it_is_done(coord_client, client, study, coordinator):
+    person = participants.add_participant(coordinator, study, "P1")
+    issued = participants.invite(coordinator, person, 3600)
+    url = f"/studies/{study.pk}/invitations/{issued.invitation.pk}/revoke/"
+    refused = coord_client.post(url, {"reason": ""}, HTTP_HX_REQUEST="true")
+    assert (refused.status_code, refused.content.decode()) == (400, "reason: This field is required.")
+    assert client.get(f"/studies/join/{issued.token}/").status_code == 200, "a refused revocation changes nothing"
+    done = coord_client.post(url, {"reason": "sent to the wrong address"})
+    assert done.status_code == 302 and done["Location"] == f"/studies/{study.pk}/#participants"
+    assert "Invitation revoked." in coord_client.get(done["Location"]).content.decode()
+    assert client.get(f"/studies/join/{issued.token}/").status_code != 200
+
+
 def test_bad_invitation_link_is_explained(client, db):
     response = client.get("/studies/join/not-a-token/")
     assert response.status_code == 400 and "this invitation link is not valid" in response.content.decode()
