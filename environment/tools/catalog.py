@@ -85,9 +85,7 @@ def list_products(ep: Episode, args: ListProductsArgs) -> dict[str, Any]:
         chosen.sort(key=lambda p: (sum(v.available for v in p.variants), p.id))
     elif args.sort == "price":
         chosen.sort(key=lambda p: (min(v.price for v in p.variants), p.id))
-    out = page_of(chosen, args)
-    out["rows"] = [product_row(ep, p) for p in out["rows"]]
-    return out
+    return page_of(chosen, args, lambda p: product_row(ep, p))
 
 
 class ProductArgs(Args):

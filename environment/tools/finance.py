@@ -194,10 +194,8 @@ def announcements(ep: Episode, args: PageArgs) -> dict[str, Any]:
     """Platform alerts and trade-press news that have reached sellers so far, newest first.
     Not everything that moves the market is announced."""
     posts = list(reversed(ep.events.visible_posts(ep.now)))
-    out = page_of(posts, args)
-    out["rows"] = [{"id": p["id"], "posted_at": when(p["posted_at"]), "source": p["source"], "text": p["text"]}
-                   for p in out["rows"]]
-    return out
+    return page_of(posts, args, lambda p: {"id": p["id"], "posted_at": when(p["posted_at"]), "source": p["source"],
+                                           "text": p["text"]})
 
 
 @tool("competitor_watch", title="Competitor watch", family=Family.FINANCE, kind=ToolKind.READ, idempotent=True)

@@ -34,9 +34,7 @@ def list_inventory(ep: Episode, args: ListInventoryArgs) -> dict[str, Any]:
 
     if args.level == "variant":
         chosen = [v for p in products for v in p.variants if keep(v.available)]
-        out = page_of(chosen, args)
-        out["rows"] = [variant_row(v, incoming) for v in out["rows"]]
-        return out
+        return page_of(chosen, args, lambda v: variant_row(v, incoming))
     kept = []  # the filter needs only the totals; a row is written out for the page shown
     for p in products:
         on_hand = sum(v.on_hand for v in p.variants)

@@ -77,9 +77,7 @@ def search_supply_catalog(ep: Episode, args: SearchSupplyArgs) -> dict[str, Any]
         if (args.listed == "in_shop" and not in_shop) or (args.listed == "not_in_shop" and in_shop):
             continue
         rows.append(sp)
-    out = page_of(rows, args)
-    out["rows"] = [supply_row(ep, sp) for sp in out["rows"]]
-    return out
+    return page_of(rows, args, lambda sp: supply_row(ep, sp))
 
 
 class SupplyArgs(Args):
