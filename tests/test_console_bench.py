@@ -67,4 +67,16 @@ def test_the_realistic_mode_serves_participants_with_think_time_and_loses_nothin
     assert result["server_cpu_ms_per_call"] > 0
     # every measured call is a call of the run, the warm-up ones excluded (benchmarks.server)
     assert 0 < result["solo_calls"] <= result["calls"] and result["server_cpu_ms_per_solo_call_median"] > 0
+    assert 0 <= result["slow_call_seconds"] <= result["slow_calls"] <= result["calls"]
     assert not get_user_model().objects.filter(username__startswith="bench-").exists()
+
+
+def test_slow_calls_are_counted_with_the_seconds_they_were_sent_in():
+    from benchmarks.realistic import slow_calls
+
+    began_at = [0.1, 0.2, 1.5, 1.6, 1.7, 3.0, 7.9]
+    latencies_ms = [20.0, 151.0, 400.0, 380.0, 150.0, 12.0, 900.0]  # 150 ms itself is not slow
+    assert slow_calls(began_at, latencies_ms) == (4, 3)
+    assert slow_calls(began_at, latencies_ms, bound_ms=1000.0) == (0, 0)
+    with pytest.raises(ValueError):
+        slow_calls(began_at, latencies_ms[:-1])  # one start per call

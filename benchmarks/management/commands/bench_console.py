@@ -184,7 +184,16 @@ class Command(BaseCommand):
                 f"({result['calls_per_second']}/s), p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, max "
                 f"{result['max_ms']} ms, server CPU {result['server_cpu_ms_per_call']} ms per call over the run "
                 f"(median {result['server_cpu_ms_per_solo_call_median']} ms over the {result['solo_calls']} calls "
-                f"that had their process to themselves), {result['errors']} errors, {result['lost_calls']} lost")
+                f"that had their process to themselves), {self._slow(result)}, {result['errors']} errors,"
+                f" {result['lost_calls']} lost")
+
+    @staticmethod
+    def _slow(result: dict) -> str:
+        if not result["slow_calls"]:
+            return f"no call over {realistic.SLOW_MS:.0f} ms"
+        return (f"{result['slow_calls']} calls over {realistic.SLOW_MS:.0f} ms, sent within "
+                f"{result['slow_call_seconds']} distinct seconds (bunched in a few: a stall every server process "
+                "shared, such as the database's disk flushing its log)")
 
     def _measure(self, users, shifts, calls) -> dict:
         clients = []
