@@ -6,8 +6,9 @@ operations for a long run), a session made the way ``login()`` makes one, and a 
 cookie; it waits a random think time (uniform between half and one and a half times
 the mean), posts one tool call as the console's form does (htmx header, a fresh call
 id), and so on until the run's time is up.  Reported: latency p50/p95/max, the calls
-slower than 150 ms and in how many distinct seconds they were sent, calls per second, errors (transport errors and any status but 200), lost calls (acknowledged
-call ids missing from the database afterwards), and the server's CPU per tool call
+slower than 150 ms and in how many distinct seconds they were sent, calls per second,
+errors (transport errors and any status but 200), lost calls (acknowledged call ids
+missing from the database afterwards), and the server's CPU per tool call
 (the server processes' user+system time over the run, from ``/proc``, divided by the
 calls made in it: every worker and thread included, and what a process spends between
 calls), and the median CPU of the calls that had their server process to itself
