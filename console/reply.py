@@ -26,7 +26,15 @@ from django.utils.safestring import SafeString, mark_safe
 from shifts.results import CallResult
 
 from .present import Card, Presentation, Table
-from .templatetags.console_tags import _forms_of, compact_json, new_call_id, shift_url, store_time, table_rows
+from .templatetags.console_tags import (
+    _forms_of,
+    call_detail_url,
+    compact_json,
+    new_call_id,
+    shift_url,
+    store_time,
+    table_rows,
+)
 
 _PLAIN = Context(autoescape=True)  # how a value that is not a str is written: localised, escaped
 _OOB = ' hx-swap-oob="true"'
@@ -53,15 +61,8 @@ def _url(name: str, *args: Any) -> str:
     return conditional_escape(shift_url(name, *args))
 
 
-_SEQ_MARK = 987654321  # a call number a re-read URL is reversed with, then replaced
-
-
-def _call_detail_url(shift_pk: int, seq: int) -> str:
-    """``{% shift_url 'console:shift_call_detail' shift_pk seq %}``: reversed once per shift
-    with a mark for the call number, the URL's last part, which is then replaced (a reply
-    names a new call number every time, which ``shift_url`` would reverse afresh)."""
-    head, _mark, tail = shift_url("console:shift_call_detail", shift_pk, _SEQ_MARK).rpartition(str(_SEQ_MARK))
-    return conditional_escape(f"{head}{int(seq)}{tail}")
+def _url_of_call(shift_pk: int, seq: Any) -> str:
+    return conditional_escape(call_detail_url(shift_pk, seq))
 
 
 def csrf_input(token: str) -> str:
@@ -113,7 +114,7 @@ def history_item_html(call: Any, shift_pk: int) -> str:
     args = f'<span class="args-line">{_v(compact_json(call.arguments))}</span>' if call.arguments else ""
     window = "?" if call.window is None else _v(call.window)
     return (f'\n<li id="call-{seq}" class="{"is-error" if call.is_error else ""}">\n'
-            f'  <a href="?call={seq}" hx-get="{_call_detail_url(shift_pk, call.seq)}"'
+            f'  <a href="?call={seq}" hx-get="{_url_of_call(shift_pk, call.seq)}"'
             ' hx-target="#result" hx-swap="innerHTML">\n'
             f"    #{seq} <code>{_v(call.tool)}</code></a>\n"
             f"  {args}\n"
@@ -288,7 +289,7 @@ def cached_html(cached: list, header: Any, shift_pk: int, oob: bool = False) -> 
                 f"          <td>{_v(view.read_at)} · W{_v(view.window)}"
                 f'{_EARLIER if stale else ""}</td>\n'
                 f'          <td><a href="?call={_v(view.seq)}" class="reread"'
-                f' hx-get="{_call_detail_url(shift_pk, view.seq)}" hx-target="#result"'
+                f' hx-get="{_url_of_call(shift_pk, view.seq)}" hx-target="#result"'
                 ' hx-swap="innerHTML">Re-read</a></td>\n        </tr>\n      ')
         out.append("\n      </tbody>\n    </table></div>\n  ")
     else:

@@ -26,6 +26,15 @@ def shift_url(name: str, *args) -> str:
     return _reversed(get_script_prefix(), get_urlconf(), name, args)
 
 
+@register.simple_tag
+def call_detail_url(shift_pk: int, seq: int) -> str:
+    """``{% shift_url 'console:shift_call_detail' shift_pk seq %}``, remembered per shift: the
+    URL is reversed once with :data:`_MARK_SHIFT` for the call number, its last part, which is
+    then filled in (every reply names a new call number, which ``shift_url`` would reverse afresh)."""
+    head, _mark, tail = shift_url("console:shift_call_detail", shift_pk, _MARK_SHIFT).rpartition(str(_MARK_SHIFT))
+    return f"{head}{int(seq)}{tail}"
+
+
 @register.simple_tag(takes_context=True)
 def new_call_id(context) -> str:
     """A fresh client-side id for one rendering of a tool form (double submits share it);
@@ -44,7 +53,7 @@ class _ShiftNumber:
         self.pk = pk
 
 
-_MARK_SHIFT = 987654321  # the shift number a kept form is rendered with, replaced in its URLs
+_MARK_SHIFT = 987654321  # a number a URL is reversed with, then replaced (a kept form's shift, a call)
 
 
 @lru_cache(maxsize=1024)
