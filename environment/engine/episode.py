@@ -314,7 +314,7 @@ class Episode:
         """Opening units per variant when the task trims the shelf to ``trim_stock_days``.
 
         A line keeps that many days of its demand at the platform's traffic, but never fewer than ``trim_stock_floor``
-        units (the floor is per line, so a longer trim keeps more of the busy lines); the
+        units for each size it comes in (so a longer trim keeps more of the busy lines only); the
         line's units go to its variants in proportion to their share of its sales, no
         variant keeping more than it holds.
         """
