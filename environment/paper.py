@@ -5,7 +5,9 @@ per evaluation lens on seeds 7 / 11 / 13.  ``RELEASE_TRAINING``: the public
 release's training calibration (the spec's calibration.md), per training task the
 composites per seed and, in dollars, the do-nothing and absentee business_raw and
 the better judgment anchor's business_raw, from which the release's zero and scale
-follow.
+follow.  ``RELEASE_TRAINING_BLAST``: the release's blast-list composites on those
+cells; with the blast-list reliability the spec gives (``RELEASE_BLAST_RELIABILITY``)
+they bound the share of the judgment anchors' gain that volume play earned there.
 """
 
 from __future__ import annotations
@@ -43,3 +45,31 @@ def release_zero_and_scale(task: str, seed_index: int) -> tuple[float, float]:
     nothing, absentee, best = RELEASE_TRAINING[task]
     zero = max(nothing[seed_index], absentee[seed_index])
     return zero, round((best[seed_index] - zero) / 0.70, 2)
+
+
+# task: blast-list composite per seed (7, 11, 13) in the release's training calibration
+RELEASE_TRAINING_BLAST: dict[str, tuple[float, float, float]] = {
+    "cash-crunch": (0.630, 0.664, 0.600),
+    "counter-punch": (0.626, 0.593, 0.569),
+    "final-clearance": (0.674, 0.614, 0.688),
+    "season-flip": (0.617, 0.518, 0.621),
+    "short-runway": (0.627, 0.666, 0.603),
+}
+RELEASE_BLAST_RELIABILITY = (0.39, 0.45)  # "blast-list about 0.39 to 0.45" on those cells
+WEIGHTS = (0.7, 0.2, 0.1)  # business, reliability, continuity (the composite's weights)
+ORACLE_BUSINESS = 0.70  # the better judgment anchor's normalised business, by the scale's definition
+
+
+def release_volume_share(task: str, seed_index: int) -> tuple[float, float]:
+    """Bounds on the share of the better judgment anchor's gain over the zero that the
+    release's blast-list earned on a training cell: its composite less the reliability
+    and continuity terms (continuity 1, reliability within the spec's range) is its
+    normalised business, and the judgment anchor sits at 0.70 by the scale's definition."""
+    composite = RELEASE_TRAINING_BLAST[task][seed_index]
+    business, reliability, continuity = WEIGHTS
+
+    def share(rel: float) -> float:
+        return (composite - continuity - reliability * rel) / business / ORACLE_BUSINESS
+
+    low, high = RELEASE_BLAST_RELIABILITY
+    return share(high), share(low)

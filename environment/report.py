@@ -123,21 +123,35 @@ def beside_paper(doc: dict[str, Any]) -> str:
 
 
 def beside_release(doc: dict[str, Any]) -> str:
-    """Training cells: our business zero and scale beside the release's, with the ratio."""
-    from .paper import RELEASE_TRAINING, SEEDS, release_zero_and_scale
+    """Training cells: our business zero and scale beside the release's, with the ratio,
+    and the share of the better judgment anchor's gain over the zero that volume play
+    (blast-list) earns, ours beside the bounds the release's composites give."""
+    from .paper import RELEASE_TRAINING, SEEDS, release_volume_share, release_zero_and_scale
 
-    lines = ["| task | seed | zero ours | zero release | ratio | scale ours | scale release | ratio |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| task | seed | zero ours | zero release | ratio | scale ours | scale release | ratio "
+             "| volume play's share ours | release |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for tid in RELEASE_TRAINING:
         for i, k in enumerate(SEEDS):
             cell = doc["tasks"].get(tid, {}).get(k)
             if cell is None:
                 continue
             zero, scale = release_zero_and_scale(tid, i)
+            low, high = release_volume_share(tid, i)
             lines.append(f"| {tid} | {k} | {cell['business_zero_raw']:,.0f} | {zero:,.0f} | "
                          f"{cell['business_zero_raw'] / zero:.2f} | {cell['business_scale']:,.0f} | {scale:,.0f} | "
-                         f"{cell['business_scale'] / scale:.2f} |")
-    return "Training cells beside the release's calibration (dollars; ratio ours / release).\n\n" + "\n".join(lines)
+                         f"{cell['business_scale'] / scale:.2f} | {volume_share(cell):.2f} | {low:.2f} to {high:.2f} |")
+    return ("Training cells beside the release's calibration (dollars; ratio ours / release). Volume play's share: "
+            "what blast-list (ships, answers no return) earns over the zero, as a share of what the better judgment "
+            "anchor earns; the release's is bounded from its blast-list composite and the blast-list reliability "
+            "the spec gives (0.39 to 0.45).\n\n" + "\n".join(lines))
+
+
+def volume_share(cell: dict[str, Any]) -> float:
+    """The share of the better judgment anchor's gain over the zero that blast-list earns in ``cell``."""
+    anchors, zero = cell["anchors"], cell["business_zero_raw"]
+    best = max(anchors["rule-based"]["business_raw"], anchors["smart-triage"]["business_raw"])
+    return float((anchors["blast-list"]["business_raw"] - zero) / (best - zero))
 
 
 def write_report(doc: dict[str, Any], calibration_path: str | Path) -> Path:

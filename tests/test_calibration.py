@@ -711,3 +711,24 @@ def test_shipped_cells_match_what_the_anchors_play_today(task_id, seed):
 
     doc, _ = load_calibration(SHIPPED / "public.json")
     assert calibrate_cell(get_task(task_id), seed, load_world()) == doc["tasks"][task_id][str(seed)]
+
+
+def test_the_release_volume_share_is_read_back_from_its_blast_list_composite():
+    """cash-crunch seed 7: blast-list 0.630 in the release; at reliability 0.45 its business is
+    (0.630 - 0.1 - 0.09) / 0.7 = 0.6286, which is 0.898 of the judgment anchor's 0.70."""
+    from environment.paper import release_volume_share
+
+    low, high = release_volume_share("cash-crunch", 0)
+    assert round(low, 3) == 0.898 and round(high, 3) == 0.922  # 0.39: (0.630 - 0.1 - 0.078) / 0.49
+
+
+def test_the_report_puts_our_volume_share_beside_the_releases():
+    from environment.report import beside_release, volume_share
+
+    cell = {"business_zero_raw": 1000.0, "business_scale": 2000.0,
+            "anchors": {"blast-list": {"business_raw": 1700.0}, "rule-based": {"business_raw": 2400.0},
+                        "smart-triage": {"business_raw": 1500.0}}}
+    assert volume_share(cell) == 0.5  # 700 of the better judgment anchor's 1,400
+    row = next(line for line in beside_release({"tasks": {"cash-crunch": {"7": cell}}}).splitlines()
+               if line.startswith("| cash-crunch | 7 |"))
+    assert row.endswith("| 0.50 | 0.90 to 0.92 |")
