@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from .api import arm
+from .artifacts import ArtifactError, read_action_log, read_json_object, whole_number
 from .engine.state import ReturnState
 from .tasks import get_task
-from .trial import read_actions
 
 ID = re.compile(r"\b(?:ORD-\d+|RET-\d+|PRD-\d+(?:-[A-Z0-9]+-[A-Z]{3})?|SP-\d+|PO-\d+)\b")
 WRITE_TARGETS = {
@@ -33,10 +33,14 @@ EXAMPLES = 5
 
 def analyze(folder: str | Path) -> dict[str, Any]:
     folder = Path(folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    summary = json.loads((folder / "summary.json").read_text())
-    actions = read_actions(folder / "actions.jsonl")
-    ep = arm(get_task(manifest["task"]), int(manifest["seed"]))
+    if not folder.is_dir():
+        raise ArtifactError(f"{folder} is not a folder: give a trial folder written by storebench run, batch or mcp")
+    manifest = read_json_object(folder / "manifest.json")
+    summary = read_json_object(folder / "summary.json")
+    actions = read_action_log(folder / "actions.jsonl")
+    if not isinstance(manifest.get("task"), str) or "seed" not in manifest:
+        raise ArtifactError(f"{folder / 'manifest.json'} names no task and seed")
+    ep = arm(get_task(manifest["task"]), whole_number(manifest["seed"], "manifest.json seed"))
     budget = ep.task.ops_per_window
 
     last_seen: dict[str, int] = {}

@@ -36,6 +36,44 @@ class ArtifactError(StoreBenchError):
     code = "artifact_error"
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A trial file holding one JSON object; :class:`ArtifactError` naming the file otherwise."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ArtifactError(f"{path} is missing: is {path.parent} a trial folder written by storebench?") from None
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{path} cannot be read as JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{path} is not a JSON object")
+    return data
+
+
+def read_action_log(path: Path) -> list[dict[str, Any]]:
+    """An ``actions.jsonl`` (one recorded call per line); :class:`ArtifactError` naming the file
+    and the line otherwise."""
+    rows = []
+    try:
+        with path.open() as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise ArtifactError(f"{path} line {number} is not JSON: {exc}") from None
+                if not isinstance(row, dict) or not isinstance(row.get("tool"), str):
+                    raise ArtifactError(f"{path} line {number} is not a recorded call (an object with a 'tool')")
+                rows.append(row)
+    except FileNotFoundError:
+        raise ArtifactError(f"{path} is missing: give the actions.jsonl of a trial folder") from None
+    except IsADirectoryError:
+        raise ArtifactError(f"{path} is a folder: give the actions.jsonl file inside a trial folder") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path} cannot be read: {exc}") from None
+    return rows
+
+
 def _jsonl(rows: Iterable[Any]) -> str:
     return "".join(json.dumps(r, separators=(",", ":"), sort_keys=True, default=repr) + "\n" for r in rows)
 

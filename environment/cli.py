@@ -18,14 +18,60 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, cast
 
-from .errors import StoreBenchError
+from .errors import InvalidSeed, StoreBenchError, check_seed
 
 
 def _print_json(data: object) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
+
+
+def seed_arg(text: str) -> int:
+    """argparse type: a task seed (see :func:`environment.errors.check_seed`)."""
+    try:
+        return check_seed(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; a seed is e.g. 7, 11 or 13") from None
+    except InvalidSeed as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give 1 or more")
+    return value
+
+
+def writable_folder(path: str | Path, flag: str) -> Path:
+    """``path`` as a folder to write into, created if need be, before any work starts;
+    :class:`StoreBenchError` naming ``flag`` when it is a file or cannot be created."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise StoreBenchError(f"{flag}: {folder} is a file, not a folder; name a folder (it is created if need be)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreBenchError(f"{flag}: cannot create the folder {folder} ({exc.strerror}); name a folder you can "
+                              "write to") from None
+    return folder
+
+
+def writable_file(path: str | Path, flag: str, example: str) -> Path:
+    """``path`` as a file to write at the end of a long run, checked before it starts: not a
+    folder (the message suggests ``example`` inside it), and its folder exists or can be created."""
+    file = Path(path)
+    if file.is_dir():
+        raise StoreBenchError(f"{flag} {file} is a folder; name the file to write, e.g. {file / example}")
+    writable_folder(file.parent, flag)
+    return file
 
 
 # --- world ------------------------------------------------------------------------
@@ -91,6 +137,7 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
     from .world import load_world
     from .world.loader import export_world
 
+    writable_file(args.path, "the export path", "world.json.gz")
     export_world(load_world(), args.path)
     print(f"wrote the world to {args.path}")
     return 0
@@ -109,21 +156,25 @@ def _ablate_one(task_id: str, seed: int) -> dict[str, Any]:
 
 def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    from pathlib import Path
 
     from .ablation import document, render
     from .tasks import all_tasks
 
     if args.task != "all":
+        if args.out:
+            raise StoreBenchError("--out writes the report's ablation table and goes with `all`; for one lens, "
+                                  "redirect the printed table (or use --json)")
         result = _ablate_one(args.task, args.seed)
         if args.json:
             _print_json(result)
         else:
             print(render(result))
         return 0
+    if args.out:
+        writable_file(args.out, "--out", "ablation.md")
     ids = [t.id for t in all_tasks()]
     results: dict[str, dict[str, Any]] = {}
-    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = {pool.submit(_ablate_one, task_id, args.seed): task_id for task_id in ids}
         for n, future in enumerate(as_completed(futures), start=1):
             results[futures[future]] = future.result()
@@ -186,7 +237,6 @@ def _load_calibration_arg(path: str | None) -> tuple[dict[str, Any], str] | tupl
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from .anchors import get_anchor
     from .artifacts import ArtifactError
@@ -194,8 +244,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     get_anchor(args.policy)  # refuse an unknown policy before any work
     out_path = Path(args.out)
-    if out_path.exists() and (not out_path.is_dir() or any(out_path.iterdir())):
-        raise ArtifactError(f"{out_path} already holds files; choose an empty or new folder")
+    if out_path.exists() and not out_path.is_dir():
+        raise ArtifactError(f"--out {out_path} is a file; name a new or empty folder for the trial")
+    if out_path.is_dir() and any(out_path.iterdir()):
+        raise ArtifactError(f"--out {out_path} already holds files; choose an empty or new folder")
+    writable_folder(out_path.parent, "--out")
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     data = run_trial(args.task, args.seed, args.out, policy=args.policy, calibration=calibration,
                      calibration_hash=cal_hash)
@@ -220,9 +273,9 @@ def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
 
 def _cmd_batch(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
-    from pathlib import Path
 
     from .anchors import get_anchor
+    from .artifacts import read_action_log
     from .orchestration import batch_cells, batch_label, batch_summary, expand_tasks
 
     if (args.policy is None) == (args.actions is None):
@@ -230,6 +283,9 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         return 2
     if args.policy:
         get_anchor(args.policy)
+    else:
+        read_action_log(Path(args.actions))  # refuse a missing or malformed log before any work
+    writable_folder(args.out, "--out")
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     cells = batch_cells(expand_tasks(args.tasks), args.seeds, Path(args.out), batch_label(args.policy, args.actions))
     jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
@@ -240,7 +296,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         return 2
     started = time.perf_counter()
     results = []
-    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
         for i, data in enumerate(pool.map(_batch_one, jobs), start=1):
             results.append(data)
             print(f"[{i}/{len(jobs)}] {data['out']}: composite {data['reward_composite']:.3f}"
@@ -292,23 +348,13 @@ def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict[str, Any], flo
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
-    from pathlib import Path
 
     from .calibration import cells_for
     from .orchestration import expand_tasks, finish_calibration
 
     task_ids = expand_tasks(args.tasks)
     cells = cells_for(task_ids, args.seeds)
-    out = Path(args.out)
-    if out.is_dir():
-        print(f"storebench: --out {out} is a folder; name the calibration file to write, e.g. {out}/public.json",
-              file=sys.stderr)
-        return 2
-    try:  # before the work, so a bad path never costs a whole calibration
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"storebench: cannot create the folder for --out {out}: {exc.strerror}", file=sys.stderr)
-        return 2
+    writable_file(args.out, "--out", "public.json")  # before the work, so a bad path never costs a whole calibration
     started = time.perf_counter()
     results: dict[str, dict[int, dict[str, Any]]] = {}
     done = 0
@@ -347,9 +393,12 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
         _print_json({"all_reproduce": all(r.reproduces for r in results), "trials": [r.as_json() for r in results]})
     else:
         for r in results:
-            head = (f"{r.path}: {r.task} seed {r.seed}: composite {r.composite} business {r.business} "
-                    f"reliability {r.reliability} {'pass' if r.passed else 'no pass'}")
-            print(head + (" - reproduces" if r.reproduces else " - DOES NOT REPRODUCE"))
+            if r.composite is None:
+                print(f"{r.path}: cannot be graded - DOES NOT REPRODUCE")
+            else:
+                head = (f"{r.path}: {r.task} seed {r.seed}: composite {r.composite} business {r.business} "
+                        f"reliability {r.reliability} {'pass' if r.passed else 'no pass'}")
+                print(head + (" - reproduces" if r.reproduces else " - DOES NOT REPRODUCE"))
             for p in r.problems:
                 print(f"    {p}")
     return 0 if all(r.reproduces for r in results) else 1
@@ -463,10 +512,10 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "without their purchase orders: restocking pays on the lens when the "
                                        "better of them loses 0.02 or more that way.")
     tabl.add_argument("task", help="task id (see: storebench tasks list), or all for every eval and train task")
-    tabl.add_argument("--seed", type=int, default=7, help="seed (default 7)")
+    tabl.add_argument("--seed", type=seed_arg, default=7, help="seed (default 7)")
     tabl.add_argument("--out", metavar="FILE", help="with all: write the report's ablation table "
                                                    "(e.g. calibration/ablation.md) instead of printing it")
-    tabl.add_argument("--workers", type=int, default=2, help="with all: parallel worker processes (default 2)")
+    tabl.add_argument("--workers", type=positive_int, default=2, help="with all: parallel worker processes (default 2)")
     tabl.add_argument("--json", action="store_true", help="print JSON")
     tabl.set_defaults(func=_cmd_tasks_ablate)
 
@@ -474,7 +523,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                          description="Run an anchor policy through the tool surface, grade it and write the "
                                      "trial's artifacts (score.json, actions, ledger, per-window balances).")
     run.add_argument("--task", required=True, help="task id (see `storebench tasks list`)")
-    run.add_argument("--seed", required=True, type=int, help="task seed, e.g. 7, 11 or 13")
+    run.add_argument("--seed", required=True, type=seed_arg, help="task seed, e.g. 7, 11 or 13")
     run.add_argument("--policy", required=True, help="do-nothing, absentee, blast-list, rule-based, smart-triage "
                                                      "or exploiter")
     run.add_argument("--out", required=True, help="trial folder to create (must be empty or new)")
@@ -489,11 +538,12 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "task-seed cell given, one worker process per cell, writing one trial "
                                        "folder each under OUT.")
     batch.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
-    batch.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
-    batch.add_argument("--policy", help="an anchor policy")
+    batch.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
+    batch.add_argument("--policy", help="do-nothing, absentee, blast-list, rule-based, smart-triage, exploiter "
+                                        "or diligence (give this or --actions)")
     batch.add_argument("--actions", metavar="FILE", help="an actions.jsonl to replay on every cell")
     batch.add_argument("--out", required=True, help="folder to hold the trial folders")
-    batch.add_argument("--workers", type=int, default=2, help="parallel worker processes")
+    batch.add_argument("--workers", type=positive_int, default=2, help="parallel worker processes (default 2)")
     batch.add_argument("--calibration", metavar="FILE", help="calibration file (else each cell is calibrated)")
     batch.add_argument("--json", action="store_true", help="print every result as JSON")
     batch.set_defaults(func=_cmd_batch)
@@ -519,11 +569,12 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "(ordering, judgment gap, flap margin, exploit suppression, diligence) must "
                                      "hold on every cell. Writes FILE, FILE.sha256 and a report (table and chart) "
                                      "beside it. Exits 1 if any gate fails, naming the cell and the gate. Takes "
-                                     "a few minutes for the 51 public cells with --workers 2.")
+                                     "about a minute for the 51 public cells with --workers 2 on a two-core machine.")
     cal.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
-    cal.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
+    cal.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
     cal.add_argument("--out", required=True, help="calibration JSON to write")
-    cal.add_argument("--workers", type=int, default=1, help="parallel worker processes (one cell each)")
+    cal.add_argument("--workers", type=positive_int, default=1,
+                     help="parallel worker processes, one cell each (default 1)")
     cal.set_defaults(func=_cmd_calibrate)
 
     reg = sub.add_parser("regrade", help="recompute scores of trial folders from their ledgers",
@@ -538,10 +589,12 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     srch = sub.add_parser("search", help="random search or hill climbing over action sequences",
                           description="Check that cheap search cannot game the composite: play N episodes of "
                                       "random or hill-climbed action sequences and report the best composite.")
-    srch.add_argument("--method", choices=("random", "hill"), required=True)
-    srch.add_argument("--task", default="steady")
-    srch.add_argument("--seed", type=int, default=7)
-    srch.add_argument("--episodes", type=int, default=300)
+    srch.add_argument("--method", choices=("random", "hill"), required=True,
+                      help="random: independent random action sequences; hill: mutate the best one so far")
+    srch.add_argument("--task", default="steady", help="task id (default steady)")
+    srch.add_argument("--seed", type=seed_arg, default=7, help="task seed (default 7)")
+    srch.add_argument("--episodes", type=positive_int, default=300,
+                      help="episodes to play (default 300, the paper's; about two minutes on steady)")
     srch.add_argument("--calibration", metavar="FILE", help="calibration file (else the cell is calibrated now)")
     srch.add_argument("--json", action="store_true", help="include the best-so-far curve")
     srch.set_defaults(func=_cmd_search)

@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     ARTIFACT_ERROR = "artifact_error"
     CALIBRATION_INVALID = "calibration_invalid"
     HELD_OUT_INVALID = "held_out_invalid"
+    INVALID_SEED = "invalid_seed"
     TASK_FILE_INVALID = "task_file_invalid"
     UNKNOWN_POLICY = "unknown_policy"
     WORLD_HASH_MISMATCH = "world_hash_mismatch"
@@ -70,3 +71,20 @@ class StoreBenchError(Exception):
         if self.details:
             out["details"] = self.details
         return out
+
+
+SEED_MAX = 2**31 - 1  # what a console shift stores (a 32-bit column); the random keys mix 64 bits
+
+
+class InvalidSeed(StoreBenchError):
+    code = ErrorCode.INVALID_SEED
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` as a task seed: a whole number from 0 to :data:`SEED_MAX`, else :class:`InvalidSeed`."""
+    index = getattr(seed, "__index__", None)  # an int or a NumPy integer; not a float or text
+    value: int | None = index() if index is not None else None
+    if isinstance(seed, bool) or value is None or not 0 <= value <= SEED_MAX:
+        raise InvalidSeed(f"{seed!r} is not a task seed: give a whole number from 0 to {SEED_MAX:,}, "
+                          "e.g. 7, 11 or 13 (the public seeds)", seed=repr(seed))
+    return value

@@ -112,6 +112,10 @@ def regrade(folder: str | Path, calibration: dict[str, Any], calibration_hash: s
     """
     folder = Path(folder)
     out = Regrade(str(folder))
+    if not folder.is_dir():
+        out.problems.append(f"{folder} is not a folder: give trial folders (written by storebench run, batch or "
+                            "mcp, or in the release's layout)")
+        return out
     try:
         return _regrade(folder, out, calibration, calibration_hash)
     except ArtifactError as exc:
@@ -136,9 +140,16 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
     if named is not None and (out.task, out.seed) != named:
         out.problems.append(f"the folder is named for {named[0]} seed {named[1]}, its files say {out.task} seed "
                             f"{out.seed}")
+    if not manifest and ("suite" in stored or "task" in stored):
+        # This engine's layout (the release's score.json has neither): its manifest holds the
+        # files' checksums, so a folder without one could hold any ledger.
+        return _zero(out, "manifest.json is missing: this engine writes one with every trial folder, with the "
+                          "checksums of its files, so the folder cannot be trusted and grades to zero")
     cell = cell_of(calibration, out.task, out.seed) if out.task is not None and out.seed is not None else None
     if cell is None:
-        out.problems.append(f"no calibration cell for task {out.task!r} seed {out.seed!r}")
+        out.problems.append(f"no calibration cell for task {out.task!r} seed {out.seed!r} in this calibration "
+                            f"file: re-grade against the file the trial was graded with, or calibrate the cell "
+                            f"(storebench calibrate --tasks {out.task} --seeds {out.seed} --out FILE)")
         return out
     tampered = checksum_problems(folder, manifest)
     if tampered:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .api import arm
-from .artifacts import OBSERVATIONS
+from .artifacts import OBSERVATIONS, ArtifactError, read_action_log, read_json_object, whole_number
 from .engine.settlement import score
 from .tasks import get_task
-from .trial import play_actions, read_actions
+from .trial import play_actions
 from .world import world_hash
 
 
@@ -39,13 +39,21 @@ def replay(folder: str | Path) -> ReplayResult:
     folder = Path(folder)
     out = ReplayResult(str(folder))
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-        summary = json.loads((folder / "summary.json").read_text())
-        stored_score = json.loads((folder / "score.json").read_text())
+        if not folder.is_dir():
+            raise ArtifactError(f"{folder} is not a folder")
+        manifest = read_json_object(folder / "manifest.json")
+        summary = read_json_object(folder / "summary.json")
+        stored_score = read_json_object(folder / "score.json")
         stored_ledger = (folder / "ledger.jsonl").read_text()
-        actions = read_actions(folder / "actions.jsonl")
-    except (OSError, ValueError) as exc:
-        out.problems.append(f"cannot read the trial: {exc}")
+        actions = read_action_log(folder / "actions.jsonl")
+    except ArtifactError as exc:
+        out.problems.append(f"cannot read the trial: {exc.message}")
+        return out
+    except OSError as exc:
+        out.problems.append(f"cannot read the trial: {folder / 'ledger.jsonl'}: {exc.strerror}")
+        return out
+    if not isinstance(manifest.get("task"), str) or "seed" not in manifest:
+        out.problems.append(f"cannot read the trial: {folder / 'manifest.json'} names no task and seed")
         return out
     if manifest.get("world_hash") != world_hash():
         out.problems.append(f"the trial ran on world {manifest.get('world_hash')}, this engine has {world_hash()}")
@@ -55,7 +63,7 @@ def replay(folder: str | Path) -> ReplayResult:
         out.problems.append(f"the task file changed since the trial ({manifest.get('task_file_hash')} -> "
                             f"{task.file_hash})")
         return out
-    ep = arm(task, int(manifest["seed"]), record=True)
+    ep = arm(task, whole_number(manifest["seed"], "manifest.json seed"), record=True)
     play_actions(ep, actions, stop=summary.get("termination") == "stopped")
     if not ep.over:
         out.problems.append(f"the action log ends in window {ep.window + 1} with the store still open, but the "

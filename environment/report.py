@@ -117,6 +117,9 @@ def beside_paper(doc: dict[str, Any]) -> str:
             row.append(" / ".join(f"{a:.2f}" for a in ours) + " vs " + " / ".join(f"{b:.2f}" for b in theirs))
         dil = " / ".join(f"{seeds[k].get('diligence_composite', float('nan')):.2f}" for k in SEEDS)
         lines.append(f"| {tid} | " + " | ".join(row) + f" | {dil} |")
+    if not dev[TABLE6_COLUMNS[0]]:
+        return ("Our ladder beside the paper's Table 6: no evaluation lens of Table 6 was calibrated on all of "
+                "seeds 7, 11 and 13 in this file, so there is nothing to set beside it.")
     mad = ", ".join(f"{c} {_mean(v):.3f}" for c, v in dev.items())
     return ("Our ladder beside the paper's Table 6 (ours vs paper), and the diligence-only check.\n\n"
             + "\n".join(lines) + f"\n\nMean absolute deviation from Table 6: {mad}.")
@@ -141,6 +144,9 @@ def beside_release(doc: dict[str, Any]) -> str:
             lines.append(f"| {tid} | {k} | {cell['business_zero_raw']:,.0f} | {zero:,.0f} | "
                          f"{cell['business_zero_raw'] / zero:.2f} | {cell['business_scale']:,.0f} | {scale:,.0f} | "
                          f"{cell['business_scale'] / scale:.2f} | {volume_share(cell):.2f} | {low:.2f} to {high:.2f} |")
+    if len(lines) == 2:
+        return ("Training cells beside the release's calibration: no training cell was calibrated in this file, so "
+                "there is nothing to set beside it.")
     return ("Training cells beside the release's calibration (dollars; ratio ours / release). Volume play's share: "
             "what blast-list (ships, answers no return) earns over the zero, as a share of what the better judgment "
             "anchor earns; the release's is bounded from its blast-list composite and the blast-list reliability "

@@ -33,9 +33,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from environment.cli import positive_int, seed_arg, writable_folder
 from environment.suite import public_calibration
 
 from .client import episode_client
@@ -185,9 +187,12 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     from environment.tasks import get_task
 
     get_task(args.task)
-    if args.max_turns < 1:
-        print("storebench: --max-turns must be at least 1", file=sys.stderr)
+    base = urlsplit(args.base_url)
+    if base.scheme not in ("http", "https") or not base.netloc:
+        print(f"storebench: --base-url {args.base_url!r} is not an http(s) URL; give the endpoint's base, e.g. "
+              "http://127.0.0.1:8000/v1", file=sys.stderr)
         return 2
+    writable_folder(args.trials, "--trials")  # before the episode, so a bad path never costs one
     run = asyncio.run(play(args.task, args.seed, model=args.model, base_url=args.base_url,
                            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"), trials=args.trials,
                            max_turns=args.max_turns, keep_turns=args.keep_turns, temperature=args.temperature))
@@ -211,9 +216,9 @@ def add_agent_command(sub: Any) -> None:
                        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions)")
     agent.add_argument("--api-key", help="bearer key for the endpoint (default: $OPENAI_API_KEY, if set)")
     agent.add_argument("--task", default="short-runway", help="task id (default short-runway)")
-    agent.add_argument("--seed", type=int, default=7, help="task seed (default 7)")
+    agent.add_argument("--seed", type=seed_arg, default=7, help="task seed (default 7)")
     agent.add_argument("--trials", default="trials", help="where the trial folder is written (default ./trials)")
-    agent.add_argument("--max-turns", type=int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
+    agent.add_argument("--max-turns", type=positive_int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
     agent.add_argument("--keep-turns", type=int, default=KEEP_TURNS,
                        help=f"turns kept in context by compaction (default {KEEP_TURNS})")
     agent.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,8 @@ from typing import Any
 
 from environment.cli import build_parser as core_parser
 from environment.cli import main as core_main
+from environment.cli import positive_int, seed_arg, writable_folder
+from environment.errors import InvalidSeed, check_seed
 
 OPERATOR_TOKEN_ENV = "STOREBENCH_OPERATOR_TOKEN"
 ALLOWED_HOSTS_ENV = "STOREBENCH_ALLOWED_HOSTS"
@@ -41,7 +44,10 @@ def _labels(args: argparse.Namespace) -> dict:
 
 def _read_labels_file(path: str | None) -> dict:
     """Labels a harness wrote while it played (token usage, say); read when the session settles."""
-    if not path or not Path(path).exists():
+    if not path:
+        return {}
+    if not Path(path).exists():
+        print(f"storebench: --labels-file {path} does not exist; labels left out", file=sys.stderr)
         return {}
     try:
         data = json.loads(Path(path).read_text())
@@ -49,6 +55,45 @@ def _read_labels_file(path: str | None) -> dict:
         print(f"storebench: --labels-file {path} is not JSON ({exc}); labels left out", file=sys.stderr)
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def port_arg(text: str) -> int:
+    """argparse type: a TCP port, 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give 0 to 65535 (0 picks a free one)")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a time: give seconds above zero")
+    return value
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host:port`` (an unknown address, a port in use), or None."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"--host {host!r} is not an address this machine can listen on ({exc.strerror})"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return (f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port (0 picks a free one) "
+                    "or --host")
+    return None
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -62,7 +107,11 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                 print(f"storebench: --episode takes TASK:SEED, got {spec!r}", file=sys.stderr)
                 return 2
             get_task(task_id)
-            episodes.append((task_id, int(seed)))
+            try:
+                episodes.append((task_id, check_seed(int(seed))))
+            except InvalidSeed as exc:
+                print(f"storebench: --episode {spec!r}: {exc.message}", file=sys.stderr)
+                return 2
         operator_token = args.operator_token or os.environ.get(OPERATOR_TOKEN_ENV)
         if operator_token is not None and len(operator_token) < 16:
             print("storebench: the operator token must be at least 16 characters", file=sys.stderr)
@@ -82,6 +131,14 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"storebench: {exc}", file=sys.stderr)
             return 2
+        refusal = _cannot_listen(args.host, args.port)
+        if refusal:
+            print(f"storebench: {refusal}", file=sys.stderr)
+            return 2
+        if args.state:
+            writable_folder(args.state, "--state")
+        if args.trials and not args.no_trial:
+            writable_folder(args.trials, "--trials")
 
         hub = serve_http(args.host, args.port, episodes, state=args.state,
                          trials=None if args.no_trial else (args.trials or (None if args.state else "trials")),
@@ -99,6 +156,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         print("storebench: stdio serving needs --task and --seed", file=sys.stderr)
         return 2
     get_task(args.task)  # refuse an unknown task before the server starts
+    if not args.no_trial:
+        writable_folder(args.trials or "trials", "--trials")
     from .server import serve_stdio
 
     session = serve_stdio(args.task, args.seed, trials=None if args.no_trial else args.trials or "trials",
@@ -122,20 +181,20 @@ def _add_mcp(sub: Any) -> None:
                     "calls are kept on disk and a restarted server resumes them. Grading, calibration and "
                     "reset are never reachable through a tool.")
     mcp.add_argument("--task", help="task id (stdio)")
-    mcp.add_argument("--seed", type=int, help="task seed (stdio)")
+    mcp.add_argument("--seed", type=seed_arg, help="task seed (stdio)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
                      help="an episode to open at start (repeatable; --http only)")
-    mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on")
-    mcp.add_argument("--port", type=int, default=8765, help="--http: port (0 picks a free one)")
+    mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on (default 127.0.0.1)")
+    mcp.add_argument("--port", type=port_arg, default=8765, help="--http: port (default 8765; 0 picks a free one)")
     mcp.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
                      help="--http: a host name clients use to reach the server (repeatable; or "
                           f"{ALLOWED_HOSTS_ENV}=a,b); needed when listening on 0.0.0.0 behind a real name")
-    mcp.add_argument("--max-sessions-per-token", type=int, default=8,
+    mcp.add_argument("--max-sessions-per-token", type=positive_int, default=8,
                      help="--http: live handshake-era MCP sessions one token may hold (default 8)")
-    mcp.add_argument("--header-timeout", type=float, default=10.0,
+    mcp.add_argument("--header-timeout", type=positive_seconds, default=10.0,
                      help="--http: seconds a connection has to send a complete request head (default 10)")
-    mcp.add_argument("--max-connections", type=int,
+    mcp.add_argument("--max-connections", type=positive_int,
                      help="--http: open connections at most (default: half the file-descriptor limit, <= 1000)")
     mcp.add_argument("--state", metavar="DIR", help="--http: keep every session's calls here and resume them "
                                                     "on restart")

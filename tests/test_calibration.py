@@ -358,8 +358,8 @@ def test_cli_calibrate_creates_a_missing_output_folder(tmp_path):
 def test_cli_calibrate_refuses_a_folder_as_output_before_any_work(tmp_path):
     proc = storebench("calibrate", "--tasks", "counter-punch", "--seeds", "7", "--out", tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (f"storebench: --out {tmp_path} is a folder; name the calibration file to write, "
-                                   f"e.g. {tmp_path}/public.json")
+    assert proc.stderr.strip() == f"storebench: --out {tmp_path} is a folder; name the file to write, e.g. " \
+                                  f"{tmp_path}/public.json"
     assert "[1/1]" not in proc.stderr
 
 
@@ -732,3 +732,31 @@ def test_the_report_puts_our_volume_share_beside_the_releases():
     row = next(line for line in beside_release({"tasks": {"cash-crunch": {"7": cell}}}).splitlines()
                if line.startswith("| cash-crunch | 7 |"))
     assert row.endswith("| 0.50 | 0.90 to 0.92 |")
+
+
+def test_regrade_grades_a_folder_of_this_engine_without_its_manifest_to_zero(copy_of_trial):
+    """Its checksums live in the manifest: without one, any ledger would do (a forged one with
+    a matching score.json passed this way)."""
+    folder, calibration = copy_of_trial
+    (folder / "manifest.json").unlink()
+    code, data, _ = regrade_json(folder, calibration)
+    assert code == 1
+    (t,) = data["trials"]
+    assert (t["task"], t["seed"], t["reward_composite"], t["pass"]) == ("counter-punch", 7, 0.0, False)
+    assert t["problems"][0].startswith("manifest.json is missing")
+
+
+def test_regrade_of_a_path_that_is_no_folder_says_so(trial, tmp_path):
+    _out, calibration = trial
+    proc = storebench("regrade", tmp_path / "nowhere", "--calibration", calibration)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [f"{tmp_path / 'nowhere'}: cannot be graded - DOES NOT REPRODUCE",
+                                        f"    {tmp_path / 'nowhere'} is not a folder: give trial folders (written by "
+                                        "storebench run, batch or mcp, or in the release's layout)"]
+
+
+def test_a_report_of_training_cells_only_has_no_table6_deviation(counter_punch_7):
+    from environment.report import beside_paper
+
+    text = beside_paper({"tasks": {"counter-punch": {"7": counter_punch_7}}})
+    assert "nan" not in text and "no evaluation lens of Table 6 was calibrated" in text

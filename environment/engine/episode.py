@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import simtime
+from ..errors import check_seed
 from ..rand import Stream
 from ..simtime import DAY, HOUR
 from ..tasks.model import Task
@@ -100,7 +101,7 @@ class Episode:
         self.observations: list[str] | None = [] if record else None
         self.world = world if world is not None else load_world()
         self.task = task
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.econ = economics_for(task.economics, task.listing_cap)
         self.start = simtime.parse(task.start)
         self.window_minutes = task.window_hours * HOUR

@@ -63,12 +63,19 @@ def load_world(path: str | Path | None = None, *, expected_hash: str | None = No
                 "refusing to load it")
         return world
     path = Path(path)
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        raw = gzip.decompress(raw)
+    try:
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StoreBenchError(f"cannot read the world export {path}: {reason}; write one with "
+                              "`storebench world export FILE`") from None
     try:
         world = from_document(json.loads(raw))
-    except (ValueError, KeyError, TypeError) as exc:
+    except KeyError as exc:
+        raise WorldHashMismatch(f"{path} is not a world export: it has no field {exc}") from exc
+    except (ValueError, TypeError) as exc:
         raise WorldHashMismatch(f"{path} is not a world export: {exc}") from exc
     _check(world, str(path), expected_hash)
     return world

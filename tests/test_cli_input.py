@@ -1,0 +1,107 @@
+"""Bad input to ``storebench`` is refused up front, with a message that names it, and costs no work."""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from environment.errors import SEED_MAX, InvalidSeed, check_seed
+from mcp_client.cli import main
+
+
+def refusal(capsys, *argv: str | Path) -> str:
+    """Run ``storebench argv``; it must exit 2 (argparse's or the command's refusal): its stderr."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as stop:
+        code = stop.code
+    assert code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", [-1, SEED_MAX + 1, 7.0, "7", True])
+def test_check_seed_refuses_what_is_not_a_task_seed(seed):
+    with pytest.raises(InvalidSeed, match="is not a task seed: give a whole number from 0 to 2,147,483,647"):
+        check_seed(seed)
+
+
+def test_check_seed_takes_the_range_ends():
+    assert (check_seed(0), check_seed(SEED_MAX)) == (0, SEED_MAX)
+
+
+def test_a_negative_seed_is_refused_before_any_trial(capsys, tmp_path):
+    err = refusal(capsys, "run", "--task", "steady", "--seed", "-1", "--policy", "absentee", "--out", tmp_path / "t")
+    assert "argument --seed: -1 is not a task seed" in err
+    assert not (tmp_path / "t").exists()
+
+
+def test_batch_names_the_line_of_a_malformed_action_log_and_writes_nothing(capsys, tmp_path):
+    log = tmp_path / "actions.jsonl"
+    log.write_text('{"tool": "end_window", "arguments": {}}\nnot json\n')
+    err = refusal(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--actions", log, "--out", tmp_path / "b")
+    assert f"{log} line 2 is not JSON" in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_batch_refuses_zero_workers(capsys, tmp_path):
+    err = refusal(capsys, "batch", "--policy", "absentee", "--workers", "0", "--out", tmp_path / "b")
+    assert "argument --workers: 0 is too small: give 1 or more" in err
+
+
+def test_calibrate_refuses_an_output_inside_a_file_before_any_cell(capsys, tmp_path):
+    (tmp_path / "a-file").write_text("")
+    err = refusal(capsys, "calibrate", "--tasks", "counter-punch", "--seeds", "7", "--out",
+                  tmp_path / "a-file" / "cal.json")
+    assert f"--out: {tmp_path / 'a-file'} is a file, not a folder" in err
+    assert "[1/1]" not in err  # no cell was calibrated
+
+
+def test_ablate_refuses_out_for_one_lens(capsys, tmp_path):
+    err = refusal(capsys, "tasks", "ablate", "counter-punch", "--out", tmp_path / "ablation.md")
+    assert "--out writes the report's ablation table and goes with `all`" in err
+
+
+def test_analyze_of_a_folder_that_is_no_trial_names_the_missing_file(capsys, tmp_path):
+    err = refusal(capsys, "analyze", tmp_path)
+    assert f"{tmp_path / 'manifest.json'} is missing: is {tmp_path} a trial folder written by storebench?" in err
+
+
+def test_world_stats_of_a_missing_export_says_how_to_write_one(capsys, tmp_path):
+    err = refusal(capsys, "world", "stats", "--world", tmp_path / "world.json")
+    assert f"cannot read the world export {tmp_path / 'world.json'}: No such file or directory" in err
+    assert "storebench world export FILE" in err
+
+
+def test_mcp_refuses_a_port_out_of_range(capsys):
+    err = refusal(capsys, "mcp", "--http", "--port", "70000", "--episode", "steady:7")
+    assert "argument --port: 70000 is not a port: give 0 to 65535" in err
+
+
+def test_mcp_refuses_a_port_in_use_before_serving(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        err = refusal(capsys, "mcp", "--http", "--port", str(port), "--episode", "steady:7")
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in err
+
+
+def test_mcp_on_stdio_refuses_a_trials_path_that_is_a_file_before_serving(capsys, tmp_path):
+    (tmp_path / "a-file").write_text("")
+    err = refusal(capsys, "mcp", "--task", "steady", "--seed", "7", "--trials", tmp_path / "a-file")
+    assert f"--trials: {tmp_path / 'a-file'} is a file, not a folder" in err
+
+
+def test_agent_refuses_a_base_url_that_is_no_url_before_the_episode(capsys, tmp_path):
+    err = refusal(capsys, "agent", "--model", "m", "--base-url", "notaurl", "--trials", tmp_path / "trials")
+    assert "--base-url 'notaurl' is not an http(s) URL" in err
+    assert not (tmp_path / "trials").exists()
+
+
+def test_replay_names_the_unreadable_file(capsys, tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"task": "steady", "seed": 7}))
+    (tmp_path / "summary.json").write_text("{")
+    assert main(["replay", str(tmp_path)]) == 1
+    assert f"cannot read the trial: {tmp_path / 'summary.json'} cannot be read as JSON" in capsys.readouterr().out
