@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
+from shifts.results import read_as_of
 
 from .toolforms import WORKSPACE_ORDER
 
@@ -89,7 +90,7 @@ def _newest_reads(calls, shift_id: int | None) -> dict:
     return newest
 
 
-def cached_views(calls, shift_id: int | None = None) -> list[CachedView]:
+def cached_views(calls, minutes_per_window: int, shift_id: int | None = None) -> list[CachedView]:
     """The newest successful call of each read tool and argument set among ``calls``
     (ordered by seq), grouped by tool family in the workspace's order, each tool's
     views newest first.  With ``shift_id``, what was worked out for the shift's calls
@@ -98,11 +99,11 @@ def cached_views(calls, shift_id: int | None = None) -> list[CachedView]:
     last_of_tool = {tool: call.seq for (tool, _), call in newest.items()}
     views = []
     for (tool, _), call in newest.items():
-        header = call.typed_header  # the store header stored with the call
-        if header is None:
+        read = read_as_of(call, minutes_per_window)
+        if read is None:
             continue
         spec = REGISTRY[tool]
         views.append(CachedView(tool=tool, title=spec.title, family=spec.family.value, seq=call.seq,
-                                read_at=header.time, window=header.window,
+                                read_at=read[0], window=read[1],
                                 arguments=dict(call.arguments), newest=last_of_tool[tool] == call.seq))
     return sorted(views, key=lambda v: (_FAMILY_ORDER[v.family], v.tool, -v.seq))

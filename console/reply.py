@@ -23,7 +23,7 @@ from django.template.base import render_value_in_context
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
-from shifts.results import CallResult
+from shifts.results import CallResult, read_as_of, window_minutes
 
 from .present import Card, Presentation, Table
 from .templatetags.console_tags import (
@@ -209,9 +209,10 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
     seq, tool = _v(shown.seq), _v(shown.tool)
     out = [f'\n\n  \n  <div class="result{" is-error" if shown.is_error else ""}" data-seq="{seq}"'
            f' data-tool="{tool}">\n    ']
+    read = read_as_of(shown, window_minutes(page.shift))
     if rereading:
-        read_at = (f", as read at <b>{_v(header.time)} UTC</b> (store time), window {_v(header.window)}"
-                   if header else "")
+        read_at = (f", as read at <b>{_v(read[0])} UTC</b> (store time), window {_v(read[1])}"
+                   if read else "")
         out.append(f'\n      <p class="cached-banner">Cached view: stored result of call #{seq}{read_at}.'
                    " Re-reading spends nothing; call the tool again for fresh data.</p>\n    ")
     if shown.spent_operation:
@@ -221,13 +222,13 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
     else:
         cost = '<span class="tag free">free</span>'
     error = '<span class="tag err">error</span>' if shown.is_error else ""
-    read = (f'<span class="tag read-at">read {_v(header.time)} · window {_v(header.window)}</span>'
-            if header else "")
-    out.append(f"\n    <h3>#{seq} <code>{tool}</code>\n      {cost}\n      {error}\n      {read}\n    </h3>\n    ")
+    read_tag = f'<span class="tag read-at">read {_v(read[0])} · window {_v(read[1])}</span>' if read else ""
+    out.append(f"\n    <h3>#{seq} <code>{tool}</code>\n      {cost}\n      {error}\n      {read_tag}\n    </h3>\n    ")
     if header and shown.window and header.window > shown.window:
-        out.append(f'<p class="window-marker" role="status">A new window started: this call moved the store to'
-                   f" window {_v(header.window)} of {_v(header.windows)} ({_v(header.time)} UTC). Lists read"
-                   " before it are from an earlier window.</p>")
+        out.append(f'<p class="window-marker" role="status">A new window started: this call spent the last'
+                   f" operation of window {_v(shown.window)}, and the store moved to window {_v(header.window)} of"
+                   f" {_v(header.windows)} ({_v(header.time)} UTC). What it shows, and lists read before it, are"
+                   " from an earlier window.</p>")
     problem = view.problem
     if problem:
         where = " by the store" if problem.reached_store else " before the store (no operation spent)"

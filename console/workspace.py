@@ -21,7 +21,7 @@ from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift
 from shifts.lifecycle import begin_shift
 from shifts.models import Shift, ShiftCall, ShiftPause
-from shifts.results import result_of
+from shifts.results import read_as_of, result_of, window_minutes
 from shifts.timeline import series_of
 
 from .cached import CachedView, cached_views
@@ -37,20 +37,21 @@ class Inbox:
     refunded: dict  # return id -> seq of a successful refund_return made after the read
 
 
-def _inbox(calls: list) -> Inbox | None:
+def _inbox(calls: list, minutes_per_window: int) -> Inbox | None:
     """The returns inbox: the last successful ``list_returns``, with the refunds made since."""
     for index in range(len(calls) - 1, -1, -1):
         call = calls[index]
         if call.tool != "list_returns" or call.is_error:
             continue
         parsed = result_of(call)
-        if parsed.header is None or not isinstance(parsed.data, dict):
+        read = read_as_of(call, minutes_per_window)
+        if read is None or not isinstance(parsed.data, dict):
             continue
         rows = sorted(parsed.data.get("rows", []),
                       key=lambda r: (r.get("escalates_at") or "9999", str(r.get("return_id"))))
         refunded = {str(c.arguments.get("return_id")): c.seq for c in calls[index + 1:]
                     if c.tool == "refund_return" and not c.is_error}
-        return Inbox(read_at=parsed.header.time, window=parsed.header.window,
+        return Inbox(read_at=read[0], window=read[1],
                      status_filter=str(call.arguments.get("status", "open")), rows=rows,
                      total=int(parsed.data.get("total", 0)), refunded=refunded)
     return None
@@ -88,8 +89,9 @@ def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
     elif calls:
         shown = calls[-1]
     pause = shift.pauses.filter(ended_at__isnull=True).first() if shift.status == Shift.Status.PAUSED else None
-    return Overview(shift=shift, calls=calls, header=_last_header(calls), shown=shown, inbox=_inbox(calls),
-                    cached=cached_views(calls), clock=time_account(shift), pause=pause)
+    minutes = window_minutes(shift)
+    return Overview(shift=shift, calls=calls, header=_last_header(calls), shown=shown, inbox=_inbox(calls, minutes),
+                    cached=cached_views(calls, minutes), clock=time_account(shift), pause=pause)
 
 
 class CallDone:
@@ -106,11 +108,11 @@ class CallDone:
 
     @cached_property
     def inbox(self) -> Inbox | None:
-        return _inbox(self._calls)
+        return _inbox(self._calls, window_minutes(self.shift))
 
     @cached_property
     def cached(self) -> list[CachedView]:
-        return cached_views(self._calls, self.shift.pk)
+        return cached_views(self._calls, window_minutes(self.shift), self.shift.pk)
 
 
 def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> CallDone:

@@ -46,6 +46,7 @@ class Record:
     reached_core: bool
     typed_header: StoreHeader | None  # named as ShiftCall's property, so both read alike
     result_text: str
+    window: int | None  # the window the call was made in, as ShiftCall.window
 
 
 def keeps_text(tool: str, is_error: bool) -> bool:
@@ -122,15 +123,16 @@ def replay_episode(shift: Shift) -> Episode:
 
 
 def _records(rows) -> list[Record]:
-    return [Record(seq, tool, arguments, is_error, reached, StoreHeader.from_dict(head) if head else None, text)
-            for seq, tool, arguments, is_error, reached, head, text in rows]
+    return [Record(seq, tool, arguments, is_error, reached, StoreHeader.from_dict(head) if head else None, text,
+                   window) for seq, tool, arguments, is_error, reached, head, text, window in rows]
 
 
 def _rows(shift: Shift, after: int = 0):
     inbox_text = Case(When(tool="list_returns", is_error=False, then=F("result_text")),
                       default=Value(""), output_field=TextField())
     return (shift.calls.filter(seq__gt=after).order_by("seq").annotate(inbox_text=inbox_text)
-            .values_list("seq", "tool", "arguments", "is_error", "reached_core", "store_header", "inbox_text"))
+            .values_list("seq", "tool", "arguments", "is_error", "reached_core", "store_header", "inbox_text",
+                         "window"))
 
 
 def catch_up(shift: Shift, live: Live, applied: int) -> Live:

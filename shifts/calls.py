@@ -230,7 +230,8 @@ def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, 
     _insert(call)
     live.applied += reached
     live.records.append(cache.Record(seq, tool, arguments, call.is_error, reached, header,
-                                     call.result_text if cache.keeps_text(tool, call.is_error) else ""))
+                                     call.result_text if cache.keeps_text(tool, call.is_error) else "",
+                                     call.window))
     if header is not None:
         live.window = header.window
     return call

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from environment.tasks import get_task
 from environment.tools.format import StoreHeader
 
 
@@ -91,3 +92,21 @@ def _read(body: str) -> tuple[Any, str]:
             pass
     data = json.loads(body)
     return data, json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def window_minutes(shift: Any) -> int:
+    """The length of one of ``shift``'s windows, in minutes of store time."""
+    return get_task(shift.task_id).window_hours * 60
+
+
+def read_as_of(call: Any, minutes_per_window: int) -> tuple[str, int] | None:
+    """The store time and window ``call``'s result describes (None without a header): the
+    window it was made in.  A call that spent the window's last operation is answered with
+    the next window's header, but what it read is as of the window it was made in."""
+    header = call.typed_header
+    if header is None:
+        return None
+    made_in = call.window
+    if made_in is None or made_in >= header.window:
+        return header.time, header.window
+    return header.time_of_window(made_in, minutes_per_window), made_in

@@ -152,7 +152,7 @@ def test_a_kept_tool_form_is_the_included_template_with_a_fresh_call_id(oob):
 class Call:
     def __init__(self, seq, tool, arguments):
         self.seq, self.tool, self.arguments = seq, tool, arguments
-        self.is_error, self.reached_core = False, True
+        self.is_error, self.reached_core, self.window = False, True, 1
         from environment.tools.format import StoreHeader
 
         self.typed_header = StoreHeader(time="2026-08-01 06:00", window=1, windows=6, ops_left=3, ops_total=24,
@@ -166,7 +166,7 @@ def test_cached_views_tell_apart_what_json_tells_apart():
              Call(7, "list_orders", {"page": 0.0}), Call(8, "list_orders", {"page": -0.0}),
              Call(9, "list_orders", {"page": 1, "status": "open"}), Call(10, "list_orders", {"status": "open", "page": 1}),
              Call(11, "get_product", {"product_id": ["PRD-1"]}), Call(12, "get_product", {"product_id": ["PRD-1"]})]
-    views = cached_views(calls)
+    views = cached_views(calls, 720)
     assert sorted(v.seq for v in views) == [1, 3, 4, 5, 6, 7, 8, 10, 12]
 
 
@@ -184,14 +184,14 @@ def test_cached_views_kept_per_shift_read_only_the_calls_after_the_last_reply():
         call = Call(seq, rng.choice(tools), {"page": rng.randint(1, 4)})
         call.is_error = rng.random() < 0.2
         calls.append(call)
-        views = cached_views(list(calls), shift_id=77)
-        assert views == cached_views(list(calls))  # the same as reading every call
+        views = cached_views(list(calls), 720, shift_id=77)
+        assert views == cached_views(list(calls), 720)  # the same as reading every call
         assert cached._seen[77].count == len(calls)
     rebuilt = [Call(c.seq, c.tool, c.arguments) for c in calls[:50]]  # a rebuilt cache: other objects
-    assert cached_views(rebuilt, shift_id=77) == cached_views(rebuilt)
+    assert cached_views(rebuilt, 720, shift_id=77) == cached_views(rebuilt, 720)
     # a list that does not continue the one seen (its object at that place differs) is read whole
     calls[49].tool = "list_returns"
-    assert cached_views(calls, shift_id=77) == cached_views(calls)
+    assert cached_views(calls, 720, shift_id=77) == cached_views(calls, 720)
 
 
 def test_a_parsed_result_is_kept_per_call_and_follows_its_text():

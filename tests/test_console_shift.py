@@ -226,3 +226,17 @@ def test_shift_ends_when_the_store_closes(signed_in, shift):
     assert shift.end_reason == "store closed: horizon reached"
     assert shift.calls.last().header.endswith("| store closed")
     assert "Shift ended" in page(signed_in, shift)
+
+
+def test_a_read_made_with_the_windows_last_operation_is_labelled_with_its_own_window(signed_in, shift):
+    """The reply carries the next window's header (the store moved on after the call), but the
+    rows are as of the window the call was made in: the read tag, the inbox and the cached view
+    say so, and the cached view is marked as from an earlier window."""
+    while ops_left(page(signed_in, shift)) > 1:
+        call(signed_in, shift, "list_orders")
+    html = call(signed_in, shift, "list_returns").content.decode()
+    assert '<span class="tag read-at">read 2026-08-01 00:00 · window 1</span>' in html
+    assert "this call spent the last operation of window 1, and the store moved to window 2 of 14" in html
+    assert "as read at <b>2026-08-01 00:00 UTC</b>, window 1" in html  # the inbox
+    workspace = page(signed_in, shift)
+    assert "2026-08-01 00:00 · W1 <small class=\"muted\">(earlier window)</small>" in workspace

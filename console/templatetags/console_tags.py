@@ -10,6 +10,9 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
+from console import endpage
+from shifts import results
+
 register = template.Library()
 
 
@@ -33,6 +36,13 @@ def call_detail_url(shift_pk: int, seq: int) -> str:
     then filled in (every reply names a new call number, which ``shift_url`` would reverse afresh)."""
     head, _mark, tail = shift_url("console:shift_call_detail", shift_pk, _MARK_SHIFT).rpartition(str(_MARK_SHIFT))
     return f"{head}{int(seq)}{tail}"
+
+
+@register.simple_tag
+def read_as_of(call, shift) -> tuple[str, int] | None:
+    """``{% read_as_of shown shift as read %}``: the store time and window the call's result
+    describes (:func:`shifts.results.read_as_of`), or None without a header."""
+    return results.read_as_of(call, results.window_minutes(shift))
 
 
 @register.simple_tag(takes_context=True)
@@ -213,6 +223,9 @@ def duration(seconds) -> str:
     except (TypeError, ValueError):
         return ""
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+register.filter("usd", endpage.usd)
 
 
 @register.filter

@@ -53,6 +53,13 @@ class StoreHeader:
     rating: str
     closed: bool
 
+    def time_of_window(self, window: int, window_minutes: int) -> str:
+        """The store time of ``window`` (the clock moves a whole window at a time), counted
+        back from this header's: a call that spent a window's last operation is answered with
+        the next window's header, though what it read is as of the window it was made in."""
+        minutes = simtime.parse(self.time) - (self.window - window) * window_minutes
+        return simtime.iso(minutes).replace("T", " ").rstrip("Z")
+
     @property
     def cash(self) -> str:
         return usd_pretty(self.cash_cents)
