@@ -323,8 +323,9 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
 # --- errors ------------------------------------------------------------------------------------
 
 _PYDANTIC_HEAD = re.compile(r"^\d+ validation errors? for \S+$")
-_PYDANTIC_TAIL = re.compile(r"\s*\[type=[^\]]*\]\s*$")
-_INPUT_VALUE = re.compile(r"input_value=('(?:[^'\\]|\\.)*'|[^,\]]+)")
+# "<reason> [type=<kind>, input_value=<repr>, input_type=<name>]": the repr may hold commas and brackets.
+_PYDANTIC_TAIL = re.compile(r"\s*\[type=(?P<kind>[\w.]+)(?:, input_value=(?P<value>.*), input_type=[\w.]+)?\]\s*$")
+GIVEN_MAX = 60  # characters of the value echoed back
 
 
 def _argument_problems(text: str) -> list[str]:
@@ -340,10 +341,15 @@ def _argument_problems(text: str) -> list[str]:
         if not line.startswith(" "):
             name = line.strip()
             continue
-        given = _INPUT_VALUE.search(line)
-        reason = _PYDANTIC_TAIL.sub("", line.strip()).removeprefix("Value error, ")
-        if given:
-            reason += f" (you gave {given[1]})"
+        reason = line.strip()
+        tail = _PYDANTIC_TAIL.search(reason)
+        if tail is not None:
+            reason = reason[:tail.start()]
+        reason = reason.removeprefix("Value error, ")
+        # A missing field's "input" is every argument given: no use to echo back.
+        if tail is not None and tail["value"] is not None and tail["kind"] != "missing":
+            given = tail["value"]
+            reason += f" (you gave {given if len(given) <= GIVEN_MAX else given[:GIVEN_MAX - 1] + '…'})"
         out.append(f"{name}: {reason}" if name else reason)
     return out
 

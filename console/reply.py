@@ -225,10 +225,9 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
     read_tag = f'<span class="tag read-at">read {_v(read[0])} · window {_v(read[1])}</span>' if read else ""
     out.append(f"\n    <h3>#{seq} <code>{tool}</code>\n      {cost}\n      {error}\n      {read_tag}\n    </h3>\n    ")
     if header and shown.window and header.window > shown.window:
-        out.append(f'<p class="window-marker" role="status">A new window started: this call spent the last'
-                   f" operation of window {_v(shown.window)}, and the store moved to window {_v(header.window)} of"
-                   f" {_v(header.windows)} ({_v(header.time)} UTC). What it shows, and lists read before it, are"
-                   " from an earlier window.</p>")
+        out.append(f'<p class="window-marker" role="status">A new window started: this call moved the store to'
+                   f" window {_v(header.window)} of {_v(header.windows)} ({_v(header.time)} UTC). Lists read"
+                   " before it are from an earlier window.</p>")
     problem = view.problem
     if problem:
         where = " by the store" if problem.reached_store else " before the store (no operation spent)"

@@ -132,3 +132,25 @@ def test_purchase_orders_landing_after_close_are_warned_and_lines_have_an_editor
     reply = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0001",
                  lines='{"SP-0001-M-BLK": 10, "SP-0001-L-BLK": 8}').content.decode()
     assert "ordered (#5)" in reply and ops_left(reply) == 8
+
+
+def test_argument_problems_echo_a_value_with_commas_whole_and_not_every_argument_for_a_missing_one():
+    from console.present import _argument_problems
+
+    text = ("Error executing tool place_purchase_order: 2 validation errors for place_purchase_orderArguments\n"
+            "lines\n  Input should be a valid dictionary [type=dict_type, input_value=[{'sku': 'x', 'quantity': 5}],"
+            " input_type=list]\n    For further information visit https://errors.pydantic.dev/2.14/v/dict_type\n"
+            "supply_product_id\n  Field required [type=missing, input_value={'lines': 'not json'}, input_type=dict]\n"
+            "    For further information visit https://errors.pydantic.dev/2.14/v/missing")
+    assert _argument_problems(text) == ["lines: Input should be a valid dictionary (you gave [{'sku': 'x', "
+                                        "'quantity': 5}])", "supply_product_id: Field required"]
+
+
+def test_argument_problems_shorten_a_long_value():
+    from console.present import GIVEN_MAX, _argument_problems
+
+    text = f"name\n  String should have at most 120 characters [type=string_too_long, input_value='{'x' * 200}', " \
+           "input_type=str]"
+    (problem,) = _argument_problems(text)
+    given = problem.split("(you gave ", 1)[1][:-1]
+    assert len(given) == GIVEN_MAX and given.endswith("…")

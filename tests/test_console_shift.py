@@ -236,7 +236,7 @@ def test_a_read_made_with_the_windows_last_operation_is_labelled_with_its_own_wi
         call(signed_in, shift, "list_orders")
     html = call(signed_in, shift, "list_returns").content.decode()
     assert '<span class="tag read-at">read 2026-08-01 00:00 · window 1</span>' in html
-    assert "this call spent the last operation of window 1, and the store moved to window 2 of 14" in html
+    assert "A new window started: this call moved the store to window 2 of 14 (2026-08-01 12:00 UTC)" in html
     assert "as read at <b>2026-08-01 00:00 UTC</b>, window 1" in html  # the inbox
     workspace = page(signed_in, shift)
     assert "2026-08-01 00:00 · W1 <small class=\"muted\">(earlier window)</small>" in workspace
