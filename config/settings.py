@@ -4,12 +4,12 @@ Everything that differs between a laptop and a deployment comes from the
 environment. With nothing set, the console runs on embedded defaults:
 SQLite, an in-memory channel layer and Celery tasks run in-process.
 
-    DATABASE_URL        postgres://user:pass@host:port/name  (else SQLite)
-    STOREBENCH_SQLITE_PATH  SQLite file when DATABASE_URL is not PostgreSQL
+    DATABASE_URL        postgresql://user:pass@host:port/name, or sqlite:///path  (unset: SQLite)
+    STOREBENCH_SQLITE_PATH  SQLite file when DATABASE_URL is unset
     REDIS_URL           redis://host:port/db  (else in-memory channel layer)
     CELERY_BROKER_URL   amqp://... or redis://...  (else tasks run eagerly)
     DJANGO_SECRET_KEY, DJANGO_DEBUG, DJANGO_ALLOWED_HOSTS
-    (DATABASE_URL=sqlite:////abs/path names a SQLite file)
+    (DATABASE_URL=sqlite:////abs/path names a SQLite file; any other form is refused)
 
 Production is the default. ``DEBUG`` is off unless ``DJANGO_DEBUG=1`` (``make run``
 sets it); outside debug there is no built-in ``SECRET_KEY`` (the process refuses to
@@ -144,8 +144,25 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
+
+def _sqlite_path(url: str) -> str:
+    """The SQLite file for ``DATABASE_URL`` (empty: unset), refusing a form it cannot be."""
+    if not url:
+        return os.environ.get("STOREBENCH_SQLITE_PATH") or str(BASE_DIR / "db.sqlite3")
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        return url[len("sqlite:///"):]
+    shown = f"{urlparse(url).scheme}://..." if "://" in url else repr(url)  # no password in a log
+    raise ImproperlyConfigured(
+        f"DATABASE_URL ({shown}) is not a database StoreBench can use. Give "
+        "postgresql://user:password@host:port/name (or postgres://...) for PostgreSQL, or "
+        "sqlite:///path/to/file.sqlite3 for a SQLite file (four slashes for an absolute path: "
+        "sqlite:////tmp/storebench.sqlite3); or unset DATABASE_URL for the embedded SQLite file "
+        "(STOREBENCH_SQLITE_PATH, else db.sqlite3 in the repository)."
+    )
+
+
 # Database
-_database_url = os.environ.get("DATABASE_URL", "")
+_database_url = os.environ.get("DATABASE_URL", "").strip()
 DATABASES: dict[str, dict[str, Any]]
 if _database_url.startswith(("postgres://", "postgresql://")):
     DATABASES = {"default": _postgres_from_url(_database_url)}
@@ -153,10 +170,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            # DATABASE_URL=sqlite:////abs/path.sqlite3 names a SQLite file too.
-            "NAME": (_database_url[len("sqlite:///"):] if _database_url.startswith("sqlite:///") else "")
-            or os.environ.get("STOREBENCH_SQLITE_PATH")
-            or str(BASE_DIR / "db.sqlite3"),
+            "NAME": _sqlite_path(_database_url),
             # Concurrent writers (threads, several processes) wait for the write lock
             # instead of failing with "database is locked": transactions take it at BEGIN.
             # WAL lets readers run beside the writer; synchronous=NORMAL keeps every

@@ -147,8 +147,12 @@ def write_calibration(doc: dict[str, Any], path: str | Path) -> str:
     path = Path(path)
     data = dump(doc)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a failed write leaves nothing beside the file
+        raise
     digest = file_hash(data)
     path.with_name(path.name + ".sha256").write_text(digest + "\n")
     return digest

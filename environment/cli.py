@@ -50,6 +50,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a time: give a number of seconds above zero, e.g. 3600")
+    return value
+
+
 def writable_folder(path: str | Path, flag: str) -> Path:
     """``path`` as a folder to write into, created if need be, before any work starts;
     :class:`StoreBenchError` naming ``flag`` when it is a file or cannot be created."""

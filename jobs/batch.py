@@ -16,9 +16,10 @@ from pathlib import Path
 from django.db import transaction
 
 from environment.anchors import get_anchor
+from environment.artifacts import ArtifactError, read_action_log
 from environment.calibration import load_calibration
 from environment.orchestration import batch_cells, batch_label, batch_summary, expand_tasks
-from environment.trial import read_actions, run_trial
+from environment.trial import run_trial
 
 from .models import Job, JobItem
 
@@ -29,11 +30,16 @@ def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, pol
         raise ValueError("give either a policy or an action log")
     if policy is not None:
         get_anchor(policy)
+    if actions is not None:
+        read_action_log(Path(actions))  # a missing or malformed log is refused before any row
     if calibration is not None:
         load_calibration(calibration)  # a bad file is refused now, not in every worker
     task_ids = expand_tasks(tasks)
     root = Path(out).resolve()
     cells = batch_cells(task_ids, seeds, root, batch_label(policy, actions))
+    taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
+    if taken:
+        raise ArtifactError(f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
     with transaction.atomic():
         job = Job.objects.create(kind=Job.Kind.BATCH, total=len(cells), params={
             "tasks": task_ids, "seeds": [int(s) for s in seeds], "out": str(root), "policy": policy,
@@ -54,7 +60,7 @@ def run_item(item: JobItem) -> str:
         if stale.exists():
             shutil.rmtree(stale)
     calibration, digest = load_calibration(params["calibration"]) if params.get("calibration") else (None, None)
-    actions = read_actions(params["actions"]) if params.get("actions") else None
+    actions = read_action_log(Path(params["actions"])) if params.get("actions") else None
     data = run_trial(item.params["task"], int(item.params["seed"]), out, policy=params.get("policy"),
                      actions=actions, calibration=calibration, calibration_hash=digest)
     return json.dumps(data, sort_keys=True)

@@ -45,7 +45,8 @@ def run_cell(item: JobItem) -> str:
 def gather(job_id: int) -> Job:
     """Write the calibration file once every cell is done; a no-op when already written
     or not yet complete.  Holds the job's row lock while writing, so two gatherers
-    cannot interleave; the file is written to a temporary name and renamed."""
+    cannot interleave; the file is written to a temporary name and renamed (a failed
+    write leaves no temporary file behind: :func:`environment.calibration.write_calibration`)."""
     with transaction.atomic():
         job = progress.locked_job(job_id)
         if job.status == Job.Status.DONE or job.status == Job.Status.FAILED:

@@ -11,7 +11,10 @@ done schedules it again, so a crash between the two loses nothing either.
 
 A refused input (:class:`~environment.errors.StoreBenchError`: an unknown task, a bad
 calibration file, a folder that cannot be written) fails the item and its job
-with the message; anything else is left to raise, and the message is redelivered.
+with the message.  Any other exception (a bug) fails them too, with the exception's
+type and text, and is raised again for the worker's log: Celery acknowledges a task
+that raised, so nothing would run the item again and the job would stay running.
+Only a worker that dies mid-task leaves its message to be delivered again.
 """
 from __future__ import annotations
 
@@ -26,6 +29,10 @@ from .models import Job
 ITEM_TASK = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
 
 
+def _bug(exc: Exception) -> str:
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
 @shared_task(**ITEM_TASK)
 def run_calibration_cell(item_id: int) -> None:
     item = progress.claim_item(item_id)
@@ -35,6 +42,9 @@ def run_calibration_cell(item_id: int) -> None:
         except StoreBenchError as exc:
             progress.fail_item(item_id, exc.message)
             return
+        except Exception as exc:
+            progress.fail_item(item_id, _bug(exc))
+            raise
         job, complete = progress.complete_item(item_id, result)
     else:
         job = Job.objects.get(items__pk=item_id)
@@ -49,6 +59,9 @@ def gather_calibration(job_id: int) -> None:
         calibration.gather(job_id)
     except OSError as exc:  # the file cannot be written where the job said
         progress.fail(job_id, f"cannot write the calibration file: {exc}")
+    except Exception as exc:
+        progress.fail(job_id, _bug(exc))
+        raise
 
 
 @shared_task(**ITEM_TASK)
@@ -61,6 +74,9 @@ def run_batch_trial(item_id: int) -> None:
     except (StoreBenchError, OSError) as exc:
         progress.fail_item(item_id, getattr(exc, "message", None) or str(exc))
         return
+    except Exception as exc:
+        progress.fail_item(item_id, _bug(exc))
+        raise
     job, complete = progress.complete_item(item_id, result)
     if complete:
         progress.finish(job.pk, path=job.params["out"], summary=batch.summary(job))

@@ -26,7 +26,7 @@ from typing import Any
 
 from environment.cli import build_parser as core_parser
 from environment.cli import main as core_main
-from environment.cli import positive_int, seed_arg, writable_folder
+from environment.cli import positive_int, positive_seconds, seed_arg, writable_folder
 from environment.errors import InvalidSeed, check_seed
 
 OPERATOR_TOKEN_ENV = "STOREBENCH_OPERATOR_TOKEN"
@@ -65,17 +65,6 @@ def port_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port: give 0 to 65535 (0 picks a free one)")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """argparse type: a number of seconds above zero."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a time: give seconds above zero")
     return value
 
 

@@ -1,7 +1,9 @@
 """Jobs on the embedded default (SQLite, eager Celery): calibration fanned out per
 cell and gathered byte for byte as ``storebench calibrate`` writes it; batches;
-idempotent redelivery; the deadline sweep; the export hook."""
+idempotent redelivery; the deadline sweep; the export hook; bad input refused before
+any job, and no job left running when its work fails."""
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from django.utils import timezone
 
 from environment.cli import main as storebench
 from jobs import progress, tasks
+from jobs.batch import create_batch_job
 from jobs.models import Job, JobItem
 from jobs.submit import submit_batch, submit_calibration, submit_export
 
@@ -170,3 +173,78 @@ def test_run_batch_command_writes_the_trials(tmp_path, capsys):
     assert (tmp_path / "trials" / "counter-punch-7-absentee" / "score.json").is_file()
     with pytest.raises(CommandError, match="either a policy or an action log"):
         call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--out", str(tmp_path / "x"))
+
+
+# --- bad input: refused before any job, with what to do instead -------------------------------
+
+
+def test_run_batch_refuses_an_actions_file_that_is_not_json_lines_before_any_job(tmp_path):
+    actions = tmp_path / "bad_actions.jsonl"
+    actions.write_text('{"tool": "store_status", "arguments": {}}\nnot json\n')
+    with pytest.raises(CommandError, match=rf"^{re.escape(str(actions))} line 2 is not JSON"):
+        call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--actions", str(actions),
+                     "--out", str(tmp_path / "trials"))
+    assert not Job.objects.exists() and not (tmp_path / "trials").exists()
+
+
+def test_an_item_whose_work_raises_fails_with_its_job_instead_of_staying_running(tmp_path):
+    job = create_batch_job(["counter-punch"], [7], tmp_path / "trials", policy="absentee",
+                           calibration="calibration/public.json")
+    item = job.items.get()
+    # An item without its folder: a bug's KeyError stands in for anything the task does not expect.
+    JobItem.objects.filter(pk=item.pk).update(params={"task": "counter-punch", "seed": 7})
+    with pytest.raises(KeyError):
+        tasks.run_batch_trial.delay(item.pk)
+    job.refresh_from_db()
+    item.refresh_from_db()
+    assert (job.status, item.status) == (Job.Status.FAILED, JobItem.Status.FAILED)
+    assert job.error == "counter-punch:7: unexpected KeyError: 'out'" and job.finished_at is not None
+
+
+def test_run_batch_refuses_trial_folders_that_already_exist_before_any_job(tmp_path):
+    folder = tmp_path / "trials" / "counter-punch-7-absentee"
+    folder.mkdir(parents=True)
+    (folder / "score.json").write_text("an earlier trial")
+    with pytest.raises(CommandError, match=r"^1 trial folders already exist \(e\.g\. .*/counter-punch-7-absentee\); "
+                                           r"use a new --out$"):
+        call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee",
+                     "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"))
+    assert not Job.objects.exists() and (folder / "score.json").read_text() == "an earlier trial"
+
+
+@pytest.mark.parametrize("out, refusal", [
+    ("", r"is a folder; name the file to write, e\.g\. .*/public\.json$"),
+    ("a-file/cal.json", r"^--out: .*/a-file is a file, not a folder; name a folder"),
+])
+def test_run_calibration_refuses_an_out_it_cannot_write_before_any_cell(tmp_path, out, refusal):
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(CommandError, match=refusal):
+        call_command("run_calibration", "--tasks", "counter-punch", "--seeds", "7", "--out", str(tmp_path / out))
+    assert not Job.objects.exists() and [p.name for p in tmp_path.iterdir()] == ["a-file"]
+
+
+def test_a_calibration_file_that_cannot_be_written_leaves_no_temporary_file(tmp_path):
+    out = tmp_path / "cal.json"
+    out.mkdir()  # in the way of the rename, as a folder made after the job was submitted would be
+    job = submit_calibration(["counter-punch"], [7], out)
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED and "cannot write the calibration file" in job.error
+    assert [path.name for path in tmp_path.iterdir()] == ["cal.json"]
+
+
+def test_run_calibration_refuses_a_negative_seed_before_any_job(tmp_path):
+    with pytest.raises(CommandError, match=r"argument --seeds: -3 is not a task seed: give a whole number from 0 "
+                                           r"to 2,147,483,647"):
+        call_command("run_calibration", "--tasks", "counter-punch", "--seeds", "-3", "--out",
+                     str(tmp_path / "cal.json"))
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("command, timeout", [("run_batch", "-1"), ("run_calibration", "0")])
+def test_a_timeout_that_is_not_positive_is_refused_before_any_job(tmp_path, command, timeout):
+    policy = ["--policy", "absentee", "--calibration", "calibration/public.json"] if command == "run_batch" else []
+    with pytest.raises(CommandError, match=rf"argument --timeout: {timeout} is not a time: give a number of seconds "
+                                           r"above zero"):
+        call_command(command, "--tasks", "counter-punch", "--seeds", "7", *policy, "--out",
+                     str(tmp_path / "out.json"), "--timeout", timeout)
+    assert not Job.objects.exists()

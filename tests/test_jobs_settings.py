@@ -25,11 +25,15 @@ print(json.dumps({
 VARIABLES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "STOREBENCH_SQLITE_PATH", "STOREBENCH_CELERY_QUEUE")
 
 
-def probe(**env):
+def start(**env) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in VARIABLES}
     clean["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env={**clean, **env}, capture_output=True,
+    return subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env={**clean, **env}, capture_output=True,
                           text=True, timeout=120)
+
+
+def probe(**env):
+    done = start(**env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -51,3 +55,11 @@ def test_each_variable_switches_its_part_to_a_server():
     redis_broker = probe(CELERY_BROKER_URL="redis://127.0.0.1:6379/5")
     assert redis_broker["broker"] == "redis://127.0.0.1:6379/5" and redis_broker["eager"] is False
     assert redis_broker["engine"] == "django.db.backends.sqlite3"
+
+
+def test_an_unrecognised_database_url_is_refused_naming_the_forms_it_takes(tmp_path):
+    assert probe(DATABASE_URL=f"sqlite:///{tmp_path}/named.sqlite3")["name"] == f"{tmp_path}/named.sqlite3"
+    done = start(DATABASE_URL="bogus://user:secret@x/db")
+    assert done.returncode != 0 and "ImproperlyConfigured: DATABASE_URL (bogus://...) is not a database" in done.stderr
+    assert "postgresql://user:password@host:port/name" in done.stderr and "sqlite:///path" in done.stderr
+    assert "secret" not in done.stderr

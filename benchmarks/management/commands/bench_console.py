@@ -96,7 +96,8 @@ class Command(BaseCommand):
     help = "Median server time of a console tool page vs a no-op Django view under concurrent participants."
 
     def add_arguments(self, parser):
-        parser.add_argument("--participants", type=int, default=20)
+        parser.add_argument("--participants", type=int, default=20,
+                            help="concurrent participants (default 20; 1 to 200, or 1 to 1000 with --realistic)")
         parser.add_argument("--calls", type=int, default=10, help="tool calls (and no-op views) per participant")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--realistic", action="store_true",

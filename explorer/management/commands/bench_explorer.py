@@ -20,7 +20,11 @@ from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
+from environment.anchors import get_anchor
 from environment.calibration import load_calibration
+from environment.cli import positive_int, seed_arg
+from environment.errors import StoreBenchError
+from environment.tasks import get_task
 from environment.trial import run_trial
 from explorer import calibrations
 from explorer.importing import ImportStatus, import_trial
@@ -46,13 +50,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--trial", metavar="DIR", help="an existing trial folder instead of playing one")
-        parser.add_argument("--task", default="full-year")
-        parser.add_argument("--seed", type=int, default=7)
-        parser.add_argument("--policy", default="smart-triage")
-        parser.add_argument("--requests", type=int, default=15)
+        parser.add_argument("--task", default="full-year",
+                            help="task to play (default full-year; `storebench tasks list` lists them)")
+        parser.add_argument("--seed", type=seed_arg, default=7, help="seed to play (default 7)")
+        parser.add_argument("--policy", default="smart-triage", help="anchor policy to play (default smart-triage)")
+        parser.add_argument("--requests", type=positive_int, default=15, help="timed requests per page (default 15)")
         parser.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     def handle(self, *args, **options):
+        try:  # before a full year is played
+            get_task(options["task"])
+            get_anchor(options["policy"])
+        except StoreBenchError as exc:
+            raise CommandError(exc.message) from None
         report = {}
         with tempfile.TemporaryDirectory(prefix="bench-explorer-") as tmp:
             folder = Path(options["trial"]) if options["trial"] else Path(tmp) / "trial"

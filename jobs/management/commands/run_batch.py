@@ -7,6 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from environment.cli import positive_seconds, seed_arg
 from environment.errors import StoreBenchError
 from jobs.management.follow import follow
 from jobs.submit import submit_batch
@@ -17,12 +18,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
-        parser.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
+        parser.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13],
+                            help="seeds (default 7 11 13)")
         parser.add_argument("--policy", help="an anchor policy")
         parser.add_argument("--actions", help="an actions.jsonl to replay on every cell")
         parser.add_argument("--calibration", help="calibration file (else each cell is calibrated)")
-        parser.add_argument("--out", required=True, help="folder to hold the trial folders")
-        parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the job")
+        parser.add_argument("--out", required=True,
+                            help="folder to hold the trial folders (none of them may exist yet)")
+        parser.add_argument("--timeout", type=positive_seconds, default=3600,
+                            help="seconds to wait for the job (default 3600)")
 
     def handle(self, *args, **options):
         try:

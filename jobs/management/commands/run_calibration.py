@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from environment.cli import positive_seconds, seed_arg, writable_file
 from environment.errors import StoreBenchError
 from jobs.management.follow import follow
 from jobs.submit import submit_calibration
@@ -16,13 +17,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
-        parser.add_argument("--seeds", nargs="+", type=int, default=[7, 11, 13], help="seeds (default 7 11 13)")
-        parser.add_argument("--out", required=True, help="calibration JSON to write")
-        parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the job")
+        parser.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13],
+                            help="seeds (default 7 11 13)")
+        parser.add_argument("--out", required=True, help="calibration JSON to write (its folder is created if need be)")
+        parser.add_argument("--timeout", type=positive_seconds, default=3600,
+                            help="seconds to wait for the job (default 3600)")
         parser.add_argument("--no-wait", action="store_true", help="submit and print the job id only")
 
     def handle(self, *args, **options):
         try:
+            writable_file(options["out"], "--out", "public.json")  # before any cell runs
             job = submit_calibration(options["tasks"], options["seeds"], options["out"])
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
@@ -35,3 +39,4 @@ class Command(BaseCommand):
             self.stderr.write(f"GATE FAILURE: {failure}")
         if job.summary.get("gate_failures"):
             raise CommandError("gate failures")
+

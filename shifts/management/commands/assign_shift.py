@@ -2,7 +2,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from environment.errors import StoreBenchError
+from environment.cli import seed_arg
+from environment.errors import SEED_MAX, StoreBenchError
 from shifts.lifecycle import assign_shift
 
 
@@ -10,9 +11,10 @@ class Command(BaseCommand):
     help = "Assign a shift on TASK with SEED to USERNAME; prints the shift id."
 
     def add_arguments(self, parser):
-        parser.add_argument("username")
-        parser.add_argument("task")
-        parser.add_argument("seed", type=int)
+        parser.add_argument("username", help="the participant's username")
+        parser.add_argument("task", help="task id (see `storebench tasks list`)")
+        parser.add_argument("seed", type=seed_arg,
+                            help=f"task seed, a whole number from 0 to {SEED_MAX:,} (e.g. 7, 11 or 13)")
         parser.add_argument("--practice", action="store_true", help="an unscored practice shift")
 
     def handle(self, *args, **options) -> None:

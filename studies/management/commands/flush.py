@@ -12,6 +12,9 @@ from studies.audit_triggers import create_triggers, drop_triggers, installed
 
 
 class Command(DjangoFlush):
+    help = (f"{DjangoFlush.help} The audit log is emptied too: its append-only triggers are dropped for "
+            "the flush and created again afterwards.")
+
     def handle(self, **options):
         connection = connections[options.get("database") or DEFAULT_DB_ALIAS]
         if not installed(connection):
