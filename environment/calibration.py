@@ -158,21 +158,28 @@ def write_calibration(doc: dict[str, Any], path: str | Path) -> str:
     return digest
 
 
+WHICH_FILE = ("give a file written by `storebench calibrate` (the shipped one is calibration/public.json), or "
+              "leave the option out to calibrate the cell on the spot where the command allows it")
+
+
 def load_calibration(path: str | Path) -> tuple[dict[str, Any], str]:
     """A calibration file and its hash; refused if it is not the release's layout, or if
     the side file ``<name>.sha256`` written beside it records another hash."""
     path = Path(path)
     try:
         data = path.read_bytes()
+    except OSError as exc:
+        raise CalibrationError(f"{path}: cannot read the calibration file ({exc.strerror}); {WHICH_FILE}") from exc
+    try:
         doc = json.loads(data)
-    except (OSError, ValueError) as exc:
-        raise CalibrationError(f"{path}: cannot read the calibration file: {exc}") from exc
+    except ValueError as exc:
+        raise CalibrationError(f"{path}: not a calibration file (not JSON: {exc}); {WHICH_FILE}") from exc
     side = path.with_name(path.name + ".sha256")
     if side.is_file() and side.read_text().strip() != file_hash(data):
         raise CalibrationError(f"{path}: the file does not match its recorded hash in {side.name} "
                                f"({side.read_text().strip()[:80]} recorded, {file_hash(data)} read)")
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
-        raise CalibrationError(f"{path}: not a calibration file (no 'tasks' table)")
+        raise CalibrationError(f"{path}: not a calibration file (no 'tasks' table); {WHICH_FILE}")
     for tid, seeds in doc["tasks"].items():
         if not isinstance(seeds, dict):
             raise CalibrationError(f"{path}: tasks.{tid} must map seeds to cells")

@@ -270,8 +270,8 @@ def test_write_and_load_round_trip(tmp_path):
                                                    "threshold": 0.7}}}}),
      "tasks.counter-punch.7.business_scale is missing or not a number"),
     (json.dumps({"tasks": {"counter-punch": [1]}}), "tasks.counter-punch must map seeds to cells"),
-    ("{not json", "cannot read the calibration file"),
-    ("", "cannot read the calibration file"),
+    ("{not json", "not a calibration file (not JSON: "),
+    ("", "not a calibration file (not JSON: "),
 ])
 def test_load_calibration_refuses_bad_files_clearly(tmp_path, content, message):
     path = tmp_path / "bad.json"
