@@ -345,8 +345,24 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         _print_json(reports if len(reports) > 1 else reports[0])
     else:
         for key, value in reports[0].items():
-            print(f"{key}: {value}")
+            print(f"{key.replace('_', ' ')}: {_readable(value)}")
     return 0
+
+
+def _readable(value: object) -> str:
+    """A figure of the failure-mode report as a line of text: a mode as its count and a few
+    examples, an example call as its fields."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict) and set(value) == {"count", "examples"}:
+        examples = value["examples"]
+        shown = "; ".join(_readable(e) for e in examples)
+        return f"{value['count']}" + (f" (e.g. {shown})" if examples else "")
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_readable(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_readable(v) for v in value)
+    return str(value)
 
 
 def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict[str, Any], float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,6 +118,16 @@ def test_analysis_of_the_exploiter(anchor_trials):
     assert report["partial_refunds_that_escalated"]["count"] >= 1
     # counter-punch has 14 windows: the catalogue takes the first two, the exploiter idles until it quits after 4
     assert report["windows_ended_early"]["count"] >= 2
+
+
+def test_cli_analysis_reads_as_text(anchor_trials):
+    proc = storebench("analyze", anchor_trials / "exploiter")
+    assert proc.returncode == 0, proc.stderr
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
+    assert lines["quit before horizon"] == "yes"
+    assert re.fullmatch(r"\d+ \(e\.g\. window \d+, operations_left \d+(; window \d+, operations_left \d+)*\)",
+                        lines["windows ended early"]), lines["windows ended early"]
+    assert "{" not in proc.stdout and "[" not in proc.stdout
 
 
 def test_analysis_of_smart_triage_finds_no_quitting_or_skipping(anchor_trials):
