@@ -33,7 +33,8 @@ def _dec(value) -> Decimal | None:
         return None
 
 
-def _usd(value) -> str:
+def usd(value) -> str:
+    """Dollars as the end page writes them: "$53,491.95", "-$12.00"; "—" if not a number."""
     amount = _dec(value)
     return "—" if amount is None else f"{'-' if amount < 0 else ''}${abs(amount):,.2f}"
 
@@ -42,7 +43,7 @@ def score_rows(components: dict) -> list[ScoreRow]:
     c = components
     rows = [
         ScoreRow("business", "Business", "score", c.get("business"),
-                 f"How much the store was worth after settlement ({_usd(c.get('net_assets'))} in net assets), "
+                 f"How much the store was worth after settlement ({usd(c.get('net_assets'))} in net assets), "
                  "placed on the scale calibrated for this shift's store: 0 is what a store left alone ends with, "
                  "1 what the best scripted reference store reaches. Counts 70% of the composite."),
         ScoreRow("reliability", "Reliability", "score", c.get("reliability"),

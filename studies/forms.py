@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from django import forms
 
-from .models import AssignmentPolicy, Role, SelectionRule
+from . import pay
+from .errors import StudyError
+from .models import AssignmentPolicy, Role, SelectionRule, Study
 
 ATTEMPT_ACTIONS = ("retry", "reassign", "extend", "force_end", "invalidate", "select")
 
@@ -43,7 +45,7 @@ class QuotaForm(forms.Form):
 
 class ParticipantForm(forms.Form):
     label = forms.CharField(max_length=80)
-    years_ecommerce = forms.IntegerField(min_value=0, max_value=60, required=False)
+    years_ecommerce = forms.IntegerField(label="Years in e-commerce", min_value=0, max_value=60, required=False)
     role = forms.CharField(max_length=200, required=False)
     platforms = forms.CharField(max_length=200, required=False)
 
@@ -71,20 +73,20 @@ class AttemptActionForm(forms.Form):
     action = forms.ChoiceField(choices=[(a, a) for a in ATTEMPT_ACTIONS])
     reason = forms.CharField(max_length=1000, required=False)
     minutes = forms.IntegerField(required=False, min_value=-720, max_value=720)
-    to = forms.IntegerField(required=False, min_value=1)
+    to = forms.IntegerField(label="Reassign to", required=False, min_value=1)
 
     def clean(self):
         data = super().clean()
         action = data.get("action")
         if action == "extend" and not data.get("minutes"):
-            self.add_error("minutes", "minutes is required to change a deadline")
+            self.add_error("minutes", "required to change a deadline")
         if action == "reassign" and not data.get("to"):
             self.add_error("to", "choose the participant to reassign to")
         return data
 
 
 class MonitorActionForm(AttemptActionForm):
-    attempt = forms.IntegerField(min_value=1)
+    attempt = forms.IntegerField(label="Shift", min_value=1, error_messages={"required": "choose the shift to act on"})
     action = forms.ChoiceField(choices=[(a, a) for a in ("extend", "force_end", "invalidate", "reassign")])
 
 
@@ -101,36 +103,55 @@ class ExportForm(forms.Form):
 
 class ConsentForm(forms.Form):
     version = forms.IntegerField(min_value=1)
-    agree = forms.BooleanField(error_messages={"required": "tick the box to give your consent"})
+    agree = forms.BooleanField(label="Consent", error_messages={"required": "tick the box to give your consent"})
 
 
 def errors_text(form: forms.Form) -> str:
-    return "; ".join(f"{field}: {' '.join(map(str, errs))}" if field != "__all__" else " ".join(map(str, errs))
-                     for field, errs in form.errors.items())
+    """The form's errors in one line, each field named by its label (as the page shows it)."""
+    return "; ".join(f"{form[field].label}: {' '.join(map(str, errs))}" if field != "__all__"
+                     else " ".join(map(str, errs)) for field, errs in form.errors.items())
 
 
 class EntryForm(forms.Form):
     """The study link and pay rule (amounts in cents/pence)."""
-    entry_open = forms.BooleanField(required=False)
-    completion_url = forms.URLField(max_length=300, assume_scheme="https", initial="https://app.prolific.com/submissions/complete")
+    entry_open = forms.BooleanField(label="Open the study link", required=False)
+    completion_url = forms.URLField(label="Completion URL", max_length=300, assume_scheme="https",
+                                    initial="https://app.prolific.com/submissions/complete")
     completion_code = forms.RegexField(r"^[A-Za-z0-9_-]{0,40}$", required=False,
                                        error_messages={"invalid": "letters, digits, '_' or '-' only"})
     return_code = forms.RegexField(r"^[A-Za-z0-9_-]{0,40}$", required=False,
                                    error_messages={"invalid": "letters, digits, '_' or '-' only"})
-    base_pay_cents = forms.IntegerField(min_value=0, max_value=100_000, initial=0)
-    bonus_bands = forms.CharField(max_length=500, required=False, help_text="min_score:cents, e.g. 0.6:50, 0.8:150")
-    fault_compensation_cents = forms.IntegerField(min_value=0, max_value=100_000, initial=0)
-    show_threshold_to_participants = forms.BooleanField(required=False)
+    base_pay_cents = forms.IntegerField(label="Base pay (pence)", min_value=0, max_value=100_000, initial=0)
+    bonus_bands = forms.CharField(max_length=500, required=False, help_text="min_score:pence, e.g. 0.6:50, 0.8:150")
+    fault_compensation_cents = forms.IntegerField(label="Fault compensation (pence)", min_value=0, max_value=100_000,
+                                                  initial=0)
+    show_threshold_to_participants = forms.BooleanField(label="Show participants the pass threshold", required=False)
     reason = forms.CharField(max_length=1000)
+
+    @classmethod
+    def for_study(cls, study: Study) -> EntryForm:
+        """The form unbound, showing the study's current settings."""
+        return cls(initial={
+            "entry_open": study.entry_open, "completion_url": study.completion_url,
+            "completion_code": study.completion_code, "return_code": study.return_code,
+            "base_pay_cents": study.base_pay_cents, "bonus_bands": pay.bands_text(study.bonus_bands),
+            "fault_compensation_cents": study.fault_compensation_cents,
+            "show_threshold_to_participants": study.show_threshold_to_participants})
+
+    def clean_bonus_bands(self) -> list[list]:
+        try:
+            return pay.parse_bands(self.cleaned_data["bonus_bands"])
+        except StudyError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
 
 class EnterForm(forms.Form):
     version = forms.IntegerField(min_value=1, required=False)
-    agree = forms.BooleanField(error_messages={"required": "tick the box to give your consent"})
+    agree = forms.BooleanField(label="Consent", error_messages={"required": "tick the box to give your consent"})
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField()
+    file = forms.FileField(label="Participants CSV")
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
@@ -161,7 +182,7 @@ class ReasonForm(forms.Form):
 
 
 class ConsentPublishForm(forms.Form):
-    text = forms.CharField(max_length=20_000)
+    text = forms.CharField(label="New consent version", max_length=20_000)
 
 
 def ids_of(values) -> list[int]:

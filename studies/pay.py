@@ -40,9 +40,9 @@ def parse_bands(text: str) -> list[list]:
             low, cents = part.split(":")
             low_d, cents_i = Decimal(low.strip()), int(cents.strip())
         except (ValueError, InvalidOperation) as exc:
-            raise StudyError(f"a bonus band is 'min_score:cents' (e.g. 0.6:50), not {part!r}") from exc
+            raise StudyError(f"a bonus band is 'min_score:pence' (e.g. 0.6:50), not {part!r}") from exc
         if not Decimal(0) <= low_d <= Decimal(1) or cents_i < 0:
-            raise StudyError(f"bonus band {part!r}: the score is between 0 and 1 and the cents not negative")
+            raise StudyError(f"bonus band {part!r}: the score must be between 0 and 1 and the pence not negative")
         bands.append([str(low_d), cents_i])
     return sorted(bands, key=lambda b: Decimal(b[0]))
 

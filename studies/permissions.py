@@ -56,3 +56,13 @@ def visible_studies(user):
         return Study.objects.all()
     staff = [r for r in Role if r != Role.PARTICIPANT]
     return Study.objects.filter(memberships__user=user, memberships__role__in=staff).distinct()
+
+
+def can_create_studies(user) -> bool:
+    return user.is_staff or user.is_superuser
+
+
+def may_open_studies(user) -> bool:
+    """Whether the studies pages have anything for the user: staff create studies, team
+    members see theirs (a participant's study is on their own page, not here)."""
+    return can_create_studies(user) or visible_studies(user).exists()

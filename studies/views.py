@@ -1,7 +1,8 @@
 """Study views: validate input, call one service function, render or redirect.
 
 Service errors become messages (bad input, wrong state: 400 for htmx requests) and
-permission errors become 403s; every study is looked up by id, and the service
+permission errors (:class:`~studies.errors.StudyPermissionDenied`) become the site's
+403 page, which names the refusal; every study is looked up by id, and the service
 checks the user's role in that study.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .leaderboard import leaderboard
 from .models import Attempt, ExportJob, Invitation, Participant, Study
 from .monitor import monitor_rows
 from .overview import audit_log, my_study, study_overview
-from .permissions import Action, require, visible_studies
+from .permissions import Action, can_create_studies, require, visible_studies
 
 
 def _study(pk: int) -> Study:
@@ -61,20 +62,35 @@ def _fail(request: HttpRequest, study: Study, message: str, anchor: str = "") ->
     return _back(study, anchor)
 
 
+def _detail(request: HttpRequest, study: Study, status: int = 200, **page_forms: Form) -> HttpResponse:
+    """The study page; ``page_forms`` replace its empty forms (a refused form, as it was filled in)."""
+    overview = study_overview(request.user, study)
+    return render(request, "studies/detail.html", {
+        "o": overview, "study": overview.study, "participant_form": forms.ParticipantForm(),
+        "entry_form": forms.EntryForm.for_study(study), **page_forms}, status=status)
+
+
 def _submitted(request: HttpRequest, study: Study, form: Form, anchor: str, act: Callable[[dict], str],
-               back: str = "") -> HttpResponse:
+               back: str = "", keep: str = "") -> HttpResponse:
     """A staff form posted from the study page: an invalid form, or an action the study
-    refuses (``act`` raises :class:`StudyError`), comes back as its message at ``anchor``;
+    refuses (``act`` raises :class:`StudyError`), comes back as its message at ``anchor``
+    (or, with ``keep``, the page again with the form as filled in, as the ``keep`` form);
     otherwise ``act(cleaned_data)`` says what was done and the page opens at ``back``
     (``anchor`` unless given)."""
-    if not form.is_valid():
-        return _fail(request, study, forms.errors_text(form), anchor)
-    try:
-        done = act(form.cleaned_data)
-    except StudyError as exc:
-        return _fail(request, study, str(exc), anchor)
-    messages.success(request, done)
-    return _back(study, back or anchor)
+    if form.is_valid():
+        try:
+            done = act(form.cleaned_data)
+        except StudyError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, done)
+            return _back(study, back or anchor)
+    else:
+        error = forms.errors_text(form)
+    if keep and not request.htmx:
+        messages.error(request, error)
+        return _detail(request, study, status=400, **{keep: form})
+    return _fail(request, study, error, anchor)
 
 
 @login_required
@@ -86,7 +102,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def study_new(request: HttpRequest) -> HttpResponse:
-    if not (request.user.is_staff or request.user.is_superuser):
+    if not can_create_studies(request.user):
         raise StudyPermissionDenied(f"{request.user} may not create studies (staff only)")
     form = forms.StudyForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -130,8 +146,7 @@ def quota_set(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    overview = study_overview(request.user, _study(pk))
-    return render(request, "studies/detail.html", {"o": overview, "study": overview.study})
+    return _detail(request, _study(pk))
 
 
 @login_required
@@ -144,7 +159,8 @@ def participant_add(request: HttpRequest, pk: int) -> HttpResponse:
             k: d[k] for k in ("years_ecommerce", "role", "platforms") if d[k] not in (None, "")})
         return f"Participant {participant.label} added."
 
-    return _submitted(request, study, forms.ParticipantForm(request.POST), "participants", add)
+    return _submitted(request, study, forms.ParticipantForm(request.POST), "participants", add,
+                      keep="participant_form")
 
 
 @login_required
@@ -398,17 +414,6 @@ def me(request: HttpRequest) -> HttpResponse:
                                                "needs_consent": mine.needs_consent, "attempts": mine.attempts})
 
 
-def permission_denied_as_403(view):
-    """Wrap a view so a StudyPermissionDenied becomes a 403 page naming the refusal."""
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except StudyPermissionDenied as exc:
-            return HttpResponse(str(exc), status=403, content_type="text/plain")
-    wrapped.__name__ = view.__name__
-    return wrapped
-
-
 # --- the study-level entry link, the participant's finish and return -----------------
 
 
@@ -420,12 +425,12 @@ def entry_settings(request: HttpRequest, pk: int) -> HttpResponse:
     def configure(d: dict) -> str:
         entry.configure(request.user, study, entry_open=d["entry_open"], completion_url=d["completion_url"],
                         completion_code=d["completion_code"], return_code=d["return_code"],
-                        base_pay_cents=d["base_pay_cents"], bonus_bands=pay.parse_bands(d["bonus_bands"]),
+                        base_pay_cents=d["base_pay_cents"], bonus_bands=d["bonus_bands"],
                         fault_compensation_cents=d["fault_compensation_cents"], reason=d["reason"],
                         show_threshold=d["show_threshold_to_participants"])
         return "Study link and pay rule saved."
 
-    return _submitted(request, study, forms.EntryForm(request.POST), "entry", configure)
+    return _submitted(request, study, forms.EntryForm(request.POST), "entry", configure, keep="entry_form")
 
 
 @require_http_methods(["GET", "POST"])

@@ -114,6 +114,14 @@ def test_end_page_explains_the_score_without_threshold_or_calibration_figures(si
     assert re.findall(r'data-series="([a-z_]+)"', html) == ["cash_cents", "net_assets_cents", "stock_units"]
 
 
+def test_end_page_writes_net_assets_with_thousands_separators(signed_in, shift):
+    signed_in.post(f"/shifts/{shift.pk}/end/")
+    shift.refresh_from_db()
+    row = page(signed_in, shift).split('<tr id="score-net_assets">')[1].split("</tr>")[0]
+    net = f"${float(shift.score_components['net_assets']):,.2f}"
+    assert "," in net and f"<td>{net}</td>" in row
+
+
 def test_timeline_is_cached_on_the_shift_in_cents(signed_in, shift):
     call(signed_in, shift, "end_window")
     call(signed_in, shift, "end_window")

@@ -239,9 +239,9 @@ def test_coach_views_are_read_only_and_for_staff(client, study, admin, coordinat
 def test_rehearsal_from_the_study_page_plays_bots(client, study, coordinator, django_capture_on_commit_callbacks):
     client.force_login(coordinator)
     html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 0, "skill": "clerk"}, follow=True).content.decode()
-    assert "bots: Ensure this value is greater than or equal to 1." in html
+    assert "Bots: Ensure this value is greater than or equal to 1." in html
     html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 1, "skill": "wizard"}, follow=True).content.decode()
-    assert "skill: Select a valid choice." in html and not Attempt.objects.exists()
+    assert "Skill: Select a valid choice." in html and not Attempt.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "clerk"})
     assert response.status_code == 302
@@ -256,7 +256,7 @@ def test_rehearsal_from_the_study_page_plays_bots(client, study, coordinator, dj
 def test_consent_versions_are_published_from_the_study_page(client, study, coordinator):
     client.force_login(coordinator)
     html = client.post(f"/studies/{study.pk}/consent/", {"text": ""}, follow=True).content.decode()
-    assert "text: This field is required." in html
+    assert "New consent version: This field is required." in html
     client.post(f"/studies/{study.pk}/consent/", {"text": "Version one."})
     client.post(f"/studies/{study.pk}/consent/", {"text": "Version two: recordings kept 5 years."})
     assert list(study.consent_versions.values_list("version", flat=True)) == [2, 1]

@@ -22,10 +22,12 @@ def test_study_list_shows_only_my_studies(coord_client, study, other_study):
     assert "Study A" in html and "Study B" not in html
 
 
-def test_other_studys_page_is_forbidden(coord_client, other_study):
+def test_other_studys_page_is_forbidden_on_the_sites_403_page(coord_client, other_study):
     response = coord_client.get(f"/studies/{other_study.pk}/")
-    assert response.status_code == 403
-    assert response.content.decode() == "coord-a may not view the study in study 'Study B'"
+    html = response.content.decode()
+    assert response.status_code == 403 and response["Content-Type"].startswith("text/html")
+    assert "<h1>Not allowed</h1>" in html and '<a href="/">StoreBench home</a>' in html
+    assert '<p class="reason">coord-a may not view the study in study &#x27;Study B&#x27;</p>' in html
 
 
 def test_anonymous_is_sent_to_sign_in(client, study):
@@ -36,7 +38,32 @@ def test_anonymous_is_sent_to_sign_in(client, study):
 def test_add_participant_with_bad_years_names_the_field(coord_client, study):
     response = coord_client.post(f"/studies/{study.pk}/participants/", {"label": "P1", "years_ecommerce": "many"},
                                  follow=True)
-    assert "years_ecommerce: Enter a whole number." in response.content.decode()
+    assert "Years in e-commerce: Enter a whole number." in response.content.decode()
+
+
+def test_a_refused_participant_comes_back_as_typed(coord_client, study):
+    response = coord_client.post(f"/studies/{study.pk}/participants/", {
+        "label": "P1", "years_ecommerce": "99", "role": "buyer", "platforms": "Etsy"})
+    html = response.content.decode()
+    assert response.status_code == 400 and not study.participants.exists()
+    assert "Years in e-commerce: Ensure this value is less than or equal to 60." in html
+    form = html[html.index('id="add-participant"'):].split("</form>")[0]
+    assert re.findall(r'name="(\w+)"[^>]* value="([^"]*)"', form)[1:] == [
+        ("label", "P1"), ("years_ecommerce", "99"), ("role", "buyer"), ("platforms", "Etsy")]
+
+
+def test_refused_bonus_bands_come_back_as_typed_and_in_pence(coord_client, study):
+    response = coord_client.post(f"/studies/{study.pk}/entry/", {
+        "completion_url": "https://example.org/done", "base_pay_cents": 150, "bonus_bands": "0.6-50",
+        "fault_compensation_cents": 0, "reason": "pilot pay"})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "Bonus bands: a bonus band is &#x27;min_score:pence&#x27; (e.g. 0.6:50), not &#x27;0.6-50&#x27;" in html
+    form = html[html.index('id="entry-form"'):].split("</form>")[0]
+    assert all(f'name="{k}" value="{v}"' in form for k, v in [
+        ("completion_url", "https://example.org/done"), ("base_pay_cents", "150"), ("bonus_bands", "0.6-50")])
+    study.refresh_from_db()
+    assert study.base_pay_cents == 0 and study.bonus_bands == []
 
 
 def test_invite_shows_a_signed_link_that_signs_the_participant_in(coord_client, client, study, coordinator):
@@ -58,7 +85,7 @@ def test_revoking_a_link_from_the_page_needs_a_reason_and_says_it_is_done(coord_
     issued = participants.invite(coordinator, person, 3600)
     url = f"/studies/{study.pk}/invitations/{issued.invitation.pk}/revoke/"
     refused = coord_client.post(url, {"reason": ""}, HTTP_HX_REQUEST="true")
-    assert (refused.status_code, refused.content.decode()) == (400, "reason: This field is required.")
+    assert (refused.status_code, refused.content.decode()) == (400, "Reason: This field is required.")
     assert client.get(f"/studies/join/{issued.token}/").status_code == 200, "a refused revocation changes nothing"
     done = coord_client.post(url, {"reason": "sent to the wrong address"})
     assert done.status_code == 302 and done["Location"] == f"/studies/{study.pk}/#participants"
@@ -101,7 +128,7 @@ def test_extend_without_minutes_names_the_field(coord_client, study, bot, cell):
     attempt = assignment.assign(bot.study.created_by, bot, cell)
     html = coord_client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/", {"action": "extend", "reason": "x"},
                              follow=True).content.decode()
-    assert "minutes: minutes is required to change a deadline" in html
+    assert "Minutes: required to change a deadline" in html
 
 
 def test_coordinator_grants_a_coached_retry_from_the_page(coord_client, study, bot, cell, coordinator):
@@ -119,6 +146,16 @@ def test_researcher_sees_leaderboard_with_anchors(client, study, admin):
     assert "smart-triage" in html and "Humans (equal-cell mean)" in html
 
 
+def test_leaderboard_counts_one_person_in_the_singular(client, study, admin, bot, cell):
+    from studies import attempts
+
+    attempts.select(admin, bots.play(assignment.assign(admin, bot, cell), "clerk"), "the only attempt",
+                    include_bots=True)
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    assert "Humans: 1 person, 1 completed attempt, practice excluded." in html
+
+
 def test_researcher_may_not_use_the_monitor(client, study, admin):
     researcher = make_user("res")
     add_member(admin, study, researcher, Role.RESEARCHER)
@@ -134,6 +171,42 @@ def test_monitor_shows_a_running_shift(coord_client, study, bot, cell, coordinat
     begin_shift(attempt.shift)
     html = coord_client.get(f"/studies/{study.pk}/monitor/rows/").content.decode()
     assert f'data-attempt="{attempt.pk}"' in html and "1 of 60" in html and "low" in html
+
+
+def test_monitor_action_starts_on_no_shift_and_is_refused_if_left(coord_client, study, bot, cell, coordinator):
+    attempt = assignment.assign(coordinator, bot, cell)
+    html = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
+    assert '<select name="attempt" required><option value="" selected>Choose a shift…</option><option value' in html
+    response = coord_client.post(f"/studies/{study.pk}/monitor/act/",
+                                 {"attempt": "", "action": "force_end", "reason": "wrong row"}, follow=True)
+    assert "Shift: choose the shift to act on" in response.content.decode()
+    attempt.refresh_from_db()
+    assert attempt.status == "assigned" and not AuditEvent.objects.filter(action=AuditAction.FORCE_ENDED).exists()
+
+
+def test_force_end_and_invalidate_ask_to_confirm_naming_participant_and_cell(coord_client, study, bot, cell,
+                                                                            coordinator):
+    attempt = assignment.assign(coordinator, bot, cell)
+    monitor = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
+    assert "confirm((act === 'force_end' ? 'Force end' : 'Invalidate')" in monitor
+    assert f'<option value="{attempt.pk}" data-confirm="attempt #1 of bot-1 on cell steady/7">' in monitor
+    detail = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    row = detail[detail.index(f'<tr data-attempt="{attempt.pk}"'):].split("</tr>")[0]
+    assert ("['force_end', 'invalidate'].indexOf(act) < 0 || confirm((act === 'force_end' ? 'Force end' : "
+            "'Invalidate') + ' attempt #1 of bot\\u002D1 on cell steady/7? This cannot be undone.')") in row
+
+
+def test_header_links_to_the_staff_pages_only_for_who_may_open_them(client, coord_client, study, admin, bot):
+    def links(c):
+        header = c.get("/").content.decode().split("</header>")[0]
+        return [label for label in ("Studies", "Explorer", "Admin") if f">{label}</a>" in header]
+
+    assert links(coord_client) == ["Studies"]
+    assert coord_client.get("/studies/").status_code == 200
+    client.force_login(admin)
+    assert links(client) == ["Studies", "Explorer", "Admin"]
+    client.force_login(bot.user)
+    assert links(client) == []
 
 
 def test_export_download_is_forbidden_for_a_reviewer(client, study, admin):
@@ -192,7 +265,7 @@ def test_study_form_names_bad_seeds(client, admin):
     client.force_login(admin)
     html = client.post("/studies/new/", {"name": "X", "tasks": ["steady"], "seeds": "seven", "quota": 1,
                                          "policy": "balanced", "random_seed": 0}).content.decode()
-    assert "seeds: seeds must be whole numbers separated by spaces" in html
+    assert "Seeds: seeds must be whole numbers separated by spaces" in html
 
 
 def test_non_staff_cannot_create_a_study(client, db):

@@ -82,8 +82,11 @@ def test_coordinator_runs_a_participant_through_a_study(page, browser, server, l
     form.locator("select[name=attempt]").select_option(label=f"{label} · steady/11 #1")
     form.locator("select[name=action]").select_option("force_end")
     form.locator("input[name=reason]").fill("participant had to leave")
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     form.locator("button[type=submit]").click()
     assert "Force end: steady/11 attempt #1" in page.locator("ul.messages").inner_text()
+    assert asked == [f"Force end attempt #1 of {label} on cell steady/11? This cannot be undone."]
 
     # grant a coached retry, the participant plays it, then select it
     page.goto(study_url)
