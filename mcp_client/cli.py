@@ -132,6 +132,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         hub = serve_http(args.host, args.port, episodes, state=args.state,
                          trials=None if args.no_trial else (args.trials or (None if args.state else "trials")),
                          operator_token=operator_token, allowed_hosts=allowed_hosts, fsync=not args.no_fsync,
+                         write_trials=not args.no_trial,
                          limits=ServerLimits(header_timeout=args.header_timeout,
                                              max_sessions_per_token=args.max_sessions_per_token,
                                              **({"max_connections": args.max_connections}

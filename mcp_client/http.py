@@ -77,6 +77,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from environment.engine import Episode
@@ -133,8 +134,12 @@ class EpisodeHub:
     """
 
     def __init__(self, *, state: str | Path | None = None, out: str | Path | None = None,
-                 calibration: tuple[dict[str, Any] | None, str | None] | None = None, fsync: bool = True) -> None:
+                 calibration: tuple[dict[str, Any] | None, str | None] | None = None, fsync: bool = True,
+                 write_trials: bool = True) -> None:
         self._entries: dict[bytes, _Entry] = {}
+        # Tokens whose episode ended (at the horizon, or by the operator): refused like any other,
+        # but the refusal says the episode is over instead of asking for authentication.
+        self._ended: set[bytes] = set()
         self._sessions: dict[str, Session] = {}
         self._by_episode: dict[int, Session] = {}
         self._lock = threading.Lock()
@@ -142,7 +147,7 @@ class EpisodeHub:
         self.state = None if state is None else Path(state)
         self.out = None if out is None else Path(out)
         self.fsync = fsync
-        if self.out is None and self.state is not None:
+        if self.out is None and self.state is not None and write_trials:
             self.out = self.state / "trials"
         self.calibration, self.calibration_hash = calibration if calibration is not None else public_calibration()
         if self.state is not None:
@@ -162,8 +167,12 @@ class EpisodeHub:
                 session.record()  # reached the horizon just before the restart: settle now
             with self._lock:
                 self._track(session)
-                if token_hex and not session.settled and not (folder / "revoked").exists():
+                if not token_hex:
+                    continue
+                if not session.settled and not (folder / "revoked").exists():
                     self._entries[bytes.fromhex(token_hex)] = _Entry(session, f"episode-{session.id}")
+                else:
+                    self._ended.add(bytes.fromhex(token_hex))
 
     def _track(self, session: Session) -> None:
         self._sessions[session.id] = session
@@ -209,6 +218,8 @@ class EpisodeHub:
         """Revoke ``token`` (its next request gets 401); return its episode, as played."""
         with self._lock:
             entry = self._entries.pop(_digest(token), None)
+            if entry is not None:
+                self._ended.add(_digest(token))
         if entry is None:
             raise UnknownToken()
         return entry.session.episode
@@ -216,6 +227,13 @@ class EpisodeHub:
     def episode_for(self, token: str) -> Episode:
         """The live episode behind ``token``; :class:`UnknownToken` if there is none."""
         return self._entry(token).session.episode
+
+    def ended(self, token: str) -> str | None:
+        """Why ``token`` is refused, when it is the token of an episode that has ended."""
+        with self._lock:
+            known = _digest(token) in self._ended
+        return ("the episode behind this token has ended (it reached its horizon or the operator ended it) and is "
+                "graded; ask the operator for a new episode and its token") if known else None
 
     def access_token(self, token: str) -> AccessToken | None:
         """What the verifier hands the SDK for ``token``, or ``None`` if it is not live."""
@@ -275,6 +293,7 @@ class EpisodeHub:
         with self._lock:
             for digest in [d for d, e in self._entries.items() if e.session is session]:
                 del self._entries[digest]
+                self._ended.add(digest)
         if session.state is not None:
             (session.state / "revoked").touch()
 
@@ -304,7 +323,9 @@ def episode_provider(hub: EpisodeHub) -> Callable[[], Episode]:
         try:
             return hub.episode_for(access.token)
         except UnknownToken:
-            raise ToolError("episode_closed: this token's episode is closed") from None
+            raise ToolError("episode_closed: this token's episode has ended (it reached its horizon or the "
+                            "operator ended it) and is graded; no tool acts on it any more. Ask the operator "
+                            "for a new episode and its token.") from None
 
     return current_episode
 
@@ -348,12 +369,14 @@ def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.
                       json_response: bool = False,
                       transport_security: TransportSecuritySettings | None = None,
                       extra_routes: list[Route] | None = None, allowed_hosts: Iterable[str] = (),
-                      max_sessions_per_token: int | None = None) -> Starlette:
+                      max_sessions_per_token: int | None = None,
+                      explain_refusal: Callable[[str], str | None] | None = None) -> Starlette:
     """``server`` over streamable HTTP at ``/mcp``, behind the SDK's bearer-token stack.
 
     The same wiring ``MCPServer.streamable_http_app()`` does for a server constructed with
     ``token_verifier=`` and ``auth=``, without the OAuth metadata routes.  Used for the
-    store (:func:`create_app`) and for the benchmark's no-op server.
+    store (:func:`create_app`) and for the benchmark's no-op server.  ``explain_refusal(token)``
+    may give the reason a refused bearer token gets in its 401 instead of the SDK's generic one.
     """
     mcp_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
@@ -370,14 +393,39 @@ def authenticated_app(server: MCPServer, verifier: Any, *, host: str = "127.0.0.
         async with session_manager.run():
             yield
 
+    endpoint: Any = RequireAuthMiddleware(mcp_app, required_scopes=[])
+    if explain_refusal is not None:
+        endpoint = _ExplainedRefusal(endpoint, explain_refusal)
     return Starlette(
-        routes=[Route(MCP_PATH, endpoint=RequireAuthMiddleware(mcp_app, required_scopes=[])), *(extra_routes or [])],
+        routes=[Route(MCP_PATH, endpoint=endpoint), *(extra_routes or [])],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ],
         lifespan=lifespan,
     )
+
+
+class _ExplainedRefusal:
+    """ASGI: a request whose bearer token was refused gets the 401 the SDK would give, with
+    ``explain(token)`` as its description when there is one (an ended episode's token)."""
+
+    def __init__(self, app: Any, explain: Callable[[str], str | None]) -> None:
+        self.app = app
+        self.explain = explain
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not getattr(scope.get("user"), "is_authenticated", False):
+            header = dict(scope.get("headers") or ()).get(b"authorization", b"").decode("latin-1")
+            scheme, _, token = header.partition(" ")
+            reason = self.explain(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+            if reason is not None:
+                response = JSONResponse({"error": "invalid_token", "error_description": reason}, status_code=401,
+                                        headers={"WWW-Authenticate": f'Bearer error="invalid_token", '
+                                                                     f'error_description="{reason}"'})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(hub: EpisodeHub, *, host: str = "127.0.0.1", port: int | None = None,
@@ -398,7 +446,7 @@ def create_app(hub: EpisodeHub, *, host: str = "127.0.0.1", port: int | None = N
     return authenticated_app(server, HubTokenVerifier(hub), host=host, port=port,
                              json_response=json_response, transport_security=transport_security,
                              extra_routes=routes, allowed_hosts=allowed_hosts,
-                             max_sessions_per_token=max_sessions_per_token)
+                             max_sessions_per_token=max_sessions_per_token, explain_refusal=hub.ended)
 
 
 def mcp_url(host: str, port: int) -> str:
@@ -459,7 +507,7 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
                out: IO[str] | None = None, log_level: str = "warning", json_response: bool = False,
                state: str | Path | None = None, trials: str | Path | None = None,
                operator_token: str | None = None, allowed_hosts: Iterable[str] = (),
-               limits: ServerLimits | None = None, fsync: bool = True) -> EpisodeHub:
+               limits: ServerLimits | None = None, fsync: bool = True, write_trials: bool = True) -> EpisodeHub:
     """Open ``episodes`` (``(task, seed)`` pairs), print each one's URL and token, serve until
     interrupted (Ctrl-C); return the hub, whose episodes are as played.
 
@@ -468,7 +516,8 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
         short-runway seed 7  http://127.0.0.1:8765/mcp  Authorization: Bearer <token>
 
     ``state`` keeps every session's calls on disk and resumes the live ones at start;
-    ``trials`` is where settled sessions write their folders (default ``STATE/trials``);
+    ``trials`` is where settled sessions write their folders (default ``STATE/trials``; none
+    with ``write_trials=False``);
     ``operator_token`` serves the operator API (a line names its URL, never the token).
     """
     out = out or sys.stdout
@@ -476,7 +525,7 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     host_security(host, port, allowed_hosts)  # refuse a wildcard bind without host names before binding
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
-    hub = EpisodeHub(state=state, out=trials, fsync=fsync)
+    hub = EpisodeHub(state=state, out=trials, fsync=fsync, write_trials=write_trials)
     app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token,
                      allowed_hosts=allowed_hosts, max_sessions_per_token=limits.max_sessions_per_token)
     url = mcp_url(host, bound)

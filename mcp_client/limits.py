@@ -26,11 +26,14 @@ server stops accepting.  So:
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 from dataclasses import dataclass, field
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ServerLimits", "guarded_h11", "limit_sessions_per_token"]
 
@@ -115,6 +118,10 @@ def limit_sessions_per_token(manager: Any, per_token: int) -> None:
         if requestor is not None:
             held = sum(1 for sid, owner in owners.items() if owner == requestor and sid in live)
             if held >= per_token:
+                # The SDK logs this refusal as if the server were full: say what it is.
+                logger.warning("refusing a new MCP session to %s: it holds %d live sessions, the limit per token "
+                               "(a client frees one with HTTP DELETE and its Mcp-Session-Id; idle ones close "
+                               "after 30 minutes)", getattr(requestor, "client_id", "a token"), held)
                 return None
         return admit(requestor)
 

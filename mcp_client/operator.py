@@ -38,6 +38,18 @@ __all__ = ["OPERATOR_PATH", "operator_routes"]
 OPERATOR_PATH = "/operator"
 
 
+MAX_BODY = 64 * 1024
+
+
+class BodyTooLarge(StoreBenchError):
+    code = "body_too_large"
+
+
+def _no_constant(name: str) -> float:
+    """``json.loads``'s hook for NaN and Infinity, which JSON does not have: refused."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
@@ -55,11 +67,16 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
         return hmac.compare_digest(hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest(), expected)
 
     async def body_of(request: Request) -> dict:
-        raw = await request.body()
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                raise BodyTooLarge(f"the request body is over {MAX_BODY // 1024} KiB; labels and options are small "
+                                   "objects")
         if not raw:
             return {}
         try:
-            data = json.loads(raw)
+            data = json.loads(raw, parse_constant=_no_constant)
         except ValueError:
             raise StoreBenchError("the request body is not JSON; send an object such as "
                                   "{\"task\": \"steady\", \"seed\": 7}") from None
@@ -77,7 +94,7 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
             try:
                 return await handler(request)
             except StoreBenchError as exc:
-                status = 404 if getattr(exc, "code", "") == "unknown_session" else 400
+                status = {"unknown_session": 404, BodyTooLarge.code: 413}.get(getattr(exc, "code", ""), 400)
                 return _error(status, getattr(exc, "code", "invalid_request"), exc.message)
 
         return endpoint

@@ -27,6 +27,8 @@ Folder names follow the release: ``<task>__s<seed>__<id>``.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import secrets
 import threading
@@ -43,6 +45,8 @@ from environment.trial import play_actions, settle
 
 __all__ = ["CALLS", "META", "SETTLED", "Session", "SessionError", "new_session_id", "restore_session",
            "session_folder_name"]
+
+logger = logging.getLogger(__name__)
 
 CALLS = "calls.jsonl"
 META = "meta.json"
@@ -62,8 +66,15 @@ def session_folder_name(task_id: str, seed: int, session_id: str) -> str:
     return f"{task_id}__s{seed}__{session_id}"
 
 
+TEXT_LABELS = ("model", "harness", "context_policy", "ended_by", "env")
+COUNT_LABELS = ("max_turns", "turns_taken")
+LABEL_TEXT_MAX = 500  # characters of a text label, or of a text metric
+
+
 def check_labels(labels: Any) -> dict:
-    """Labels as the operator gives them: an object with known keys only."""
+    """Labels as the operator gives them: an object with known keys only, each of its type
+    (text; a whole count; ``metrics`` an object of numbers or short texts), every number finite,
+    so that ``summary.json`` stays JSON."""
     if labels is None:
         return {}
     if not isinstance(labels, dict):
@@ -71,7 +82,26 @@ def check_labels(labels: Any) -> dict:
     unknown = sorted(set(labels) - set(SUMMARY_LABELS))
     if unknown:
         raise SessionError(f"unknown label(s) {', '.join(unknown)}; known: {', '.join(SUMMARY_LABELS)}")
+    for key, value in labels.items():
+        if key in TEXT_LABELS and not (value is None or _short_text(value)):
+            raise SessionError(f"label {key} must be a text of at most {LABEL_TEXT_MAX} characters")
+        if key in COUNT_LABELS and not (value is None or (type(value) is int and value >= 0)):
+            raise SessionError(f"label {key} must be a whole number, 0 or more")
+        if key == "metrics" and not (value is None or _metrics(value)):
+            raise SessionError("label metrics must be an object of finite numbers or short texts, such as "
+                               "{\"prompt_tokens\": 1200, \"completion_tokens\": 340}")
     return dict(labels)
+
+
+def _short_text(value: object) -> bool:
+    return isinstance(value, str) and len(value) <= LABEL_TEXT_MAX
+
+
+def _metrics(value: object) -> bool:
+    return isinstance(value, dict) and len(value) <= 100 and all(
+        isinstance(k, str) and len(k) <= 100 and (
+            v is None or _short_text(v) or (type(v) in (int, float) and math.isfinite(v)))
+        for k, v in value.items())
 
 
 def _fsync_dir(path: Path) -> None:
@@ -235,7 +265,12 @@ def restore_session(state: Path, *, out: Path | None, calibration: dict | None =
     rows = [json.loads(line) for line in complete if line.strip()]
     stopped = bool(rows) and rows[-1] == STOP
     play_actions(episode, [r for r in rows if r != STOP], stop=stopped)
-    session = Session(meta["id"], episode, out, state=state, labels=meta.get("labels") or {},
+    try:
+        labels = check_labels(meta.get("labels"))
+    except SessionError as exc:  # kept by a server from before labels were checked
+        logger.warning("%s: labels left out on resume: %s", state, exc.message)
+        labels = {}
+    session = Session(meta["id"], episode, out, state=state, labels=labels,
                       calibration=calibration, calibration_hash=calibration_hash, fsync=fsync)
     session._logged = len(episode.action_log)
     if (state / SETTLED).exists():

@@ -32,6 +32,7 @@ from environment.api import arm
 from environment.calibration import load_calibration
 from environment.trial import read_actions, run_trial
 from mcp_client.client import episode_client
+from mcp_client.http import EpisodeHub
 
 REPO = Path(__file__).resolve().parent.parent
 CALIBRATION = REPO / "calibration" / "public.json"
@@ -217,6 +218,46 @@ def test_a_session_that_reaches_its_horizon_settles_itself(server_factory):
     assert storebench("replay", listed["folder"]).returncode == 0
 
 
+def test_an_ended_episodes_token_is_refused_saying_the_episode_ended(server_factory):
+    server = server_factory()
+    opened = server.http.post(server.operator, json={"task": TASK, "seed": 7}).json()
+    server.http.post(f"{server.operator}/{opened['id']}/end")
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with httpx.Client(timeout=30) as anon:
+        refused = anon.post(server.mcp, json=listing, headers={
+            "Authorization": f"Bearer {opened['token']}", "Accept": "application/json, text/event-stream"})
+        made_up = anon.post(server.mcp, json=listing, headers={
+            "Authorization": "Bearer made-up", "Accept": "application/json, text/event-stream"})
+    assert refused.status_code == 401 and refused.json()["error"] == "invalid_token"
+    assert refused.json()["error_description"].startswith("the episode behind this token has ended")
+    assert made_up.status_code == 401 and "has ended" not in made_up.text
+
+
+def test_operator_labels_are_checked_so_the_api_and_the_summary_stay_json(server_factory):
+    server = server_factory()
+    opened = server.http.post(server.operator, json={"task": TASK, "seed": 7}).json()
+    labels = f"{server.operator}/{opened['id']}/labels"
+    nan = server.http.post(labels, content=b'{"metrics": {"total_tokens": NaN}}')
+    assert nan.status_code == 400 and nan.json()["error"]["message"].startswith("the request body is not JSON")
+    for bad in ({"max_turns": "abc"}, {"turns_taken": -1}, {"env": 123}, {"model": "x" * 501},
+                {"metrics": {"nested": {"a": 1}}}):
+        assert server.http.post(labels, json=bad).status_code == 400, bad
+    big = server.http.post(labels, content=b'{"model": "' + b"x" * 70_000 + b'"}')
+    assert big.status_code == 413 and big.json()["error"]["code"] == "body_too_large"
+    assert server.http.post(labels, json={"metrics": {"total_tokens": 1234, "cost": 0.5}}).status_code == 200
+    assert server.http.get(server.operator).status_code == 200
+    ended = server.http.post(f"{server.operator}/{opened['id']}/end").json()
+    summary = json.loads((Path(ended["folder"]) / "summary.json").read_text())
+    assert summary["metrics"] == {"total_tokens": 1234, "cost": 0.5}
+
+
+def test_a_hub_told_to_write_no_trial_writes_none_beside_its_state(tmp_path):
+    hub = EpisodeHub(state=tmp_path / "state", write_trials=False)
+    token, session = hub.open_session(TASK, 7)
+    hub.end(session.id)
+    assert not (tmp_path / "state" / "trials").exists()
+
+
 # --- durability ---------------------------------------------------------------------------------------------
 
 
@@ -262,8 +303,6 @@ def test_a_sigkilled_server_resumes_every_live_session(server_factory, tmp_path)
 
 @pytest.mark.parametrize("fsync", [True, False])
 def test_a_hub_on_the_same_state_rebuilds_each_live_session_exactly(tmp_path, fsync):
-    from mcp_client.http import EpisodeHub
-
     first = EpisodeHub(state=tmp_path / "state", fsync=fsync)
     token, session = first.open_session(TASK, 7, labels={"model": "m"})
     for name, args in CALLS + [("get_order", "not an object")]:
