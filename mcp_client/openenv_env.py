@@ -60,7 +60,8 @@ What this adapter does
 
     Reset keywords (``reset(seed=..., task=..., task_seed=..., reward=...)``, also
     accepted as extra fields of the server's reset request) follow the session's
-    seeding rule; OpenEnv's ``seed`` only chooses a task seed when none is given.
+    seeding rule; OpenEnv's ``seed`` only chooses a task seed when none is given, and is
+    held to the task seed's rule (:func:`environment.errors.check_seed`).
 
 OpenEnv imports ``fastmcp``, the MCP SDK, FastAPI and Gradio when it is imported
 (about 3 s).  So that ``environment`` never loads them by being imported, OpenEnv is
@@ -74,7 +75,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from environment.rl.session import DEFAULT_REWARD, Session, tool_specs
+from environment.errors import check_seed
+from environment.rl.session import DEFAULT_REWARD, Malformed, Session, tool_specs
 
 __all__ = ["StoreBenchClient", "StoreBenchEnvironment", "StoreBenchObservation", "StoreBenchState",
            "classes", "create_app"]
@@ -92,7 +94,7 @@ class _Draws:
     """The session draws cells with ``rng.integers(n)``; OpenEnv's seed makes this one."""
 
     def __init__(self, seed: int | None) -> None:
-        self._r = random.Random(seed)
+        self._r = random.Random(None if seed is None else check_seed(seed))
 
     def integers(self, n: int) -> int:
         return self._r.randrange(n)
@@ -192,7 +194,10 @@ def classes() -> dict[str, Any]:
                 step = self.session.act({"tool": name, "arguments": action.arguments})
             else:
                 name = "?"
-                step = self.session.act(repr(action))
+                step = self.session.act(action, Malformed(
+                    "malformed_action", f"an action is a CallToolAction or ListToolsAction (OpenEnv's MCP "
+                    f"actions), not {type(action).__name__}; e.g. CallToolAction(tool_name=\"store_status\", "
+                    "arguments={})"))
             error = None
             if step.malformed:
                 kind = ToolErrorType.TOOL_NOT_FOUND if step.error_code == "unknown_tool" else ToolErrorType.INVALID_ARGS

@@ -16,6 +16,7 @@ from environment.anchors import run_policy
 from environment.api import arm
 from environment.calibration import cell_of, load_calibration
 from environment.engine.settlement import SHAPED_FLOOR, business_normalized, score
+from environment.errors import InvalidSeed
 from environment.rl.session import CHARGE_TOOL, PUBLIC_CALIBRATION
 from environment.rl.vector import make_vector_env, run_many
 from environment.tools.registry import REGISTRY
@@ -188,6 +189,26 @@ def test_same_options_same_first_observation_and_trajectory():
     assert env.reset(seed=3) == env.reset(seed=3)
 
 
+@pytest.mark.parametrize("task_seed", ["7", 7.9, True])
+def test_a_task_seed_option_is_checked_not_coerced(task_seed):
+    env = make()
+    with pytest.raises(InvalidSeed, match=f"{task_seed!r} is not a task seed"):
+        env.reset(options={"task_seed": task_seed})
+
+
+@pytest.mark.parametrize("task_seed", [-1, 2**40])
+def test_an_out_of_range_task_seed_is_refused_as_one_before_any_calibration_lookup(task_seed):
+    env = gym.make("StoreBench-v0", task="short-runway")  # dense-relative: needs the cell's constants
+    with pytest.raises(InvalidSeed, match=f"{task_seed} is not a task seed"):
+        env.reset(options={"task_seed": task_seed})
+
+
+@pytest.mark.parametrize("max_steps", [0, -1])
+def test_a_step_cap_below_one_is_refused_at_construction(max_steps):
+    with pytest.raises(ValueError, match=f"max_steps must be a whole number of at least 1, not {max_steps}"):
+        make(max_steps=max_steps)
+
+
 def test_truncation_at_max_steps_settles_the_store():
     env = make(max_steps=5)
     _, steps = play(env, [act("store_status")] * 10)
@@ -308,6 +329,22 @@ def test_openenv_server_plays_an_episode_over_a_websocket_session(openenv):
     assert message["reward"] == public_cell("counter-punch", 7)["anchors"]["absentee"]["reward_composite"]
 
 
+@pytest.mark.parametrize("kw", [{"seed": -5}, {"seed": "x"}, {"task_seed": "7"}, {"task_seed": 7.9}])
+def test_openenv_reset_refuses_a_seed_that_is_not_a_task_seed(openenv, kw):
+    env = openenv["StoreBenchEnvironment"](task="short-runway")
+    with pytest.raises(InvalidSeed, match="is not a task seed"):
+        env.reset(**kw)
+
+
+def test_openenv_step_with_something_other_than_an_action_names_the_action_types(openenv):
+    env = openenv["StoreBenchEnvironment"](task="short-runway", task_seed=7)
+    env.reset()
+    obs = env.step("hello")
+    assert obs.error.message.startswith("an action is a CallToolAction or ListToolsAction (OpenEnv's MCP actions), "
+                                        "not str")
+    assert env.session.ep.ops_left == 13  # charged like any malformed action
+
+
 def test_gymnasium_and_openenv_default_to_the_same_channel(openenv):
     from environment.rl.session import DEFAULT_REWARD
 
@@ -342,6 +379,11 @@ def test_importing_the_adapters_loads_neither_openenv_nor_mcp():
 
 
 # --- many episodes ----------------------------------------------------------------------------
+
+
+def test_the_parallel_runner_refuses_a_seed_that_is_not_a_task_seed():
+    with pytest.raises(InvalidSeed, match="'7' is not a task seed"):
+        run_many([("short-runway", "7")], "absentee", workers=0)
 
 
 def test_parallel_runner_matches_serial_play():

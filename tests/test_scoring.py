@@ -8,9 +8,10 @@ from decimal import Decimal
 import pytest
 
 from environment.anchors import run_policy
-from environment.api import arm
+from environment.api import arm, grade
+from environment.calibration import CalibrationError
 from environment.engine.settlement import compose, score
-from environment.tasks import all_tasks
+from environment.tasks import TaskFileError, all_tasks
 
 TASKS = [t.id for t in all_tasks()]
 
@@ -70,3 +71,16 @@ def test_dense_rewards_of_a_walk_off_also_telescope():
     dense = ep.dense_rewards()
     assert len(dense) == 5
     assert Decimal(sum(dense)) / 100 == score(ep).business_raw
+
+
+def test_grade_without_a_calibration_cell_says_so_and_leaves_the_store_open():
+    ep = arm("steady", 7)
+    with pytest.raises(CalibrationError, match="no calibration cell: grading steady seed 7 needs its calibration "
+                                               "constants; give cell_of"):
+        grade(ep, None)  # what cell_of returns for a cell the calibration does not have
+    assert not ep.over
+
+
+def test_arm_without_a_task_names_the_known_tasks():
+    with pytest.raises(TaskFileError, match="unknown task None; known tasks: .*steady"):
+        arm(None, 7)

@@ -15,7 +15,8 @@ A cell is a (task, task seed) pair.  At every reset:
   training split);
 - the task seed is ``options["task_seed"]`` if given, else the constructor's
   ``task_seed``, else drawn uniformly from ``seeds`` (default
-  :data:`~environment.tasks.PUBLIC_SEEDS`).
+  :data:`~environment.tasks.PUBLIC_SEEDS`).  Every one of these is held to
+  :func:`~environment.errors.check_seed` (else :class:`~environment.errors.InvalidSeed`).
 
 The draws use the random generator the adapter passes in (Gymnasium's
 ``np_random``, seeded by ``reset(seed=...)``; for OpenEnv a generator made from the
@@ -97,6 +98,7 @@ from typing import Any, Protocol
 from ..calibration import calibrate_cell, cell_of, load_calibration
 from ..engine import Episode, ToolResult
 from ..engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
+from ..errors import check_seed
 from ..tasks import PUBLIC_SEEDS, Task, all_tasks, get_task
 from ..tools.registry import REGISTRY
 from ..world import load_world
@@ -263,13 +265,16 @@ class Session:
             raise ValueError(f"reward must be one of {REWARD_MODES}, not {reward!r}")
         if task is not None:
             get_task(task)
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+            raise ValueError(f"max_steps must be a whole number of at least 1, not {max_steps!r}; give None for "
+                             "the default cap (twice the task's operations)")
         self.task_id = task
-        self.task_seed = None if task_seed is None else int(task_seed)
+        self.task_seed = None if task_seed is None else check_seed(task_seed)
         self.default_reward = self.reward_mode = reward
         self.calibration = load_calibration_doc(calibration)
         self.calibrate_missing = calibrate_missing
         self.max_steps = max_steps
-        self.seeds = tuple(int(s) for s in seeds)
+        self.seeds = tuple(check_seed(s) for s in seeds)
         self.tasks = tuple(tasks) if tasks is not None else tuple(t.id for t in all_tasks() if t.split == "train")
         for tid in self.tasks:
             get_task(tid)
@@ -301,7 +306,7 @@ class Session:
         seed = options.get("task_seed", self.task_seed)
         if seed is None:
             seed = self.seeds[int(rng.integers(len(self.seeds)))]
-        return get_task(task).id, int(seed)
+        return get_task(task).id, check_seed(seed)
 
     def constants(self, task: Task, seed: int) -> tuple[dict[str, Any] | None, str | None]:
         cell = cell_of(self.calibration, task.id, seed) if self.calibration else None
@@ -318,6 +323,7 @@ class Session:
         """Arm the cell; returns the first observation: the task prompt, then ``store_status``.
 
         ``reward`` overrides the constructor's reward mode for this episode only."""
+        seed = check_seed(seed)
         reward = self.default_reward if reward is None else reward
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, not {reward!r}")
@@ -343,18 +349,20 @@ class Session:
 
     # -- acting -------------------------------------------------------------------------
 
-    def act(self, action: Any) -> Step:
+    def act(self, action: Any, refusal: Malformed | None = None) -> Step:
+        """One step.  ``refusal``: an adapter's own reason ``action`` is malformed (it is then not parsed)."""
         ep = self.ep
         if ep is None:
             raise RuntimeError("reset the environment before stepping it")
         was_over = ep.over
         self.steps += 1
-        malformed: Malformed | None = None
+        malformed = refusal
         parsed: tuple[str, Any] | None = None
-        try:
-            parsed = parse_action(action)
-        except Malformed as exc:
-            malformed = exc
+        if malformed is None:
+            try:
+                parsed = parse_action(action)
+            except Malformed as exc:
+                malformed = exc
         tool: str | None
         body: dict[str, Any] | None
         code: str | None

@@ -32,6 +32,7 @@ from ..anchors import run_policy
 from ..calibration import cell_of
 from ..engine import Episode
 from ..engine.settlement import score
+from ..errors import check_seed
 from ..tasks import PUBLIC_SEEDS, get_task
 from ..world import load_world
 from .session import load_calibration_doc
@@ -50,7 +51,7 @@ def play_cell(task: str, seed: int, policy: Policy, cell: dict[str, Any] | None 
     """One episode of ``policy`` (an anchor's name, or a callable acting on the
     :class:`Episode` through ``ep.call`` only), settled, and scored with the calibration
     ``cell``'s constants when one is given."""
-    ep = Episode(get_task(task), int(seed), load_world())
+    ep = Episode(get_task(task), seed, load_world())
     if isinstance(policy, str):
         run_policy(ep, policy)
     else:
@@ -89,8 +90,8 @@ def run_many(cells: Iterable[tuple[str, int]], policy: Policy, workers: int = 2,
     doc = load_calibration_doc(calibration)
     jobs = []
     for task, seed in cells:
-        task_id = get_task(task).id
-        jobs.append((task_id, int(seed), policy, cell_of(doc, task_id, int(seed)) if doc else None))
+        task_id, seed = get_task(task).id, check_seed(seed)
+        jobs.append((task_id, seed, policy, cell_of(doc, task_id, seed) if doc else None))
     if workers <= 0:
         load_world()
         return [_play(job) for job in jobs]
