@@ -189,13 +189,14 @@ def _convert(field: FieldSpec, raw: str) -> Any:
 
 
 def arguments_from_form(form: ToolForm, data: typing.Mapping[str, str]) -> dict[str, Any]:
-    """The MCP ``arguments`` object for a submitted tool form; blank fields are omitted."""
+    """The MCP ``arguments`` object for a submitted tool form; blank fields (spaces only
+    included) are omitted, so a required one is refused before the store, spending nothing."""
     arguments: dict[str, Any] = {}
     for field in form.fields:
         raw = data.get(field.input_name, "")
         if field.kind not in ("text", "textarea"):
             raw = raw.strip()
-        if raw == "":
+        if raw.strip() == "":
             continue
         arguments[field.name] = _convert(field, raw)
     return arguments

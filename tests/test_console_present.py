@@ -154,3 +154,10 @@ def test_argument_problems_shorten_a_long_value():
     (problem,) = _argument_problems(text)
     given = problem.split("(you gave ", 1)[1][:-1]
     assert len(given) == GIVEN_MAX and given.endswith("…")
+
+
+def test_an_id_of_spaces_only_is_blank_and_refused_before_the_store(signed_in, shift):
+    before = ops_left(call(signed_in, shift, "store_status").content.decode())
+    html = call(signed_in, shift, "get_order", order_id="   ").content.decode()
+    assert "Not sent to the store: an argument is not valid" in html and "order_id: Field required" in html
+    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before
