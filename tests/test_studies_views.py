@@ -194,6 +194,8 @@ def test_force_end_and_invalidate_ask_to_confirm_naming_participant_and_cell(coo
     row = detail[detail.index(f'<tr data-attempt="{attempt.pk}"'):].split("</tr>")[0]
     assert ("['force_end', 'invalidate'].indexOf(act) < 0 || confirm((act === 'force_end' ? 'Force end' : "
             "'Invalidate') + ' attempt #1 of bot\\u002D1 on cell steady/7? This cannot be undone.')") in row
+    bulk = detail[detail.index('id="bulk-attempts"'):].split(">")[0]
+    assert "!== 'invalidate' || confirm('Invalidate ' + n + ' chosen attempt'" in bulk
 
 
 def test_header_links_to_the_staff_pages_only_for_who_may_open_them(client, coord_client, study, admin, bot):
