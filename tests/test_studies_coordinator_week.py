@@ -228,6 +228,8 @@ def test_coach_views_are_read_only_and_for_staff(client, study, admin, coordinat
     calls = Shift.objects.get(pk=attempt.shift_id).calls.count()
     html = client.get(f"/studies/{study.pk}/attempts/{attempt.pk}/shift/").content.decode()
     assert f"History ({calls} calls)" in html and "fulfill_order" in html and "Read only" in html
+    composite = Shift.objects.get(pk=attempt.shift_id).score_composite
+    assert f'<td class="mono">{composite:.3f} (' in html  # three places, as the console shows it
     html = client.get(f"/studies/{study.pk}/participants/{bot.pk}/").content.decode()
     assert "view the shift" in html and 'id="briefing">read' in html
     participant = Client()
