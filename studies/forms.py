@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from django import forms
 
+from environment.errors import InvalidSeed, check_seed
+
 from . import pay
 from .errors import StudyError
 from .models import AssignmentPolicy, Role, SelectionRule, Study
@@ -30,7 +32,10 @@ class StudyForm(forms.Form):
         raw = self.cleaned_data["seeds"].replace(",", " ").split()
         if not raw or not all(x.lstrip("-").isdigit() for x in raw):
             raise forms.ValidationError("seeds must be whole numbers separated by spaces")
-        return sorted({int(x) for x in raw})
+        try:
+            return sorted({check_seed(int(x)) for x in raw})
+        except InvalidSeed as exc:
+            raise forms.ValidationError(exc.message) from None
 
 
 class MemberForm(forms.Form):

@@ -268,6 +268,9 @@ def test_study_form_names_bad_seeds(client, admin):
     html = client.post("/studies/new/", {"name": "X", "tasks": ["steady"], "seeds": "seven", "quota": 1,
                                          "policy": "balanced", "random_seed": 0}).content.decode()
     assert "Seeds: seeds must be whole numbers separated by spaces" in html
+    html = client.post("/studies/new/", {"name": "X", "tasks": ["steady"], "seeds": "7 -1", "quota": 1,
+                                         "policy": "balanced", "random_seed": 0}).content.decode()
+    assert "Seeds: -1 is not a task seed: give a whole number from 0 to 2,147,483,647" in html
 
 
 def test_non_staff_cannot_create_a_study(client, db):
