@@ -151,6 +151,8 @@ def cell(key: str, value: Any) -> Cell:
             return Cell(value, value, "id", copy=True)
         return Cell(value, value.lower(), "text")
     if isinstance(value, list):
+        if value and key not in _NOT_MONEY and all(isinstance(v, str) and _MONEY.match(v) for v in value):
+            return Cell(", ".join(_money_text(v) for v in value), str(len(value)), "list")
         if all(isinstance(v, (str, int)) for v in value):
             return Cell(", ".join(str(v) for v in value), str(len(value)), "list")
         return Cell(f"{len(value)} rows", f"{len(value):08d}", "list")

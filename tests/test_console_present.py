@@ -161,3 +161,10 @@ def test_an_id_of_spaces_only_is_blank_and_refused_before_the_store(signed_in, s
     html = call(signed_in, shift, "get_order", order_id="   ").content.decode()
     assert "Not sent to the store: an argument is not valid" in html and "order_id: Field required" in html
     assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before
+
+
+def test_a_list_of_prices_reads_as_money():
+    from console.present import cell
+
+    assert cell("old_prices", ["72.00", "1250.50"]).text == "$72.00, $1,250.50"
+    assert cell("skus", ["PRD-001-XS-BLS"]).text == "PRD-001-XS-BLS"
