@@ -8,6 +8,7 @@ The permission is the monitor's (admins, coordinators, reviewers), checked here.
 from __future__ import annotations
 
 from shifts.briefing import BRIEFING_VERSION
+from shifts.clock import time_account
 from shifts.models import BriefingAcknowledgement, Shift
 from shifts.results import result_of
 
@@ -26,7 +27,10 @@ def participant_view(actor, person: Participant) -> dict:
         practice = (Shift.objects.filter(participant_id=person.user_id, is_practice=True)
                     .order_by("created_at", "pk").first())
     events = list(AuditEvent.objects.filter(participant=person).select_related("actor").order_by("created_at", "id"))
-    return {"person": person, "attempts": attempts, "briefing": ack, "practice": practice,
+    # A running shift's stored seconds are written when it ends: its clock is read live.
+    active = {a.pk: time_account(a.shift).active for a in attempts if a.shift is not None}
+    return {"person": person, "attempts": [(a, active.get(a.pk)) for a in attempts], "briefing": ack,
+            "practice": practice,
             "current_consent": current_consent(person.study), "events": events}
 
 
@@ -34,5 +38,6 @@ def shift_view(actor, attempt: Attempt) -> dict:
     require(actor, attempt.study, Action.MONITOR)
     shift = attempt.shift
     calls = [(call, result_of(call)) for call in shift.calls.order_by("seq")]
-    return {"attempt": attempt, "shift": shift, "calls": calls, "pauses": list(shift.pauses.all()),
+    return {"attempt": attempt, "shift": shift, "clock": time_account(shift), "calls": calls,
+            "pauses": list(shift.pauses.all()),
             "timeline": shift.timeline or [], "components": sorted((shift.score_components or {}).items())}

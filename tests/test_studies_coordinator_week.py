@@ -293,3 +293,21 @@ def test_fault_compensation_is_proposed_for_a_reassigned_attempt(linked, coordin
     attempt.refresh_from_db()
     proposal = pay.propose(attempt)
     assert (proposal.base_cents, proposal.bonus_cents, proposal.compensation_cents) == (500, 0, 300)
+
+
+def test_a_running_shift_shows_its_time_so_far_to_the_coach(client, study, coordinator, bot, cell):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    attempt = assignment.assign(coordinator, bot, cell)
+    began = timezone.now() - timedelta(seconds=90)
+    Shift.objects.filter(pk=attempt.shift_id).update(status=Shift.Status.ACTIVE, started_at=began,
+                                                     deadline=began + timedelta(hours=12))
+    client.force_login(coordinator)
+    coach = client.get(f"/studies/{study.pk}/attempts/{attempt.pk}/shift/").content.decode()
+    active = int(coach.split("active ", 1)[1].split(" s", 1)[0])
+    assert 90 <= active < 200
+    person = client.get(f"/studies/{study.pk}/participants/{bot.pk}/").content.decode()
+    row = person[person.index('id="person-attempts"'):].split("</tr>")[1]
+    assert f"<td>{active} s</td>" in row or f"<td>{active + 1} s</td>" in row
