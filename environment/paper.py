@@ -12,6 +12,9 @@ they bound the share of the judgment anchors' gain that volume play earned there
 
 from __future__ import annotations
 
+from .calibration import TARGET
+from .engine.settlement import WEIGHTS
+
 # task: (blast-list, rule-based, smart-triage, threshold), each for seeds 7, 11, 13
 TABLE6: dict[str, tuple[tuple[float, float, float], ...]] = {
     "steady": ((0.49, 0.51, 0.45), (0.67, 0.63, 0.66), (0.77, 0.77, 0.77), (0.72, 0.70, 0.72)),
@@ -56,8 +59,6 @@ RELEASE_TRAINING_BLAST: dict[str, tuple[float, float, float]] = {
     "short-runway": (0.627, 0.666, 0.603),
 }
 RELEASE_BLAST_RELIABILITY = (0.39, 0.45)  # "blast-list about 0.39 to 0.45" on those cells
-WEIGHTS = (0.7, 0.2, 0.1)  # business, reliability, continuity (the composite's weights)
-ORACLE_BUSINESS = 0.70  # the better judgment anchor's normalised business, by the scale's definition
 
 
 def release_volume_share(task: str, seed_index: int) -> tuple[float, float]:
@@ -66,10 +67,10 @@ def release_volume_share(task: str, seed_index: int) -> tuple[float, float]:
     and continuity terms (continuity 1, reliability within the spec's range) is its
     normalised business, and the judgment anchor sits at 0.70 by the scale's definition."""
     composite = RELEASE_TRAINING_BLAST[task][seed_index]
-    business, reliability, continuity = WEIGHTS
+    business, reliability, continuity = (float(w) for w in WEIGHTS)
 
     def share(rel: float) -> float:
-        return (composite - continuity - reliability * rel) / business / ORACLE_BUSINESS
+        return (composite - continuity - reliability * rel) / business / float(TARGET)
 
     low, high = RELEASE_BLAST_RELIABILITY
     return share(high), share(low)

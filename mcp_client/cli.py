@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,23 +67,6 @@ def port_arg(text: str) -> int:
     return value
 
 
-def _cannot_listen(host: str, port: int) -> str | None:
-    """Why the server could not listen on ``host:port`` (an unknown address, a port in use), or None."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        return f"--host {host!r} is not an address this machine can listen on ({exc.strerror})"
-    family, kind, proto, _name, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            return (f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port (0 picks a free one) "
-                    "or --host")
-    return None
-
-
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from environment.tasks import get_task
 
@@ -119,10 +101,6 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             host_security(args.host, args.port, allowed_hosts)
         except ValueError as exc:
             print(f"storebench: {exc}", file=sys.stderr)
-            return 2
-        refusal = _cannot_listen(args.host, args.port)
-        if refusal:
-            print(f"storebench: {refusal}", file=sys.stderr)
             return 2
         if args.state:
             writable_folder(args.state, "--state")

@@ -81,6 +81,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from environment.engine import Episode
+from environment.errors import StoreBenchError
 from environment.suite import public_calibration
 from environment.tasks import Task
 
@@ -453,6 +454,12 @@ def mcp_url(host: str, port: int) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
 
 
+class CannotListen(StoreBenchError):
+    """The address cannot be listened on: an unknown host, or a port in use."""
+
+    code = "cannot_listen"
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (0: any free port), bound before uvicorn starts.
 
@@ -461,13 +468,20 @@ def _bind(host: str, port: int) -> socket.socket:
     ``socket.create_server`` leaves ``proto`` at 0.  Without it Nagle's algorithm meets the
     client's delayed ACK and every request takes about 44 ms on loopback instead of 1 to 2.
     """
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE)[0]
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise CannotListen(f"--host {host!r} is not an address this machine can listen on ({exc.strerror})") from None
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise CannotListen(f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port (0 picks a free "
+                           "one) or --host") from None
     except BaseException:
         sock.close()
         raise
