@@ -15,7 +15,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from .artifacts import ArtifactError, cell_from_folder_name, checksum_problems, finite_number, whole_number
+from .artifacts import (
+    ArtifactError,
+    cell_from_folder_name,
+    checksum_problems,
+    finite_number,
+    read_json_object,
+    whole_number,
+)
 from .calibration import cell_of
 from .engine.settlement import business_normalized, compose
 
@@ -92,16 +99,6 @@ def _attended_windows(path: Path) -> int | None:
     return len(windows)
 
 
-def _json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ArtifactError(f"{path.name} unreadable: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ArtifactError(f"{path.name} is not a JSON object")
-    return data
-
-
 def regrade(folder: str | Path, calibration: dict[str, Any], calibration_hash: str | None = None) -> Regrade:
     """Re-grade one trial folder; a malformed folder gets its problem named, never an exception.
 
@@ -124,13 +121,13 @@ def regrade(folder: str | Path, calibration: dict[str, Any], calibration_hash: s
 
 def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibration_hash: str | None) -> Regrade:
     try:
-        stored = _json_object(folder / "score.json")
+        stored = read_json_object(folder / "score.json")
     except ArtifactError as exc:
         out.problems.append(exc.message)
         return out
-    summary = _json_object(folder / "summary.json") if (folder / "summary.json").exists() else {}
+    summary = read_json_object(folder / "summary.json") if (folder / "summary.json").exists() else {}
     manifest_path = folder / "manifest.json"
-    manifest = _json_object(manifest_path) if manifest_path.exists() else {}
+    manifest = read_json_object(manifest_path) if manifest_path.exists() else {}
     named = cell_from_folder_name(folder)
     out.task = stored.get("task") or summary.get("task") or manifest.get("task") or (named and named[0])
     if stored.get("seed") is not None:

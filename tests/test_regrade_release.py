@@ -139,6 +139,20 @@ def test_malformed_folders_answer_a_clear_error_each_and_the_run_goes_on(tmp_pat
         problems = trials[str(folder)]["problems"]
         assert any(message in p for p in problems), (folder, problems)
         assert trials[str(folder)]["pass"] in (False, None)
-    assert any("summary.json unreadable" in p for p in trials[str(broken)]["problems"])
-    assert any("score.json unreadable" in p for p in trials[str(unreadable)]["problems"])
+    assert any(p.startswith(f"{broken / 'summary.json'} cannot be read as JSON") for p in trials[str(broken)]["problems"])
+    assert any(p.startswith(f"{unreadable / 'score.json'} cannot be read as JSON")
+               for p in trials[str(unreadable)]["problems"])
     assert any("the folder is named for cash-crunch seed 13" in p for p in trials[str(wrong_name)]["problems"])
+
+
+def test_a_folder_without_a_score_is_named_as_perhaps_no_trial_folder(tmp_path, calibration):
+    doc, _digest = calibration
+    problems = regrade(tmp_path, doc).problems
+    assert problems == [f"{tmp_path / 'score.json'} is missing: is {tmp_path} a trial folder written by storebench?"]
+
+
+def test_a_manifest_that_is_no_object_is_named_by_its_path(tmp_path, calibration):
+    doc, _digest = calibration
+    folder = shutil.copytree(FOLDERS[0], tmp_path / FOLDERS[0].name)
+    (folder / "manifest.json").write_text("[]")
+    assert regrade(folder, doc).problems == [f"{folder / 'manifest.json'} is not a JSON object"]
