@@ -20,6 +20,7 @@ from .artifacts import (
     cell_from_folder_name,
     checksum_problems,
     finite_number,
+    read_action_log,
     read_json_object,
     whole_number,
 )
@@ -87,15 +88,9 @@ def _attended_windows(path: Path) -> int | None:
     if not path.exists():
         return None
     windows = set()
-    with path.open() as fh:
-        for number, line in enumerate(fh, start=1):
-            if line.strip():
-                try:
-                    entry = json.loads(line)
-                    if entry.get("op", False):
-                        windows.add(entry["window"])
-                except (ValueError, AttributeError, KeyError, TypeError) as exc:
-                    raise ArtifactError(f"actions.jsonl line {number} is not a recorded call ({exc!r})") from exc
+    for number, entry in enumerate(read_action_log(path), start=1):
+        if entry.get("op", False):
+            windows.add(whole_number(entry.get("window"), f"{path} call {number} window"))
     return len(windows)
 
 

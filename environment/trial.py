@@ -7,14 +7,13 @@ same thing whichever way it was made.  A trial is played by a scripted policy
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from .anchors import get_anchor
 from .api import arm, cell_constants, grade
-from .artifacts import write_trial
+from .artifacts import read_action_log, write_trial
 from .engine import Episode
 from .suite import suite_id
 from .world import world_hash
@@ -33,8 +32,10 @@ def play_actions(ep: Episode, actions: list[dict[str, Any]], *, stop: bool = Tru
 
 
 def read_actions(path: str | Path) -> list[dict[str, Any]]:
-    with Path(path).open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """A recorded action log, checked by :func:`~environment.artifacts.read_action_log`: a missing,
+    malformed or non-call line is an :class:`~environment.artifacts.ArtifactError` naming the file
+    and the line, as replay, analyze and regrade report it."""
+    return read_action_log(Path(path))
 
 
 def run_trial(task: str, seed: int, out: str | Path, *, policy: str | None = None,

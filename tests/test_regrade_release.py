@@ -156,3 +156,22 @@ def test_a_manifest_that_is_no_object_is_named_by_its_path(tmp_path, calibration
     folder = shutil.copytree(FOLDERS[0], tmp_path / FOLDERS[0].name)
     (folder / "manifest.json").write_text("[]")
     assert regrade(folder, doc).problems == [f"{folder / 'manifest.json'} is not a JSON object"]
+
+
+def test_an_action_log_line_that_is_not_json_is_named_by_file_and_line(tmp_path, calibration):
+    doc, _digest = calibration
+    folder = shutil.copytree(FOLDERS[0], tmp_path / FOLDERS[0].name)
+    log = folder / "actions.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text(lines[0] + "not json\n" + "".join(lines[1:]))
+    problems = regrade(folder, doc).problems
+    assert len(problems) == 1 and problems[0].startswith(f"{log} line 2 is not JSON: ")
+
+
+def test_a_recorded_operation_without_a_window_is_named_by_file_and_call(tmp_path, calibration):
+    doc, _digest = calibration
+    folder = shutil.copytree(FOLDERS[0], tmp_path / FOLDERS[0].name)
+    log = folder / "actions.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text(lines[0] + '{"tool": "end_window", "op": true}\n' + "".join(lines[1:]))
+    assert regrade(folder, doc).problems == [f"{log} call 2 window must be a whole number, got None"]

@@ -14,9 +14,10 @@ import pytest
 
 from environment.analyze import analyze
 from environment.anchors import ANCHORS
+from environment.artifacts import ArtifactError
 from environment.calibration import load_calibration
 from environment.replay import replay
-from environment.trial import run_trial
+from environment.trial import read_actions, run_trial
 
 REPO = Path(__file__).resolve().parents[1]
 CALIBRATION = REPO / "calibration" / "public.json"
@@ -168,3 +169,15 @@ def test_cli_batch_writes_one_folder_per_cell(tmp_path):
     again = storebench("batch", "--tasks", "counter-punch", "--seeds", 7, "--policy", "absentee", "--out",
                        tmp_path / "b")
     assert again.returncode == 2 and "already exist" in again.stderr
+
+
+def test_read_actions_names_the_line_of_a_malformed_log(tmp_path):
+    log = tmp_path / "actions.jsonl"
+    log.write_text('{"tool": "end_window", "arguments": {}}\n["end_window"]\n')
+    with pytest.raises(ArtifactError, match=re.escape(f"{log} line 2 is not a recorded call (an object with a 'tool')")):
+        read_actions(log)
+
+
+def test_read_actions_of_a_missing_log_says_what_to_give(tmp_path):
+    with pytest.raises(ArtifactError, match=re.escape(f"{tmp_path / 'gone.jsonl'} is missing: give the actions.jsonl")):
+        read_actions(tmp_path / "gone.jsonl")
