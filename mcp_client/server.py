@@ -65,7 +65,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.resources.types import FunctionResource
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field
 
 from environment.engine import Episode
@@ -238,6 +239,19 @@ class _BriefedServer(Server):
         pass
 
 
+class _StoreServer(MCPServer):
+    """The SDK's server, answering ``prompts/get`` for a prompt it does not have as the
+    client's mistake (invalid params, naming the prompts it has), as it answers an unknown
+    resource, instead of an internal error with a traceback in the server's log."""
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context | None = None) -> Any:
+        have = sorted(prompt.name for prompt in await self.list_prompts())
+        if name not in have:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name!r}; this server has: {', '.join(have)}")
+        return await super().get_prompt(name, arguments, context)
+
+
 def _default_brief(episode_provider: EpisodeProvider) -> BriefProvider:
     from environment.brief import brief
 
@@ -273,7 +287,7 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
     if len({t.name for t in tools}) != len(tools):
         raise RuntimeError("a tool is declared twice")
     current_brief = brief_provider or _default_brief(episode_provider)
-    server = MCPServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
+    server = _StoreServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
     lowlevel = server._lowlevel_server  # the SDK keeps no public handle on it
     if type(lowlevel) is not Server:
         raise RuntimeError("the MCP SDK's low-level server is not the class this adapter extends")

@@ -99,6 +99,22 @@ def test_the_brief_is_the_only_prompt_and_resource_and_the_instructions(shared_e
     assert [str(r.uri) for r in resources] == ["storebench://brief"]
 
 
+def test_an_unknown_prompt_is_the_clients_mistake_naming_the_prompts_there_are(shared_ep, caplog):
+    from mcp import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    async def go():
+        async with episode_client(build_server(lambda: shared_ep)) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.client.get_prompt("breif")
+            return refused.value
+
+    error = run(go())
+    assert error.code == INVALID_PARAMS
+    assert error.error.message == "Unknown prompt: 'breif'; this server has: brief"
+    assert not [r for r in caplog.records if r.exc_info]  # no traceback logged for a client's typo
+
+
 def test_input_schemas_are_the_core_schemas(shared_ep):
     tools = {t.name: t for t in run(list_tools(build_server(lambda: shared_ep)))}
     for name, spec in REGISTRY.items():
