@@ -18,6 +18,7 @@ from django.db import transaction
 from environment.anchors import get_anchor
 from environment.artifacts import ArtifactError, read_action_log
 from environment.calibration import load_calibration
+from environment.cli import writable_folder
 from environment.orchestration import batch_cells, batch_label, batch_summary, expand_tasks
 from environment.trial import run_trial
 
@@ -26,6 +27,9 @@ from .models import Job, JobItem
 
 def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, policy: str | None = None,
                      actions: str | None = None, calibration: str | None = None) -> Job:
+    """The job row and one item per trial; bad input (an unknown policy or task, a bad action log or
+    calibration, an ``out`` that is a file or cannot be created, trial folders already there) is
+    refused before anything is stored."""
     if (policy is None) == (actions is None):
         raise ValueError("give either a policy or an action log")
     if policy is not None:
@@ -35,7 +39,7 @@ def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, pol
     if calibration is not None:
         load_calibration(calibration)  # a bad file is refused now, not in every worker
     task_ids = expand_tasks(tasks)
-    root = Path(out).resolve()
+    root = writable_folder(out, "--out").resolve()  # a file here would fail every item in the worker
     cells = batch_cells(task_ids, seeds, root, batch_label(policy, actions))
     taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
     if taken:

@@ -212,6 +212,15 @@ def test_run_batch_refuses_trial_folders_that_already_exist_before_any_job(tmp_p
     assert not Job.objects.exists() and (folder / "score.json").read_text() == "an earlier trial"
 
 
+def test_run_batch_refuses_an_out_that_is_a_file_before_any_job(tmp_path):
+    out = tmp_path / "a-file"
+    out.write_text("not a folder")
+    with pytest.raises(CommandError, match=rf"^--out: {re.escape(str(out))} is a file, not a folder; name a folder"):
+        call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee",
+                     "--calibration", "calibration/public.json", "--out", str(out))
+    assert not Job.objects.exists() and out.read_text() == "not a folder"
+
+
 @pytest.mark.parametrize("out, refusal", [
     ("", r"is a folder; name the file to write, e\.g\. .*/public\.json$"),
     ("a-file/cal.json", r"^--out: .*/a-file is a file, not a folder; name a folder"),
