@@ -220,7 +220,7 @@ def shift_start(request: HttpRequest, pk: int) -> HttpResponse:
         overview = workspace.start_assigned(shift)
     except StartRefused as refusal:
         messages.error(request, str(refusal))
-        return redirect("console:home")
+        return redirect(refusal.next_url or "console:home")
     return redirect(_workspace_url(overview.shift))
 
 

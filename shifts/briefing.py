@@ -4,15 +4,28 @@ A participant starts no shift before acknowledging the *current* briefing (the t
 is the console's template ``console/briefing.html``; its version is
 :data:`BRIEFING_VERSION`, bumped whenever the prose changes, so everyone reads the new
 text once).  A scored shift also needs one ended practice shift.  Both rules are
-checked here, on the server, by :func:`start_refusal`, which
+checked here, on the server, by :func:`refusal_to_start`, which
 :func:`shifts.lifecycle.begin_shift` calls; templates only mirror them.
+
+An app above the shift domain may add a rule of its own with :func:`add_start_gate`
+(the studies app does, from its ``ready()``: a study participant starts no shift,
+practice included, before consenting to the study's current text).  A gate is a read:
+it answers with a :class:`~shifts.errors.StartRefused` or None and changes nothing.
+Gates are asked before the briefing rules, in the order they were added.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from .errors import StartRefused
 from .models import BriefingAcknowledgement, Shift
+
+StartGate = Callable[[Any, Shift], StartRefused | None]
+_gates: list[StartGate] = []
 
 BRIEFING_VERSION = "2026-11-29.1"
 
@@ -37,13 +50,29 @@ def practice_completed(user) -> bool:
     return Shift.objects.filter(participant=user, is_practice=True, status=Shift.Status.ENDED).exists()
 
 
-def start_refusal(user, shift: Shift) -> str | None:
-    """Why ``user`` may not start ``shift`` now, or None if they may."""
+def add_start_gate(gate: StartGate) -> None:
+    """Ask ``gate(user, shift)`` too before any shift starts (adding it twice adds it once)."""
+    if gate not in _gates:
+        _gates.append(gate)
+
+
+def refusal_to_start(user, shift: Shift) -> StartRefused | None:
+    """Why ``user`` may not start ``shift`` now (with where to go about it), or None if they may."""
+    for gate in _gates:
+        refused = gate(user, shift)
+        if refused is not None:
+            return refused
     if acknowledgement(user) is None:
-        return NEEDS_BRIEFING
+        return StartRefused(NEEDS_BRIEFING)
     if not shift.is_practice and not practice_completed(user):
-        return NEEDS_PRACTICE
+        return StartRefused(NEEDS_PRACTICE)
     return None
+
+
+def start_refusal(user, shift: Shift) -> str | None:
+    """Why ``user`` may not start ``shift`` now, in words, or None if they may."""
+    refused = refusal_to_start(user, shift)
+    return None if refused is None else str(refused)
 
 
 def acknowledge_briefing(user, version: str) -> BriefingAcknowledgement:

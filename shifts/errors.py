@@ -15,4 +15,9 @@ class ShiftPaused(ShiftNotActive):
 
 
 class StartRefused(ShiftError):
-    """A shift may not start yet; the message says what to do first."""
+    """A shift may not start yet; the message says what to do first and ``next_url``,
+    when set, is the page where that is done (a study's consent page, say)."""
+
+    def __init__(self, message: str, next_url: str = "") -> None:
+        super().__init__(message)
+        self.next_url = next_url

@@ -6,7 +6,8 @@ first (a touched shift past its deadline ends there and then), and tells the shi
 open pages once its change is committed (:mod:`shifts.events`).
 
 :func:`begin_shift` refuses to start a shift before the briefing is acknowledged and,
-for a scored shift, before a practice shift has ended (:mod:`shifts.briefing`).
+for a scored shift, before a practice shift has ended, and when a gate an app added
+refuses it (a study's consent; :mod:`shifts.briefing`).
 """
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from django.utils import timezone
 from environment.tasks import get_task
 
 from . import cache
-from .briefing import start_refusal
+from .briefing import refusal_to_start
 from .calls import call_tool
 from .clock import store_account
 from .ending import end_if_due
-from .errors import ShiftNotActive, StartRefused
+from .errors import ShiftNotActive
 from .events import announce
 from .models import SHIFT_LENGTH, Shift, ShiftPause
 
@@ -47,17 +48,18 @@ def begin_shift(shift: Shift) -> Shift:
     """Start an assigned shift: the 12-hour clock starts and the store opens with a
     (free) ``store_status`` read, so the header is known before the first action.
 
-    Raises :class:`StartRefused` before the briefing is acknowledged, or for a scored
-    shift before a practice shift has ended.  A shift already started is returned as is.
+    Raises :class:`~shifts.errors.StartRefused` before the briefing is acknowledged,
+    for a scored shift before a practice shift has ended, or when a start gate refuses.
+    A shift already started is returned as is.
     """
     with cache.lock(shift.pk):
         with transaction.atomic():
             shift = Shift.objects.select_for_update().get(pk=shift.pk)
             if shift.status != Shift.Status.ASSIGNED:
                 return shift
-            refusal = start_refusal(shift.participant, shift)
-            if refusal is not None:
-                raise StartRefused(refusal)
+            refused = refusal_to_start(shift.participant, shift)
+            if refused is not None:
+                raise refused
             now = timezone.now()
             shift.status = Shift.Status.ACTIVE
             shift.started_at = now

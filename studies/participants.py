@@ -27,7 +27,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
+
+from shifts.errors import StartRefused
 
 from . import audit
 from .errors import InvitationUsed, StudyError
@@ -243,3 +246,15 @@ def give_consent(user, participant: Participant, version: int) -> Participant:
 def needs_consent(participant: Participant) -> bool:
     current = current_consent(participant.study)
     return current is not None and participant.consent_version_id != current.pk
+
+
+def consent_gate(user, shift) -> StartRefused | None:
+    """The shift domain's start gate for studies (added in ``StudiesConfig.ready``): a
+    study participant who has not accepted the study's current consent text starts no
+    shift, practice included, and is sent to their study page to give it."""
+    for participant in Participant.objects.filter(user_id=user.pk).select_related("study"):
+        if needs_consent(participant):
+            return StartRefused(f"Give your consent to study {participant.study.name!r} on your study page "
+                                "before starting a shift: read the consent text there and tick the box.",
+                                next_url=reverse("studies:me"))
+    return None

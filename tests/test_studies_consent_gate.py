@@ -1,0 +1,71 @@
+"""A study participant starts no shift, practice included, before consenting to the
+study's current text: the shift domain asks the studies app's start gate, and the
+console sends the participant to their study page to give consent."""
+import pytest
+from console_helpers import call
+from test_studies_support import admin, coordinator, study  # noqa: F401
+
+from shifts import briefing, lifecycle
+from shifts.errors import StartRefused
+from shifts.models import Shift
+from studies import participants
+from studies.design import add_consent_version
+
+pytestmark = pytest.mark.usefixtures("fresh_console_cache")
+
+GIVE_CONSENT = ("Give your consent to study 'Study A' on your study page before starting a shift: "
+                "read the consent text there and tick the box.")
+
+
+@pytest.fixture
+def invited(study, admin, coordinator):
+    """A participant who accepted an invitation and read the briefing, but has not consented."""
+    add_consent_version(admin, study, "You agree to take part.")
+    person = participants.add_participant(coordinator, study, "P1")
+    issued = participants.invite(coordinator, person, 3600)
+    person = participants.accept(issued.token, {})
+    briefing.acknowledge_briefing(person.user, briefing.BRIEFING_VERSION)
+    return person
+
+
+@pytest.fixture
+def practice(invited):
+    return Shift.objects.get(participant=invited.user, is_practice=True)
+
+
+def test_starting_the_practice_shift_without_consent_sends_the_participant_to_consent(client, invited, practice):
+    client.force_login(invited.user)
+    response = client.post(f"/shifts/{practice.pk}/start/", follow=True)
+    assert response.redirect_chain == [("/studies/me/", 302)]
+    assert [str(m) for m in response.context["messages"]] == [GIVE_CONSENT]
+    assert 'id="give-consent"' in response.content.decode()
+    practice.refresh_from_db()
+    assert practice.status == Shift.Status.ASSIGNED and practice.calls.count() == 0
+
+
+def test_the_shift_domain_refuses_the_start_without_consent(invited, practice):
+    with pytest.raises(StartRefused, match="^Give your consent to study 'Study A'") as refused:
+        lifecycle.begin_shift(practice)
+    assert refused.value.next_url == "/studies/me/"
+
+
+def test_no_tool_call_reaches_the_practice_store_without_consent(client, invited, practice):
+    client.force_login(invited.user)
+    client.post(f"/shifts/{practice.pk}/start/")
+    call(client, practice, "list_orders")
+    assert practice.calls.count() == 0
+
+
+def test_the_home_page_shows_the_practice_shift_locked_until_consent(client, invited, practice):
+    client.force_login(invited.user)
+    html = client.get("/").content.decode()
+    assert "Locked: Give your consent to study &#x27;Study A&#x27;" in html
+
+
+def test_after_consenting_the_practice_shift_starts(client, invited, practice):
+    client.force_login(invited.user)
+    client.post("/studies/me/", {"version": 1, "agree": "on"})
+    response = client.post(f"/shifts/{practice.pk}/start/")
+    assert response.status_code == 302 and response["Location"] == f"/shifts/{practice.pk}/"
+    practice.refresh_from_db()
+    assert practice.status == Shift.Status.ACTIVE
