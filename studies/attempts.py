@@ -104,12 +104,22 @@ def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
     return retry
 
 
+def reassignment_targets(study: Study):
+    """Who an attempt can be reassigned to from the study's pages: people with an account,
+    never a rehearsal bot (bots take cells only in a rehearsal)."""
+    return study.participants.filter(is_bot=False).exclude(user=None)
+
+
 def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
-    """After a platform fault: flag the attempt as infrastructure's fault and give the cell to someone else."""
+    """After a platform fault: flag the attempt as infrastructure's fault and give the cell to someone else.
+
+    A person's attempt never goes to a bot (a bot's, in a rehearsal, may)."""
     attempt = _managed(actor, attempt)
     reason = _reason(reason, "reassign an attempt")
     if to.pk == attempt.participant_id:
         raise StudyError("a reassignment goes to another participant; use a coached retry for the same person")
+    if to.is_bot and not attempt.is_bot:
+        raise StudyError(f"{to.label} is a rehearsal bot; reassign a person's attempt to a person")
     if attempt.status == AttemptStatus.INVALID:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is invalid; it cannot be reassigned")
     with transaction.atomic():

@@ -6,8 +6,9 @@ from django import forms
 from environment.errors import InvalidSeed, check_seed
 
 from . import pay
+from .attempts import reassignment_targets
 from .errors import StudyError
-from .models import AssignmentPolicy, Role, SelectionRule, Study
+from .models import AssignmentPolicy, Participant, Role, SelectionRule, Study
 
 ATTEMPT_ACTIONS = ("retry", "reassign", "extend", "force_end", "invalidate", "select")
 
@@ -75,10 +76,31 @@ class AssignNextForm(forms.Form):
 
 
 class AttemptActionForm(forms.Form):
+    """An action on one attempt; ``to`` (a reassignment's target) is cleaned to one of
+    the study's :func:`~studies.attempts.reassignment_targets`, never a bot."""
     action = forms.ChoiceField(choices=[(a, a) for a in ATTEMPT_ACTIONS])
     reason = forms.CharField(max_length=1000, required=False)
     minutes = forms.IntegerField(required=False, min_value=-720, max_value=720)
     to = forms.IntegerField(label="Reassign to", required=False, min_value=1)
+
+    def __init__(self, *args, study: Study, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.study = study
+
+    def clean_to(self) -> Participant | None:
+        pk = self.cleaned_data["to"]
+        if pk is None:
+            return None
+        target = reassignment_targets(self.study).filter(pk=pk).first()
+        if target is not None:
+            return target
+        named = self.study.participants.filter(pk=pk).first()
+        if named is not None and named.is_bot:
+            raise forms.ValidationError(f"{named.label} is a rehearsal bot; choose a person to reassign to")
+        if named is not None:
+            raise forms.ValidationError(f"{named.label} has no account yet (invitation not accepted); "
+                                        "choose someone who has one")
+        raise forms.ValidationError(f"study {self.study.name!r} has no participant {pk}; choose one from the list")
 
     def clean(self):
         data = super().clean()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
+from .attempts import reassignment_targets
 from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
 
@@ -22,6 +23,7 @@ class Overview:
     attempts: list
     invitations: list
     selected: int
+    reassign_targets: list  # who the attempt rows offer a reassignment to (never a bot)
 
 
 def study_overview(actor, study: Study) -> Overview:
@@ -40,7 +42,8 @@ def study_overview(actor, study: Study) -> Overview:
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
-                    selected=sum(1 for a in attempts if a.is_selected))
+                    selected=sum(1 for a in attempts if a.is_selected),
+                    reassign_targets=list(reassignment_targets(study)))
 
 
 def audit_log(actor, study: Study) -> list[AuditEvent]:

@@ -228,8 +228,7 @@ def _attempt_action(request: HttpRequest, study: Study, attempt: Attempt, data: 
     if action == "retry":
         return attempts.grant_coached_retry(request.user, attempt, reason)
     if action == "reassign":
-        to = get_object_or_404(Participant, pk=data["to"], study=study)
-        return attempts.reassign(request.user, attempt, to, reason)
+        return attempts.reassign(request.user, attempt, data["to"], reason)
     if action == "extend":
         return attempts.extend_deadline(request.user, attempt, data["minutes"], reason)
     if action == "force_end":
@@ -250,7 +249,7 @@ def _acted(action: str, result: Attempt) -> str:
 def attempt_act(request: HttpRequest, pk: int, attempt_pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
     attempt = get_object_or_404(Attempt, pk=attempt_pk, study=study)
-    return _submitted(request, study, forms.AttemptActionForm(request.POST), "attempts",
+    return _submitted(request, study, forms.AttemptActionForm(request.POST, study=study), "attempts",
                       lambda d: _acted(d["action"], _attempt_action(request, study, attempt, d)))
 
 
@@ -259,7 +258,7 @@ def attempt_act(request: HttpRequest, pk: int, attempt_pk: int) -> HttpResponse:
 def monitor_act(request: HttpRequest, pk: int) -> HttpResponse:
     """A coordinator action from the monitor (the form sits outside the live-updated rows)."""
     study = _staff_study(request, pk)
-    form = forms.MonitorActionForm(request.POST)
+    form = forms.MonitorActionForm(request.POST, study=study)
     if not form.is_valid():
         messages.error(request, forms.errors_text(form))
         return redirect("studies:monitor", pk=study.pk)
@@ -291,7 +290,7 @@ def monitor(request: HttpRequest, pk: int) -> HttpResponse:
     study = _study(pk)
     rows = monitor_rows(request.user, study)
     return render(request, "studies/monitor.html", {"study": study, "rows": rows,
-                                                    "participants": study.participants.exclude(user=None)})
+                                                    "participants": attempts.reassignment_targets(study)})
 
 
 @login_required

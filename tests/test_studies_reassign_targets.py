@@ -1,0 +1,60 @@
+"""A reassignment after a platform fault goes to a person: the study's pages never offer
+a rehearsal bot as the target, and a posted bot is refused as a form error."""
+import pytest
+from test_studies_support import admin, bot, cell, coordinator, study  # noqa: F401
+
+from studies import assignment, attempts, participants
+from studies.errors import StudyError
+from studies.models import Attempt, AuditAction, AuditEvent
+
+
+@pytest.fixture
+def coord_client(client, coordinator):
+    client.force_login(coordinator)
+    return client
+
+
+@pytest.fixture
+def person(study, coordinator):
+    """A person with an account (their invitation accepted)."""
+    someone = participants.add_participant(coordinator, study, "expert-1")
+    return participants.accept(participants.invite(coordinator, someone, 3600).token, {})
+
+
+@pytest.fixture
+def faulted(person, coordinator, cell):
+    return assignment.assign(coordinator, person, cell)
+
+
+def _to_options(html: str, start: str) -> str:
+    form = html[html.index(start):]
+    return form[form.index('<select name="to">'):].split("</select>")[0]
+
+
+def test_the_attempt_rows_offer_people_but_no_bot(coord_client, study, bot, faulted, coordinator):
+    other = participants.accept(participants.invite(
+        coordinator, participants.add_participant(coordinator, study, "expert-2"), 3600).token, {})
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    options = _to_options(html, f'<tr data-attempt="{faulted.pk}"')
+    assert f'<option value="{other.pk}">expert-2</option>' in options and "bot-1" not in options
+
+
+def test_the_monitor_offers_no_bot(coord_client, study, bot, faulted):
+    html = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
+    options = _to_options(html, 'id="monitor-action"')
+    assert "expert-1" in options and "bot-1" not in options
+
+
+def test_a_posted_bot_is_refused_as_a_form_error(coord_client, study, bot, faulted):
+    response = coord_client.post(f"/studies/{study.pk}/attempts/{faulted.pk}/",
+                                 {"action": "reassign", "to": bot.pk, "reason": "server lost the shift"},
+                                 follow=True)
+    assert "Reassign to: bot-1 is a rehearsal bot; choose a person to reassign to" in response.content.decode()
+    faulted.refresh_from_db()
+    assert not faulted.platform_fault and not Attempt.objects.filter(participant=bot).exists()
+    assert not AuditEvent.objects.filter(action=AuditAction.REASSIGNED).exists()
+
+
+def test_the_service_refuses_a_persons_attempt_to_a_bot(bot, faulted, coordinator):
+    with pytest.raises(StudyError, match="^bot-1 is a rehearsal bot; reassign a person's attempt to a person$"):
+        attempts.reassign(coordinator, faulted, bot, "server lost the shift")
