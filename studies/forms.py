@@ -60,9 +60,19 @@ class InviteForm(forms.Form):
     participant = forms.IntegerField(min_value=1)
     days = forms.IntegerField(min_value=1, max_value=90, initial=7)
 
+    @property
+    def row(self) -> int | None:
+        """The participant row the form was posted from (the page shows it there, as typed)."""
+        raw = str(self["participant"].value() or "")
+        return int(raw) if raw.isdigit() else None
+
 
 class RevokeForm(forms.Form):
     reason = forms.CharField(max_length=500)
+
+    def __init__(self, *args, invitation_pk: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.row = invitation_pk  # the invitation row the form was posted from
 
 
 class AssignForm(forms.Form):

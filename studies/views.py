@@ -174,7 +174,7 @@ def invite(request: HttpRequest, pk: int) -> HttpResponse:
         link = request.build_absolute_uri(reverse("studies:join", args=[issued.token]))
         return f"Invitation link for {participant.label}: {link}"
 
-    return _submitted(request, study, forms.InviteForm(request.POST), "participants", issue)
+    return _submitted(request, study, forms.InviteForm(request.POST), "participants", issue, keep="invite_form")
 
 
 @login_required
@@ -187,7 +187,8 @@ def invitation_revoke(request: HttpRequest, pk: int, invitation_pk: int) -> Http
         participants.revoke(request.user, invitation, d["reason"])
         return "Invitation revoked."
 
-    return _submitted(request, study, forms.RevokeForm(request.POST), "participants", revoke)
+    return _submitted(request, study, forms.RevokeForm(request.POST, invitation_pk=invitation.pk), "participants",
+                      revoke, keep="revoke_form")
 
 
 @login_required
@@ -668,7 +669,8 @@ def consent_publish(request: HttpRequest, pk: int) -> HttpResponse:
         consent = design.add_consent_version(request.user, study, d["text"])
         return f"Consent version {consent.version} published; participants will be asked again."
 
-    return _submitted(request, study, forms.ConsentPublishForm(request.POST), "consent", publish)
+    return _submitted(request, study, forms.ConsentPublishForm(request.POST), "consent", publish,
+                      keep="consent_form")
 
 
 # --- coaching ----------------------------------------------------------------------

@@ -66,6 +66,42 @@ def test_refused_bonus_bands_come_back_as_typed_and_in_pence(coord_client, study
     assert study.base_pay_cents == 0 and study.bonus_bands == []
 
 
+def test_a_refused_consent_text_comes_back_as_typed(coord_client, study):
+    text = "You agree to take part. " * 900  # 21,600 characters: over the 20,000 allowed
+    response = coord_client.post(f"/studies/{study.pk}/consent/", {"text": text})
+    html = response.content.decode()
+    assert response.status_code == 400 and not study.consent_versions.exists()
+    assert "New consent version: Ensure this value has at most 20000 characters (it has 21599)." in html
+    form = html[html.index('id="consent-form"'):].split("</form>")[0]
+    assert f">{text}</textarea>" in form
+
+
+def test_a_refused_invitation_comes_back_as_typed_in_its_row(coord_client, study, coordinator):
+    person = participants.add_participant(coordinator, study, "P1")
+    other = participants.add_participant(coordinator, study, "P2")
+    response = coord_client.post(f"/studies/{study.pk}/invite/", {"participant": person.pk, "days": 120})
+    html = response.content.decode()
+    assert response.status_code == 400 and not person.invitations.exists()
+    assert "Days: Ensure this value is less than or equal to 90." in html
+    row, other_row = (html[html.index(f'<tr data-participant="{p.label}"'):].split("</tr>")[0] for p in (person, other))
+    assert 'name="days" value="120"' in row and 'name="days" value="7"' in other_row
+
+
+def test_a_refused_revocation_comes_back_as_typed(coord_client, study, coordinator):
+    person = participants.add_participant(coordinator, study, "P1")
+    issued = participants.invite(coordinator, person, 3600)
+    reason = "sent to the wrong address " * 20  # 520 characters: over the 500 allowed
+    response = coord_client.post(f"/studies/{study.pk}/invitations/{issued.invitation.pk}/revoke/",
+                                 {"reason": reason})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "Reason: Ensure this value has at most 500 characters (it has 519)." in html
+    form = html[html.index(f'/invitations/{issued.invitation.pk}/revoke/'):].split("</form>")[0]
+    assert f'name="reason" placeholder="reason" required value="{reason}"' in form
+    issued.invitation.refresh_from_db()
+    assert issued.invitation.revoked_at is None
+
+
 def test_invite_shows_a_signed_link_that_signs_the_participant_in(coord_client, client, study, coordinator):
     person = participants.add_participant(coordinator, study, "P1")
     html = coord_client.post(f"/studies/{study.pk}/invite/", {"participant": person.pk, "days": 3},
