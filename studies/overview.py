@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
+from shifts.models import Shift
+from shifts.naming import names_of
+
 from .attempts import reassignment_targets
 from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
@@ -57,7 +60,7 @@ class MyStudy:
     participant: object
     consent: object
     needs_consent: bool
-    attempts: list  # (attempt, completion code or None)
+    attempts: list  # (attempt, completion code or None, the shift's name as the console gives it)
 
 
 def my_study(user) -> MyStudy | None:
@@ -69,6 +72,7 @@ def my_study(user) -> MyStudy | None:
     participant = Participant.objects.filter(user=user).select_related("study").first()
     if participant is None:
         return None
-    own = [(a, completion_code(user, a))
+    names = names_of(Shift.objects.filter(participant=user).only("pk", "created_at", "is_practice"))
+    own = [(a, completion_code(user, a), names[a.shift_id])
            for a in participant.attempts.select_related("shift", "cell", "study", "participant")]
     return MyStudy(participant, current_consent(participant.study), needs_consent(participant), own)

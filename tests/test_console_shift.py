@@ -166,7 +166,7 @@ def test_pages_do_not_leak_task_or_seed(signed_in, shift):
     for html in pages:
         assert "counter-punch" not in html.lower()
         assert "seed" not in html.lower()
-    assert f"<title>Shift {shift.pk}</title>" in pages[0]
+    assert "<title>Practice shift</title>" in pages[0]
 
 
 def test_workspace_lists_all_29_tools_and_warns(signed_in, shift):
