@@ -1,10 +1,5 @@
-"""The site's settings for a benchmark server, plus errors logged to its log file
-(a 500 under load must say why)."""
+"""The site's settings for a benchmark server: its logging (standard error, the server's log
+file: a 500 under load must say why), without a warning for every 4xx."""
 from config.settings import *  # noqa: F403
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
-    "loggers": {"django.request": {"handlers": ["stderr"], "level": "ERROR", "propagate": False}},
-}
+LOGGING = {**LOGGING, "loggers": {"django": {"level": "WARNING"}, "django.request": {"level": "ERROR"}}}  # noqa: F405

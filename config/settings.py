@@ -262,16 +262,22 @@ CSRF_TRUSTED_ORIGINS = [
 
 ADMIN_PATH = os.environ.get("DJANGO_ADMIN_PATH", "admin/").strip("/") + "/"
 
-# Sign-in throttling (config.signin): failures counted per username and client address.
+# Sign-in throttling (console.signin): failures counted per username and client address.
 LOGIN_ATTEMPTS = int(os.environ.get("STOREBENCH_LOGIN_ATTEMPTS", "5"))
 LOGIN_LOCKOUT_SECONDS = int(os.environ.get("STOREBENCH_LOGIN_LOCKOUT", "900"))
 
 # Errors reach the process's stderr in every mode (Django's default logs them only in debug).
+# One handler, on the root logger: every logger of the site (django's, ours, the MCP SDK's)
+# reaches standard error once, one line per record.  The MCP SDK's server calls
+# logging.basicConfig with a rich, 80-column handler when it is built; with a root handler
+# in place that call does nothing (else each record came out twice, the second rewrapped).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
-    "loggers": {"django": {"handlers": ["stderr"], "level": "WARNING"}},
+    "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "line"}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+    "loggers": {"django": {"level": "WARNING"}},
 }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
