@@ -7,14 +7,17 @@ SERVICES_ENV = STOREBENCH_REQUIRE_SERVICES=1 \
 	REDIS_URL=redis://127.0.0.1:6379/0 \
 	CELERY_BROKER_URL=amqp://guest:guest@127.0.0.1:5672//
 
-.PHONY: run test test-services lint clean console mcp worker beat
+.PHONY: run test test-services lint clean release console mcp worker beat
 
 # Production processes (set DJANGO_SECRET_KEY, DATABASE_URL, REDIS_URL and
 # CELERY_BROKER_URL first; see Procfile and the README's deploy section). Each target runs one process in the foreground.
 HOST ?= 127.0.0.1
 MCP_PORT ?= 8765
 MCP_EPISODES ?= --episode steady:7
+MCP_STATE ?=
+WEB_CONCURRENCY ?= 2
 WORKER_CONCURRENCY ?= 2
+BEAT_SCHEDULE_FILE ?= /tmp/storebench-celerybeat-schedule
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -47,18 +50,21 @@ lint: $(VENV)/.installed
 test-services: $(VENV)/.installed
 	$(SERVICES_ENV) $(VENV)/bin/pytest -m 'services or not services'
 
-console: $(VENV)/.installed
+# The schema, once per release (not on every web process's start: several would race).
+release: $(VENV)/.installed
 	$(VENV)/bin/python manage.py migrate --noinput
-	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT)
+
+console: $(VENV)/.installed
+	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT) --workers $(WEB_CONCURRENCY)
 
 mcp: $(VENV)/.installed
-	$(VENV)/bin/storebench mcp --http --host $(HOST) --port $(MCP_PORT) $(MCP_EPISODES)
+	$(VENV)/bin/storebench mcp --http --host $(HOST) --port $(MCP_PORT) $(if $(MCP_STATE),--state $(MCP_STATE)) $(MCP_EPISODES)
 
 worker: $(VENV)/.installed
 	$(VENV)/bin/celery -A config worker --loglevel=INFO --concurrency=$(WORKER_CONCURRENCY)
 
 beat: $(VENV)/.installed
-	$(VENV)/bin/celery -A config beat --loglevel=INFO --schedule=.celerybeat-schedule
+	$(VENV)/bin/celery -A config beat --loglevel=INFO --schedule=$(BEAT_SCHEDULE_FILE)
 
 clean:
 	rm -rf $(VENV) .staticfiles *.egg-info .pytest_cache

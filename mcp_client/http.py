@@ -517,6 +517,20 @@ def running(app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str 
         sock.close()
 
 
+def still_to_open(episodes: Iterable[tuple[str | Task, int]], resumed: Iterable[Any]) -> list[tuple[str | Task, int]]:
+    """The ``--episode`` cells a start still has to open: a live session resumed from the
+    state folder stands for one ``--episode`` of its cell, so a restarted server (the same
+    command run again by its supervisor) does not open a new episode beside each resumed one."""
+    left = list(episodes)
+    for session in resumed:
+        cell = (session.episode.task.id, session.episode.seed)
+        for index, (task, seed) in enumerate(left):
+            if ((task if isinstance(task, str) else task.id), seed) == cell:
+                del left[index]
+                break
+    return left
+
+
 def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]], *,
                out: IO[str] | None = None, log_level: str = "warning", json_response: bool = False,
                state: str | Path | None = None, trials: str | Path | None = None,
@@ -529,7 +543,8 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
 
         short-runway seed 7  http://127.0.0.1:8765/mcp  Authorization: Bearer <token>
 
-    ``state`` keeps every session's calls on disk and resumes the live ones at start;
+    ``state`` keeps every session's calls on disk and resumes the live ones at start (each
+    stands for one of ``episodes`` of its cell: :func:`still_to_open`);
     ``trials`` is where settled sessions write their folders (default ``STATE/trials``; none
     with ``write_trials=False``);
     ``operator_token`` serves the operator API (a line names its URL, never the token).
@@ -546,7 +561,10 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     resumed = [s for s in hub.sessions() if not s.settled]
     if resumed:
         print(f"resumed {len(resumed)} live session(s) from {state}", file=out, flush=True)
-    for task, seed in episodes:
+    for session in resumed:
+        print(f"{session.episode.task.id} seed {session.episode.seed}  {url}  session {session.id}, resumed: "
+              "its token is the one printed when it was opened", file=out, flush=True)
+    for task, seed in still_to_open(episodes, resumed):
         token, episode = hub.open(task, seed)
         print(f"{episode.task.id} seed {seed}  {url}  Authorization: Bearer {token}", file=out, flush=True)
     if operator_token:

@@ -58,7 +58,8 @@ def test_a_file_that_does_not_match_its_side_hash_is_refused(copy):
 
 
 def test_ending_a_shift_with_a_truncated_calibration_is_a_clear_503(client, db, truncated, grading_with,
-                                                                     fast_password_hashing, fresh_console_cache):
+                                                                     fast_password_hashing, fresh_console_cache,
+                                                                     caplog):
     user = briefed_user("iris")
     shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
     grading_with(truncated)
@@ -67,6 +68,9 @@ def test_ending_a_shift_with_a_truncated_calibration_is_a_clear_503(client, db, 
     assert response.status_code == 503
     assert "public.json" in response.content.decode() and "nothing was" in response.content.decode()
     assert str(truncated.parent) not in response.content.decode()  # the server's paths stay in the log
+    (logged,) = [r.getMessage() for r in caplog.records if r.name == "config.middleware"]
+    assert str(truncated) in logged and "restore the file from the release" in logged
+    assert "leave the option out" not in logged  # the core's advice is for the command line
     shift.refresh_from_db()
     assert shift.status == Shift.Status.ACTIVE and shift.score_composite is None
 

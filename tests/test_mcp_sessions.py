@@ -317,3 +317,15 @@ def test_a_hub_on_the_same_state_rebuilds_each_live_session_exactly(tmp_path, fs
     assert restored.episode.ledger.to_jsonl() == session.episode.ledger.to_jsonl()
     assert restored.episode.observations == session.episode.observations
     assert second.episode_for(token) is restored.episode  # the same token reaches it
+
+
+def test_a_restart_opens_only_the_episodes_no_resumed_session_stands_for(tmp_path):
+    from mcp_client.http import still_to_open
+
+    first = EpisodeHub(state=tmp_path / "state", write_trials=False)
+    _token, session = first.open_session(TASK, 7)
+    session.close_log()  # the first process is gone; its supervisor runs the same command again
+    second = EpisodeHub(state=tmp_path / "state", write_trials=False)
+    asked = [(TASK, 7), (TASK, 7), (TASK, 11)]
+    assert still_to_open(asked, second.sessions()) == [(TASK, 7), (TASK, 11)]
+    assert still_to_open([(TASK, 11)], second.sessions()) == [(TASK, 11)]
