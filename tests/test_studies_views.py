@@ -116,6 +116,20 @@ def test_invite_shows_a_signed_link_that_signs_the_participant_in(coord_client, 
     assert client.get("/studies/me/").status_code == 200
 
 
+def test_a_participant_from_the_entry_link_gets_the_next_steps_once_and_a_plain_title(coord_client, client,
+                                                                                       study, coordinator):
+    person = participants.add_participant(coordinator, study, "P1")
+    issued = participants.invite(coordinator, person, 3600)
+    coord_client.logout()
+    client.post(f"/studies/join/{issued.token}/")
+    person.entered_via_link = True  # as a participant who came through the study's entry link
+    person.save(update_fields=["entered_via_link"])
+    html = client.get("/studies/me/").content.decode()
+    title = html[html.index("<title>"):html.index("</title>")]
+    assert "<" not in title[len("<title>"):] and "My study" in title
+    assert html.count('id="next-steps"') == 1
+
+
 def test_revoking_a_link_from_the_page_needs_a_reason_and_says_it_is_done(coord_client, client, study, coordinator):
     person = participants.add_participant(coordinator, study, "P1")
     issued = participants.invite(coordinator, person, 3600)
