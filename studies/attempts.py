@@ -105,9 +105,10 @@ def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
 
 
 def reassignment_targets(study: Study):
-    """Who an attempt can be reassigned to from the study's pages: people with an account,
-    never a rehearsal bot (bots take cells only in a rehearsal)."""
-    return study.participants.filter(is_bot=False).exclude(user=None)
+    """Who an attempt can be reassigned to from the study's pages: people with an account
+    who are still in the study (not withdrawn, not returned), never a rehearsal bot (bots
+    take cells only in a rehearsal)."""
+    return study.participants.filter(is_bot=False, withdrawn_at=None, returned_at=None).exclude(user=None)
 
 
 def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
@@ -120,6 +121,9 @@ def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
         raise StudyError("a reassignment goes to another participant; use a coached retry for the same person")
     if to.is_bot and not attempt.is_bot:
         raise StudyError(f"{to.label} is a rehearsal bot; reassign a person's attempt to a person")
+    if to.withdrawn_at is not None or to.returned_at is not None:
+        raise StudyError(f"{to.label} has {'withdrawn from' if to.withdrawn_at else 'returned'} the study; "
+                         "reassign to someone still taking part")
     if attempt.status == AttemptStatus.INVALID:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is invalid; it cannot be reassigned")
     with transaction.atomic():

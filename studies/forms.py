@@ -107,6 +107,9 @@ class AttemptActionForm(forms.Form):
         named = self.study.participants.filter(pk=pk).first()
         if named is not None and named.is_bot:
             raise forms.ValidationError(f"{named.label} is a rehearsal bot; choose a person to reassign to")
+        if named is not None and (named.withdrawn_at is not None or named.returned_at is not None):
+            left = "withdrawn from" if named.withdrawn_at is not None else "returned"
+            raise forms.ValidationError(f"{named.label} has {left} the study; choose someone still taking part")
         if named is not None:
             raise forms.ValidationError(f"{named.label} has no account yet (invitation not accepted); "
                                         "choose someone who has one")

@@ -58,3 +58,31 @@ def test_a_posted_bot_is_refused_as_a_form_error(coord_client, study, bot, fault
 def test_the_service_refuses_a_persons_attempt_to_a_bot(bot, faulted, coordinator):
     with pytest.raises(StudyError, match="^bot-1 is a rehearsal bot; reassign a person's attempt to a person$"):
         attempts.reassign(coordinator, faulted, bot, "server lost the shift")
+
+
+@pytest.fixture
+def withdrawn(study, coordinator):
+    from studies import bulk
+
+    left = participants.accept(participants.invite(
+        coordinator, participants.add_participant(coordinator, study, "expert-gone"), 3600).token, {})
+    return bulk.withdraw(coordinator, left, "asked to leave")
+
+
+def test_a_withdrawn_person_is_not_offered(coord_client, study, withdrawn, faulted):
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    assert "expert-gone" not in _to_options(html, f'<tr data-attempt="{faulted.pk}"')
+
+
+def test_a_posted_withdrawn_person_is_refused_as_a_form_error(coord_client, study, withdrawn, faulted):
+    response = coord_client.post(f"/studies/{study.pk}/attempts/{faulted.pk}/",
+                                 {"action": "reassign", "to": withdrawn.pk, "reason": "server lost the shift"},
+                                 follow=True)
+    assert ("Reassign to: expert-gone has withdrawn from the study; choose someone still taking part"
+            in response.content.decode())
+    assert not Attempt.objects.filter(participant=withdrawn).exists()
+
+
+def test_the_service_refuses_a_withdrawn_person(withdrawn, faulted, coordinator):
+    with pytest.raises(StudyError, match="^expert-gone has withdrawn from the study; reassign to someone still"):
+        attempts.reassign(coordinator, faulted, withdrawn, "server lost the shift")
