@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 LADDER = ("blast-list", "rule-based", "smart-triage")
-COLOURS = {"blast-list": "#d95f02", "rule-based": "#7570b3", "smart-triage": "#1b9e77", "exploiter": "#999999"}
+COLOURS = {"blast-list": "#d95f02", "rule-based": "#7570b3", "smart-triage": "#1b9e77", "exploiter": "#999999",
+           "do-nothing": "#e6ab02", "absentee": "#a6761d"}
+# Every anchor a calibrated cell holds, in the order the chart keys them (the two zero anchors last).
+CHARTED = (*LADDER, "exploiter", "do-nothing", "absentee")
 # Marks for other players' results: an outlined diamond for people, a filled triangle for
 # models, an outlined square for one trial shown on its own.
 MARK_KINDS = {"human": ("M0,-6 L6,0 L0,6 L-6,0 Z", "white", "#111111"), "model": ("M0,-6 L6,5 L-6,5 Z", "#e7298a", "none"),
@@ -44,30 +47,35 @@ def _esc(text: str) -> str:
 
 def svg(doc: dict[str, Any], marks: list[dict[str, Any]] | tuple[Any, ...] = ()) -> str:
     """The ladder chart; ``marks`` are ``{"task", "seed", "value", "kind", "label"}`` (kind: a key of
-    :data:`MARK_KINDS`), drawn on their task's row and keyed at the bottom right."""
+    :data:`MARK_KINDS`), drawn on their task's row and keyed at the bottom right.  Its axis is
+    the composite's whole range, 0 to 1; it scales down to fit a narrower box (a viewBox), so
+    a mark near 1 is never cut off."""
     tasks = list(doc["tasks"])
     row_h, left, width = 28, 130, 560
-    height = row_h * len(tasks) + 70
+    height = row_h * len(tasks) + 88
+    full = left + width + 30
+    top = 38  # the rows start below the key's two lines
 
     def x(v: float) -> float:
         return left + v * width
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" height="{height}" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{full}" height="{height}" '
+             f'viewBox="0 0 {full} {height}" style="max-width:100%;height:auto" '
              f'font-family="sans-serif" font-size="12">',
              '<rect width="100%" height="100%" fill="white"/>']
-    for t in range(0, 9):
+    for t in range(0, 11):
         v = t / 10
-        parts.append(f'<line x1="{x(v):.1f}" y1="20" x2="{x(v):.1f}" y2="{height - 40}" stroke="#eee"/>')
+        parts.append(f'<line x1="{x(v):.1f}" y1="{top}" x2="{x(v):.1f}" y2="{height - 40}" stroke="#eee"/>')
         parts.append(f'<text x="{x(v):.1f}" y="{height - 25}" text-anchor="middle">{v:.1f}</text>')
     parts.append(f'<text x="{left + width / 2}" y="{height - 8}" text-anchor="middle">composite score</text>')
     for i, tid in enumerate(tasks):
-        y = 35 + i * row_h
+        y = top + 15 + i * row_h
         parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{tid}</text>')
         for k, cell in sorted(doc["tasks"][tid].items(), key=lambda kv: int(kv[0])):
             thr = cell["threshold"]
             parts.append(f'<line x1="{x(thr):.1f}" y1="{y - 9}" x2="{x(thr):.1f}" y2="{y + 9}" stroke="black" '
-                         f'stroke-width="2"><title>{tid} seed {k} threshold {thr:.2f}</title></line>')
-            for anchor in (*LADDER, "exploiter"):
+                         f'stroke-width="2"><title>{tid} seed {k} threshold {thr:.3f}</title></line>')
+            for anchor in (a for a in CHARTED if a in cell["anchors"]):
                 v = cell["anchors"][anchor]["reward_composite"]
                 parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="4" fill="{COLOURS[anchor]}" '
                              f'fill-opacity="0.8"><title>{tid} seed {k} {anchor} {v:.3f}</title></circle>')
@@ -76,13 +84,13 @@ def svg(doc: dict[str, Any], marks: list[dict[str, Any]] | tuple[Any, ...] = ())
             parts.append(f'<path d="{shape}" transform="translate({x(float(mark["value"])):.1f},{y})" '
                          f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"><title>{tid} seed {mark["seed"]} '
                          f'{_esc(mark["label"])} {float(mark["value"]):.3f}</title></path>')
-    lx = left
-    for anchor in (*LADDER, "exploiter"):
-        parts.append(f'<circle cx="{lx}" cy="10" r="4" fill="{COLOURS[anchor]}"/>'
-                     f'<text x="{lx + 8}" y="14">{anchor}</text>')
-        lx += 110
-    parts.append(f'<line x1="{lx}" y1="3" x2="{lx}" y2="17" stroke="black" stroke-width="2"/>'
-                 f'<text x="{lx + 6}" y="14">threshold</text>')
+    for index, anchor in enumerate(CHARTED):  # the key: two lines of four
+        lx, ly = left + 140 * (index % 4), 10 + 18 * (index // 4)
+        parts.append(f'<circle cx="{lx}" cy="{ly}" r="4" fill="{COLOURS[anchor]}"/>'
+                     f'<text x="{lx + 8}" y="{ly + 4}">{anchor}</text>')
+    lx, ly = left + 140 * (len(CHARTED) % 4), 10 + 18 * (len(CHARTED) // 4)
+    parts.append(f'<line x1="{lx}" y1="{ly - 7}" x2="{lx}" y2="{ly + 7}" stroke="black" stroke-width="2"/>'
+                 f'<text x="{lx + 6}" y="{ly + 4}">threshold</text>')
     kinds = sorted({m["kind"] for m in marks})
     for i, kind in enumerate(kinds):
         mx = left + width - 85 * (len(kinds) - i)

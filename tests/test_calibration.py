@@ -27,6 +27,7 @@ from environment.calibration import (
     threshold_of,
     write_calibration,
 )
+from environment.report import svg as report_svg
 from environment.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -333,6 +334,23 @@ def test_cli_calibrate_writes_file_hash_report_and_chart(calibrated):
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
     assert any(t.startswith("counter-punch seed 11 threshold") for t in titles)
+
+
+def test_the_ladder_chart_spans_the_whole_composite_scales_to_its_box_and_draws_every_anchor(calibrated):
+    _proc, folder = calibrated
+    doc, _ = load_calibration(folder / "cal.json")
+    root = ET.fromstring(report_svg(doc, [{"task": "counter-punch", "seed": 7, "value": 0.99, "kind": "this trial",
+                                           "label": "mine"}]))
+    width, height = root.get("width"), root.get("height")
+    assert root.get("viewBox") == f"0 0 {width} {height}" and "max-width:100%" in root.get("style")
+    ticks = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "1.0" in ticks and "0.9" in ticks
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    for anchor in ("blast-list", "rule-based", "smart-triage", "exploiter", "do-nothing", "absentee"):
+        assert any(t.startswith(f"counter-punch seed 7 {anchor} ") for t in titles), anchor
+        assert anchor in ticks  # keyed
+    mark = next(p for p in root.iter("{http://www.w3.org/2000/svg}path") if p.get("transform"))
+    assert float(mark.get("transform").split("(")[1].split(",")[0]) <= float(width)  # drawn inside the chart
 
 
 def test_cli_calibrate_calibrates_the_same_cell_as_the_library(calibrated, counter_punch_7):
