@@ -4,7 +4,8 @@ A folder is refused, with a reason that names the file, when a file it must have
 is missing or unreadable, when a file does not match the SHA-256 the manifest
 records for it (``environment/artifacts.py`` writes them under ``files``), when
 the manifest, summary and score disagree about the cell, when the score's net
-assets are not what the ledger adds up to, or when a field has the wrong shape (a
+assets are not what the ledger adds up to, when its composite is not what its own
+components give with the composite's weights (within the re-grader's tolerance), or when a field has the wrong shape (a
 count that is not a whole number, a time that is not a date, a tool name that is not
 text): every field the importer stores is checked here against :data:`SHAPES`, and
 the reason names the file, the row and the field.  A manifest written before per-file
@@ -26,6 +27,8 @@ from pathlib import Path
 from environment import simtime
 from environment.artifacts import OBSERVATIONS, file_digest
 from environment.engine.episode import ORDER_FLOW
+from environment.engine.settlement import compose
+from environment.grading import TOLERANCE
 
 REQUIRED = ("manifest.json", "score.json", "summary.json", "actions.jsonl", "ledger.jsonl", "windows.jsonl",
             "events.jsonl")
@@ -203,6 +206,17 @@ def _check_ledger(ledger: list[dict], score: dict) -> None:
                             f"({Decimal(cents) / 100})")
 
 
+def _check_composite(score: dict) -> None:
+    """The stored composite is what the stored components give: a score.json edited and re-signed
+    (checksums catch only an edit that left the manifest alone) cannot claim another composite."""
+    stored = Decimal(score["reward_composite"])
+    recomputed = compose(Decimal(score["business"]), Decimal(score["reliability"]), Decimal(score["continuity"]))
+    if abs(stored - recomputed) > TOLERANCE:
+        raise FolderRefused(f"score.json: reward_composite {stored} is not what its components give ({recomputed} "
+                            f"from business {score['business']}, reliability {score['reliability']} and continuity "
+                            f"{score['continuity']}); the score was edited, so the trial is not imported")
+
+
 def _rows(name: str, data: bytes) -> list[dict]:
     rows = _jsonl(name, data)
     for number, row in enumerate(rows, start=1):
@@ -227,6 +241,7 @@ def read_folder(path: str | Path) -> TrialFolder:
     if not isinstance(summary, dict) or not isinstance(score, dict):
         raise FolderRefused("summary.json and score.json must be JSON objects")
     _check_cell(manifest, summary, score)
+    _check_composite(score)
     _check_ledger(_jsonl("ledger.jsonl", contents["ledger.jsonl"]), score)
     observations = None
     if OBSERVATIONS in contents:

@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404
 
 from environment import report
 from environment.calibration import CalibrationError, load_calibration
+from environment.engine import settlement
 
 from . import calibrations
 from .charts import SLOT_COLOURS, Marker, Series, window_chart
@@ -28,9 +29,9 @@ from .tables import Table
 
 PAGE_SIZE = 50
 PREVIEW = 400
-WEIGHTS = (("business", "Business (normalised)", Decimal("0.7")),
-           ("reliability", "Reliability", Decimal("0.2")),
-           ("continuity", "Continuity", Decimal("0.1")))
+# The composite's weights are the engine's (environment.engine.settlement), never copied here.
+WEIGHTS = tuple(zip(("business", "reliability", "continuity"),
+                    ("Business (normalised)", "Reliability", "Continuity"), settlement.WEIGHTS, strict=True))
 ANCHOR_ORDER = ("do-nothing", "absentee", "blast-list", "rule-based", "smart-triage", "exploiter")
 SLOTS = "ABC"
 

@@ -15,6 +15,7 @@ from django.core.management import CommandError, call_command
 
 from environment.artifacts import OBSERVATIONS, file_digest
 from environment.calibration import load_calibration
+from environment.engine.settlement import compose
 from environment.tools import REGISTRY, Family
 from environment.trial import run_trial
 from explorer.importing import ImportStatus, import_trial
@@ -105,6 +106,19 @@ def test_an_edited_score_is_refused_naming_the_file(imported, copy):
     (copy / "score.json").write_text(json.dumps(score, indent=2) + "\n")
     outcome = import_trial(copy)
     assert (outcome.status, outcome.reason) == (ImportStatus.REFUSED, CHANGED.format("score.json"))
+
+
+@pytest.mark.django_db
+def test_a_re_signed_score_whose_composite_its_components_do_not_give_is_refused(imported, copy):
+    score = json.loads((copy / "score.json").read_text())
+    real = compose(*(Decimal(str(score[k])) for k in ("business", "reliability", "continuity")))
+    score["reward_composite"] = 0.99
+    (copy / "score.json").write_text(json.dumps(score, indent=2) + "\n")
+    resign(copy)
+    outcome = import_trial(copy)
+    assert outcome.status == ImportStatus.REFUSED
+    assert outcome.reason.startswith(f"score.json: reward_composite 0.99 is not what its components give ({real} ")
+    assert Trial.objects.count() == 1
 
 
 @pytest.mark.django_db
