@@ -14,7 +14,7 @@ once cannot both take a cell's last place, and the one that loses is told the tr
 (the cell is full, or the person already holds an open attempt there).
 
 Policies (:func:`assign_next`) choose only among people who can start a scored shift
-now: not bots, invitation accepted, current consent given, briefing acknowledged and
+now: not bots, invitation accepted, current consent given (a bot is never asked: a script gives no consent), briefing acknowledged and
 practice shift finished, and no open attempt.
 """
 from __future__ import annotations

@@ -95,7 +95,7 @@ PARTICIPANT_COLUMNS = (
     ("prolific_pid", "string", "PROLIFIC_PID recorded at entry"),
     ("prolific_study_id", "string", "STUDY_ID recorded at entry"),
     ("prolific_session_id", "string", "SESSION_ID recorded at entry"),
-    ("consent_version", "integer", "the consent version accepted"),
+    ("consent_version", "integer", "the consent version accepted (empty for a bot: a script gives no consent)"),
     ("consented_at", "datetime", "when consent was given (ISO 8601, UTC)"),
     ("briefing_acknowledged_at", "datetime", "when the current briefing was acknowledged"),
     ("practice_ended_at", "datetime", "when the first practice shift ended"),

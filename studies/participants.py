@@ -15,6 +15,7 @@
 * The sessions a link signed in are remembered on the invitation; revoking the link
   ends them.
 * Consent is versioned: the participant records the version they accepted and when.
+  Scripted bots are not asked (:func:`needs_consent`).
 """
 from __future__ import annotations
 
@@ -230,6 +231,8 @@ def current_consent(study: Study) -> ConsentVersion | None:
 def give_consent(user, participant: Participant, version: int) -> Participant:
     if participant.user_id != user.pk:
         raise StudyError("only the participant can give their consent")
+    if participant.is_bot:
+        raise StudyError(f"{participant.label} is a scripted bot; a script gives no consent, and a bot needs none")
     current = current_consent(participant.study)
     if current is None:
         raise StudyError(f"study {participant.study.name!r} has no consent text yet")
@@ -244,6 +247,12 @@ def give_consent(user, participant: Participant, version: int) -> Participant:
 
 
 def needs_consent(participant: Participant) -> bool:
+    """Whether the participant must accept the study's current consent text before a
+    cell is assigned or a shift starts.  A scripted bot is never asked: a script gives
+    no consent, so none is recorded for it (its consent fields stay empty in exports)
+    and it may rehearse a study that has a consent text."""
+    if participant.is_bot:
+        return False
     current = current_consent(participant.study)
     return current is not None and participant.consent_version_id != current.pk
 

@@ -700,8 +700,9 @@ def rehearse(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
 
     def schedule(d: dict) -> str:
-        rehearsal.schedule(request.user, study, d["bots"], d["skill"])
-        return (f"Rehearsal with {d['bots']} bot(s) started; their attempts appear below as they finish"
-                " (bots are left out of figures by default).")
+        playing = rehearsal.schedule(request.user, study, d["bots"], d["skill"])
+        fewer = (f" (only {playing} place(s) are left under the cells' quotas)" if playing < d["bots"] else "")
+        return (f"Rehearsal started: {playing} bot(s) each take a cell and play it{fewer}; their attempts "
+                "appear below as they finish (bots are left out of figures by default).")
 
     return _submitted(request, study, forms.RehearsalForm(request.POST), "rehearsal", schedule, back="attempts")

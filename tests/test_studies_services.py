@@ -131,28 +131,36 @@ def test_tampered_invitation_is_refused(study, admin):
         participants.resolve(issued.token[:-2] + "xx")
 
 
-def test_assignment_waits_for_current_consent(study, admin, bot, cell):
+def _person(study, admin):
+    """A participant with an account (bots are not asked for consent)."""
+    return participants.add_participant(admin, study, "P1", user=make_user("p1"))
+
+
+def test_assignment_waits_for_current_consent(study, admin, cell):
     add_consent_version(admin, study, "v1 text")
-    with pytest.raises(StudyError, match="participant bot-1 has not accepted the current consent text"):
-        assignment.assign(admin, bot, cell)
-    participants.give_consent(bot.user, bot, 1)
+    person = _person(study, admin)
+    with pytest.raises(StudyError, match="participant P1 has not accepted the current consent text"):
+        assignment.assign(admin, person, cell)
+    participants.give_consent(person.user, person, 1)
     add_consent_version(admin, study, "v2 text")
     with pytest.raises(StudyError, match="has not accepted the current consent text"):
-        assignment.assign(admin, bot, cell)
+        assignment.assign(admin, person, cell)
 
 
-def test_consent_records_version_and_time(study, admin, bot):
+def test_consent_records_version_and_time(study, admin):
     add_consent_version(admin, study, "v1 text")
-    participants.give_consent(bot.user, bot, 1)
-    bot.refresh_from_db()
-    assert bot.consent_version.version == 1 and bot.consented_at is not None
+    person = _person(study, admin)
+    participants.give_consent(person.user, person, 1)
+    person.refresh_from_db()
+    assert person.consent_version.version == 1 and person.consented_at is not None
 
 
-def test_stale_consent_version_is_refused(study, admin, bot):
+def test_stale_consent_version_is_refused(study, admin):
     add_consent_version(admin, study, "v1")
+    person = _person(study, admin)
     add_consent_version(admin, study, "v2")
     with pytest.raises(StudyError, match="consent version 1 is not the current version \\(2\\)"):
-        participants.give_consent(bot.user, bot, 1)
+        participants.give_consent(person.user, person, 1)
 
 
 # --- assignment ---------------------------------------------------------------------------

@@ -148,13 +148,14 @@ def test_bad_invitation_link_is_explained(client, db):
     assert response.status_code == 400 and "this invitation link is not valid" in response.content.decode()
 
 
-def test_participant_gives_consent_on_their_page(client, study, admin, bot):
+def test_participant_gives_consent_on_their_page(client, study, admin):
     add_consent_version(admin, study, "Please read this.")
-    client.force_login(bot.user)
+    person = participants.add_participant(admin, study, "P1", user=make_user("p1"))
+    client.force_login(person.user)
     assert "Please read this." in client.get("/studies/me/").content.decode()
     client.post("/studies/me/", {"version": 1, "agree": "on"})
-    bot.refresh_from_db()
-    assert bot.consent_version.version == 1
+    person.refresh_from_db()
+    assert person.consent_version.version == 1
 
 
 def test_assign_form_reports_a_double_assignment(coord_client, study, bot, cell):

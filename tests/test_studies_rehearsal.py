@@ -1,0 +1,63 @@
+"""A rehearsal from the study page: bots play a study that has a consent text (a
+script gives no consent, so none is asked of it or recorded for it), and a rehearsal
+that could give no bot a cell is refused with the reason instead of claiming it started."""
+import pytest
+from test_studies_support import admin, bot, coordinator, study  # noqa: F401
+
+from shifts.models import Shift
+from studies import assignment, bots, exports, figures, participants
+from studies.design import add_consent_version
+from studies.errors import StudyError
+from studies.models import Attempt, AttemptStatus
+
+
+def test_bots_rehearse_a_study_that_has_a_consent_text(client, study, coordinator, admin,
+                                                        django_capture_on_commit_callbacks):
+    add_consent_version(admin, study, "You agree to take part.")
+    client.force_login(coordinator)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "clerk"})
+    assert [a.status for a in Attempt.objects.filter(study=study)] == [AttemptStatus.SUBMITTED] * 2
+
+
+def test_a_bot_passes_the_consent_start_gate(study, admin, bot):
+    add_consent_version(admin, study, "You agree to take part.")
+    shift = assignment.assign(admin, bot, study.cells.first()).shift
+    assert participants.consent_gate(bot.user, Shift.objects.get(pk=shift.pk)) is None
+
+
+def test_no_consent_is_recorded_for_a_rehearsal_bot(study, admin):
+    add_consent_version(admin, study, "You agree to take part.")
+    bots.play(assignment.assign_next(admin, study, [bots.add_bot(admin, study, "b")], include_bots=True), "idle")
+    rows = list(exports.participant_rows(study, figures.Filters(include_bots=True)))
+    assert [(r["bot"], r["consent_version"], r["consented_at"]) for r in rows] == [(True, None, None)]
+
+
+def test_a_rehearsal_that_can_give_no_bot_a_cell_says_why(client, study, coordinator, admin,
+                                                          django_capture_on_commit_callbacks):
+    for i, cell in enumerate(study.cells.all()):
+        assignment.assign(admin, bots.add_bot(admin, study, f"holder-{i}"), cell)
+    client.force_login(coordinator)
+    with django_capture_on_commit_callbacks(execute=True):
+        html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "clerk"}, follow=True
+                           ).content.decode()
+    assert "no bot can get a cell: every cell&#x27;s quota is taken (4 of 4 places)" in html
+    assert "Rehearsal started" not in html and Attempt.objects.filter(study=study).count() == 4
+
+
+def test_the_page_says_how_many_bots_play_when_fewer_places_are_left(client, study, coordinator, admin,
+                                                                     django_capture_on_commit_callbacks):
+    for i, cell in enumerate(list(study.cells.all())[:3]):
+        assignment.assign(admin, bots.add_bot(admin, study, f"holder-{i}"), cell)
+    client.force_login(coordinator)
+    with django_capture_on_commit_callbacks(execute=True):
+        html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 3, "skill": "idle"}, follow=True
+                           ).content.decode()
+    assert "Rehearsal started: 1 bot(s) each take a cell and play it (only 1 place(s) are left" in html
+    assert Attempt.objects.filter(study=study, status=AttemptStatus.SUBMITTED).count() == 1
+
+
+def test_a_bot_cannot_record_consent(study, admin, bot):
+    add_consent_version(admin, study, "You agree to take part.")
+    with pytest.raises(StudyError, match="^bot-1 is a scripted bot; a script gives no consent"):
+        participants.give_consent(bot.user, bot, 1)
