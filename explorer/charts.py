@@ -4,7 +4,9 @@
 as cash, or several trials overlaid) or bars (flows such as the dense reward), a
 zero line, nice round ticks, a legend, and optional event markers (a dashed rule
 at the window boundary where the event fired, coloured by its channel, tagged
-E1, E2, ... in the order the page's event table lists them).  Every chart is a
+E1, E2, ... in the order the page's event table lists them), and optional notes
+(text written beside the bar or the line's point at a window, e.g. what the dense
+reward's first window carries besides the window's own change).  Every chart is a
 standalone SVG document, so the same text is inlined in a page and served as a
 download.  Coordinates are floats; the values they come from are integer cents
 and counts, converted to dollars here, for drawing only.
@@ -28,6 +30,13 @@ class Series:
     label: str
     colour: str
     points: list[tuple[float, float | None]]  # (x in windows, value in display units); None is a gap
+
+
+@dataclass(frozen=True)
+class Note:
+    x: float  # the bar's or point's x, in windows
+    text: str  # written beside it
+    title: str = ""  # the tooltip: the whole explanation
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,8 @@ def _value_range(values: list[float], *, from_zero: bool, bars: bool) -> tuple[f
 
 
 def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, markers: Sequence[Marker] = (),
-                 bars: bool = False, from_zero: bool = True, chart_id: str = "chart") -> str:
+                 bars: bool = False, from_zero: bool = True, chart_id: str = "chart", notes: Sequence[Note] = ()
+                 ) -> str:
     x_max = max(x_max, 1)
     values = [v for s in series for _, v in s.points if v is not None]
     lo, hi, clip = _value_range(values, from_zero=from_zero, bars=bars)
@@ -138,6 +148,7 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
         out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
                    f'fill="{MUTED}" font-size="12">not recorded in this trial</text>')
     zero = py(max(y_lo, min(0.0, y_hi)))
+    noted = {n.x: n for n in notes}
     for s in series:
         if bars:
             width = max(1.0, plot_w / x_max * 0.72)
@@ -146,12 +157,17 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
                     continue
                 shown = value if clip is None else max(-clip, min(clip, value))
                 y = py(shown)
-                if shown != value:
-                    out.append(f'<text x="{px(window) + width / 2 + 3:.1f}" y="{y + 9:.1f}" fill="{INK}" '
-                               f'font-size="10">{"▲" if value > 0 else "▼"} {escape(format_value(value, unit))}</text>')
-                out.append(f'<rect x="{px(window) - width / 2:.1f}" '
-                           f'y="{min(y, zero):.1f}" width="{width:.1f}" height="{max(abs(zero - y), 0.5):.1f}" '
-                           f'fill="{s.colour if value >= 0 else "#dc2626"}"/>')
+                note = noted.get(window)
+                if shown != value or note:
+                    label = (f'{"▲" if value > 0 else "▼"} ' if shown != value else "") + format_value(value, unit)
+                    label += f" {note.text}" if note else ""
+                    ty = y + 9 if shown != value or value < 0 else y - 4
+                    out.append(f'<text x="{px(window) + width / 2 + 3:.1f}" y="{ty:.1f}" fill="{INK}" '
+                               f'font-size="10" class="bar-note">{escape(label)}</text>')
+                rect = (f'<rect x="{px(window) - width / 2:.1f}" y="{min(y, zero):.1f}" width="{width:.1f}" '
+                        f'height="{max(abs(zero - y), 0.5):.1f}" fill="{s.colour if value >= 0 else "#dc2626"}"')
+                tip = note.title if note else ""
+                out.append(f"{rect}><title>{escape(tip)}</title></rect>" if tip else f"{rect}/>")
             continue
         runs: list[list[str]] = []
         run: list[str] = []
@@ -167,6 +183,15 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
         for r in runs:
             out.append(f'<polyline fill="none" stroke="{s.colour}" stroke-width="1.8" stroke-linejoin="round" '
                        f'points="{" ".join(r)}"/>')
+    if not bars:
+        for note in notes:  # beside the first series' point at the note's window
+            at = next((v for s in series for w, v in s.points if w == note.x and v is not None), None)
+            if at is None:
+                continue
+            tip = f"<title>{escape(note.title)}</title>" if note.title else ""
+            out.append(f'<g class="line-note">{tip}<circle cx="{px(note.x):.1f}" cy="{py(at):.1f}" r="2.5" '
+                       f'fill="{INK}"/><text x="{px(note.x) + 6:.1f}" y="{py(at) + 14:.1f}" fill="{INK}" '
+                       f'font-size="10">{escape(note.text)}</text></g>')
     if markers:
         channels = sorted({m.channel for m in markers})
         cx = LEFT

@@ -20,6 +20,7 @@ class Measure:
     flow: bool
     bars: bool = False
     cumulative_in_compare: bool = False  # overlaid, the running total reads better than the bars
+    carries_opening: bool = False  # window 1's value also counts the store's opening value (the dense reward)
 
     def compare_title(self) -> str:
         if self.cumulative_in_compare:
@@ -31,7 +32,7 @@ MEASURES = (
     Measure("cash", "Cash", "usd", (("cash_cents", "cash"),), flow=False),
     Measure("net-assets", "Net assets", "usd", (("net_assets_cents", "net assets"),), flow=False),
     Measure("dense-reward", "Dense reward per window", "usd", (("dense_reward_cents", "dense reward"),),
-            flow=True, bars=True, cumulative_in_compare=True),
+            flow=True, bars=True, cumulative_in_compare=True, carries_opening=True),
     Measure("stock", "Stock on hand", "units", (("inventory_units", "units on hand"),), flow=False),
     Measure("orders", "Orders placed per window", "count", (("orders_placed", "orders placed"),), flow=True),
     Measure("shipments", "Shipments per window", "count",
@@ -60,15 +61,38 @@ def points(rows: list[dict], measure: Measure, field: str) -> list[tuple[float, 
     return out
 
 
+def opening_offset(rows: list[dict], measure: Measure) -> int | None:
+    """What window 1's value carries besides the window's own change, in cents, or None.
+
+    The dense reward starts from the opening capital, not from the opening level, so window
+    1's reward also counts the store's opening value above its starting capital (stock at
+    the salvage rate, receivables): the rewards add up to business_raw.  That part is window
+    1's reward less the change of the dense level over window 1.  Not told when window 1 is
+    the last one played (its reward then ends at the settled net assets)."""
+    if not measure.carries_opening:
+        return None
+    by_window = {row["window"]: row for row in rows[:3]}
+    if not {0, 1, 2} <= set(by_window):
+        return None
+    first, opening = by_window[1], by_window[0]
+    if first["dense_reward_cents"] is None:
+        return None
+    return first["dense_reward_cents"] - (first["dense_value_cents"] - opening["dense_value_cents"])
+
+
 def running_total(rows: list[dict], measure: Measure, field: str) -> list[tuple[float, float | None]]:
-    """A flow summed from the opening, at the end of each window (the dense reward's ends at business_raw)."""
+    """A flow summed from the opening, at the end of each window (the dense reward's ends at business_raw).
+
+    A measure whose first window carries the opening value starts at that value at window 0,
+    so the curve does not show it as earned during window 1."""
     scale = 100 if measure.unit == "usd" else 1
-    total = 0
-    out: list[tuple[float, float | None]] = [(0, 0.0)]
+    offset = opening_offset(rows, measure) or 0
+    total = offset
+    out: list[tuple[float, float | None]] = [(0, total / scale)]
     for row in rows:
         if row["window"] == 0 or row[field] is None:
             continue
-        total += row[field]
+        total += row[field] - (offset if row["window"] == 1 else 0)
         out.append((row["window"], total / scale))
     return out
 

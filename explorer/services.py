@@ -22,8 +22,18 @@ from environment.calibration import CalibrationError, load_calibration
 from environment.engine import settlement
 
 from . import calibrations
-from .charts import SLOT_COLOURS, Marker, Series, window_chart
-from .measures import BY_SLUG, MEASURES, SERIES_COLOURS, WINDOW_COLUMNS, Measure, points, recorded, running_total
+from .charts import SLOT_COLOURS, Marker, Note, Series, format_value, window_chart
+from .measures import (
+    BY_SLUG,
+    MEASURES,
+    SERIES_COLOURS,
+    WINDOW_COLUMNS,
+    Measure,
+    opening_offset,
+    points,
+    recorded,
+    running_total,
+)
 from .models import ToolFamily, Trial, TrialCall, TrialEvent, TrialWindow
 from .tables import Table
 
@@ -178,12 +188,28 @@ def _windows(trial: Trial) -> list[dict]:
     return list(TrialWindow.objects.filter(trial=trial).order_by("window").values(*WINDOW_COLUMNS))
 
 
+OPENING_TITLE = ("The dense reward starts from the opening capital, so window 1's reward also counts the store's "
+                 "opening value above it ({}: stock at the salvage rate, receivables); the rewards add up to "
+                 "business raw.")
+
+
+def _opening_notes(rows: list[dict], measure: Measure, *, cumulative: bool) -> list[Note]:
+    """What the first window carries besides its own change, said where it is drawn."""
+    offset = opening_offset(rows, measure)
+    if offset is None:
+        return []
+    shown = format_value(offset / 100, measure.unit)
+    if cumulative:
+        return [Note(0, f"opening value {shown}", OPENING_TITLE.format(shown) + " The curve starts there.")]
+    return [Note(0.5, f"incl. {shown} opening value above starting capital", OPENING_TITLE.format(shown))]
+
+
 def _trial_chart(trial: Trial, rows: list[dict], measure: Measure, markers: list[Marker]) -> Chart:
     series = [Series(label, SERIES_COLOURS[i], points(rows, measure, key))
               for i, (key, label) in enumerate(measure.fields)]
     svg = window_chart(title=measure.title, unit=measure.unit, series=series, x_max=trial.windows_total,
                        markers=markers, bars=measure.bars, from_zero=measure.flow,
-                       chart_id=f"t{trial.pk}-{measure.slug}")
+                       chart_id=f"t{trial.pk}-{measure.slug}", notes=_opening_notes(rows, measure, cumulative=False))
     return Chart(measure, svg, recorded(rows, measure))
 
 
@@ -303,9 +329,11 @@ def _compare_chart(trials: list[Trial], rows: list[list[dict]], measure: Measure
     series_of = running_total if measure.cumulative_in_compare else points
     series = [Series(f"{SLOTS[i]} · {t.player}", SLOT_COLOURS[i], series_of(rows[i], measure, key))
               for i, t in enumerate(trials)]
+    # One cell: every trial opens the same store, so the first trial's opening value is theirs too.
+    notes = _opening_notes(rows[0], measure, cumulative=True) if measure.cumulative_in_compare else []
     svg = window_chart(title=measure.compare_title(), unit=measure.unit, series=series,
                        x_max=max(t.windows_total for t in trials), markers=markers, from_zero=measure.flow,
-                       chart_id="cmp-" + measure.slug)
+                       chart_id="cmp-" + measure.slug, notes=notes)
     return Chart(measure, svg, any(recorded(r, measure) for r in rows))
 
 

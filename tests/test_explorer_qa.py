@@ -3,12 +3,16 @@ parameters, the comparison's messages and the failure-mode wording.
 
 Reuses the pages module's trials (played once for the module)."""
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from test_explorer_pages import _as_player, as_researcher, researcher, trials  # noqa: F401
 
+from explorer.charts import format_value
 from explorer.importing import import_trial
+from explorer.measures import BY_SLUG, WINDOW_COLUMNS, running_total
+from explorer.models import TrialWindow
 
 LONG = "model-" + "x" * 194  # the importer keeps 200 characters
 CSS = Path(__file__).resolve().parent.parent / "static" / "explorer" / "explorer.css"
@@ -32,3 +36,29 @@ def test_a_long_player_label_is_cut_on_the_page_with_the_whole_label_in_its_titl
            "compare": f"/explorer/compare/?trial={long_label.pk}&trial={trials['other'].pk}"}.get(page, page)
     html = as_researcher.get(url).content.decode()
     assert html.count(f">{LONG}<") == len(re.findall(f'class="x-label[^"]*" title="{LONG}">{LONG}<', html)) > 0
+
+
+def _offset_dollars(trial) -> Decimal:
+    w = {row.window: row for row in TrialWindow.objects.filter(trial=trial, window__lte=1)}
+    return Decimal(w[1].dense_reward_cents - (w[1].dense_value_cents - w[0].dense_value_cents)) / 100
+
+
+def test_the_dense_reward_chart_says_how_much_of_window_1_is_the_opening_value(as_researcher, trials):  # noqa: F811
+    trial = trials["smart"]
+    svg = as_researcher.get(f"/explorer/trials/{trial.pk}/charts/dense-reward.svg").content.decode()
+    shown = format_value(float(_offset_dollars(trial)), "usd")
+    assert f"incl. {shown} opening value above starting capital</text>" in svg
+
+
+def test_the_cumulative_dense_reward_starts_at_the_opening_value_and_ends_at_business_raw(trials):  # noqa: F811
+    trial = trials["smart"]
+    rows = list(TrialWindow.objects.filter(trial=trial).order_by("window").values(*WINDOW_COLUMNS))
+    curve = running_total(rows, BY_SLUG["dense-reward"], "dense_reward_cents")
+    assert curve[0] == (0, float(_offset_dollars(trial))) and curve[0][1] > 0
+    assert curve[-1] == (trial.windows_played, float(trial.business_raw))
+
+
+def test_the_compared_cumulative_dense_reward_names_the_opening_value(as_researcher, trials):  # noqa: F811
+    a, b = trials["smart"], trials["absentee"]
+    svg = as_researcher.get(f"/explorer/compare/charts/dense-reward.svg?trial={a.pk}&trial={b.pk}").content.decode()
+    assert f"opening value {format_value(float(_offset_dollars(a)), 'usd')}</text>" in svg
