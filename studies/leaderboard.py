@@ -6,7 +6,9 @@ copied out of the calibration file, averaged over the cells that have a selected
 attempt (all cells before any is selected), so humans and anchors share their cells.  Model trials enter
 through a plain hook: rows of ``(cell, composite, label)`` where ``cell`` is
 ``"task/seed"``, either passed in or produced by a function registered with
-:func:`register_trial_source` (the explorer app can register one later).
+:func:`register_trial_source`.  Nothing in this project registers a source: model
+trials are compared with the anchors in the trial explorer, and the page shows model
+rows (and the plot's legend for them) only when some are given.
 
 The bootstrap (10,000 resamples per figure) is the expensive part, so the result is
 cached per *study state*: the key is a SHA-256 of everything the figures are read

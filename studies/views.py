@@ -310,8 +310,9 @@ def leaderboard_page(request: HttpRequest, pk: int) -> HttpResponse:
     except StudyError as exc:
         return HttpResponseBadRequest(str(exc))
     entries, figures = leaderboard(request.user, study, filters=filters)
-    return render(request, "studies/leaderboard.html", {"study": study, "entries": entries, "f": figures,
-                                                        "filters": filters, "forest": mark_safe(forest_svg(entries))})
+    return render(request, "studies/leaderboard.html", {
+        "study": study, "entries": entries, "f": figures, "filters": filters,
+        "has_models": any(e.kind == "model" for e in entries), "forest": mark_safe(forest_svg(entries))})
 
 
 @login_required
