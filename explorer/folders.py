@@ -263,13 +263,78 @@ def read_folder(path: str | Path) -> TrialFolder:
     )
 
 
-def trial_folders(paths: list[str | Path]) -> list[Path]:
-    """The trial folders named: each path is a trial folder, or a folder of them (a batch)."""
-    found = []
-    for path in map(Path, paths):
-        if path.is_dir() and not (path / "manifest.json").exists():
-            children = sorted(child for child in path.iterdir() if (child / "manifest.json").is_file())
-            found += children or [path]
+# How far below a named folder the scan looks for trial folders (a folder of batches of trials is two).
+MAX_DEPTH = 3
+TRIAL_FILES = frozenset(REQUIRED) | frozenset(OPTIONAL)
+
+
+@dataclass(frozen=True)
+class Passed:
+    """A folder the scan found but will not import, and why.  ``refused``: a trial folder that
+    cannot be imported (the run fails); otherwise a folder holding no trial (skipped)."""
+    path: Path
+    reason: str
+    refused: bool
+
+
+def release_layout_reason(path: Path) -> str:
+    return (f"a trial folder in the release's published layout (score.json, summary.json, actions.jsonl, "
+            f"ledger.jsonl; no manifest.json, windows.jsonl or events.jsonl), which the explorer cannot import: it "
+            f"imports folders written by this engine (storebench run or batch, MCP sessions, human shifts). "
+            f"Re-grade it instead: storebench regrade {path} --calibration calibration/public.json")
+
+
+def _kind(folder: Path) -> str:
+    """"trial" (has a manifest), "release" (the release's layout), "partial" (some trial files,
+    no manifest) or "other"."""
+    names = {child.name for child in folder.iterdir() if child.is_file()}
+    if "manifest.json" in names:
+        return "trial"
+    if "score.json" in names and "windows.jsonl" not in names:
+        return "release"
+    return "partial" if names & TRIAL_FILES else "other"
+
+
+def _scan(folder: Path, depth: int, out: list[Path | Passed]) -> bool:
+    """Add the trial folders under ``folder`` (and the subfolders passed over, with why) to ``out``;
+    True when it held any trial folder."""
+    held = False
+    for child in sorted(p for p in folder.iterdir() if p.is_dir()):
+        if child.name.startswith("."):
+            out.append(Passed(child, "a hidden folder (a trial still being written is hidden until it is "
+                                     "complete); name it directly to import it", refused=False))
+            continue
+        kind = _kind(child)
+        if kind in ("trial", "partial"):  # a partial folder is refused by read_folder, naming what it lacks
+            out.append(child)
+            held = True
+        elif kind == "release":
+            out.append(Passed(child, release_layout_reason(child), refused=True))
+            held = True
+        elif depth >= MAX_DEPTH:
+            out.append(Passed(child, f"not searched: more than {MAX_DEPTH} folders below the folder named; name "
+                                     "it directly to import the trials in it", refused=False))
         else:
-            found.append(path)
+            mark = len(out)
+            if not _scan(child, depth + 1, out):
+                del out[mark:]
+                out.append(Passed(child, "holds no trial folder (none has a manifest.json)", refused=False))
+            else:
+                held = True
+    return held
+
+
+def trial_folders(paths: list[str | Path]) -> list[Path | Passed]:
+    """The trial folders named: each path is a trial folder, or a folder holding them, directly or in
+    subfolders (a batch, or a folder of batches) up to :data:`MAX_DEPTH` levels down.  Every subfolder
+    passed over is listed with the reason, and a trial in the release's layout is refused saying so."""
+    found: list[Path | Passed] = []
+    for path in map(Path, paths):
+        if not path.is_dir() or _kind(path) in ("trial", "partial"):
+            found.append(path)  # read_folder names what is wrong with it, if anything
+        elif _kind(path) == "release":
+            found.append(Passed(path, release_layout_reason(path), refused=True))
+        elif not _scan(path, 1, found):
+            found.append(Passed(path, "holds no trial folder: a trial folder has a manifest.json (written by "
+                                      "storebench run or batch, MCP sessions and human shifts)", refused=True))
     return found

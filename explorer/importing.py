@@ -29,7 +29,7 @@ from environment.tools import REGISTRY
 from environment.world import world_hash
 
 from .calibrations import choose_cell
-from .folders import FolderRefused, TrialFolder, read_folder, trial_folders
+from .folders import FolderRefused, Passed, TrialFolder, read_folder, trial_folders
 from .models import ToolFamily, Trial, TrialCall, TrialEvent, TrialWindow
 
 BATCH = 1000
@@ -39,6 +39,7 @@ class ImportStatus(TextChoices):
     IMPORTED = "imported", "Imported"
     DUPLICATE = "duplicate", "Already imported"
     REFUSED = "refused", "Refused"
+    SKIPPED = "skipped", "Skipped"
 
 
 @dataclass
@@ -49,8 +50,8 @@ class ImportOutcome:
     reason: str = ""
 
     def line(self) -> str:
-        if self.status == ImportStatus.REFUSED:
-            return f"refused    {self.path}: {self.reason}"
+        if self.status in (ImportStatus.REFUSED, ImportStatus.SKIPPED):
+            return f"{self.status.value:<10} {self.path}: {self.reason}"
         t = self.trial
         assert t is not None, "only a refused folder has no trial"
         return (f"{self.status.value:<10} {self.path} -> trial {t.pk} ({t.task_id} seed {t.seed}, {t.player}, "
@@ -204,11 +205,16 @@ def import_trial(path: str | Path) -> ImportOutcome:
 
 def import_trials(paths: list[str | Path], progress: Callable[[int, int, ImportOutcome], None] | None = None
                   ) -> list[ImportOutcome]:
-    """Import every trial folder named (a batch folder names all the trial folders in it)."""
+    """Import every trial folder named (a folder of trial folders names all those under it); the
+    subfolders passed over are reported as skipped, with why, and release-layout trials as refused."""
     folders = trial_folders(paths)
     outcomes = []
     for i, folder in enumerate(folders, start=1):
-        outcome = import_trial(folder)
+        if isinstance(folder, Passed):
+            status = ImportStatus.REFUSED if folder.refused else ImportStatus.SKIPPED
+            outcome = ImportOutcome(str(folder.path), status, reason=folder.reason)
+        else:
+            outcome = import_trial(folder)
         outcomes.append(outcome)
         if progress is not None:
             progress(i, len(folders), outcome)

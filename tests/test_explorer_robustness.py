@@ -80,3 +80,40 @@ def test_the_run_goes_on_after_a_malformed_folder(folder, tmp_path):
         call_command("import_trials", str(batch), stdout=out)
     text = out.getvalue()
     assert "'tool' is not text" in text and "'at' is not a date and time" in text and "imported" in text
+
+
+RELEASE = "fixtures/release-trajectories"
+
+
+@pytest.mark.django_db
+def test_trial_folders_in_a_subfolder_of_the_folder_named_are_imported(folder, tmp_path):  # noqa: F811
+    shutil.copytree(folder, tmp_path / "parent" / "batch" / "cp")
+    outcomes = import_trials([tmp_path / "parent"])
+    assert [(o.status, o.path) for o in outcomes] == [(ImportStatus.IMPORTED, str(tmp_path / "parent/batch/cp"))]
+
+
+@pytest.mark.django_db
+def test_a_subfolder_holding_no_trial_is_listed_as_skipped_with_why(folder, tmp_path):  # noqa: F811
+    shutil.copytree(folder, tmp_path / "parent" / "cp")
+    (tmp_path / "parent" / "notes").mkdir()
+    out = StringIO()
+    call_command("import_trials", str(tmp_path / "parent"), stdout=out)
+    assert out.getvalue().splitlines()[1] == (f"[2/2] skipped    {tmp_path / 'parent/notes'}: holds no trial folder "
+                                              "(none has a manifest.json)")
+
+
+@pytest.mark.django_db
+def test_a_subfolder_with_trial_files_but_no_manifest_is_refused_naming_what_it_lacks(folder, tmp_path):  # noqa: F811
+    shutil.copytree(folder, tmp_path / "parent" / "cp")
+    (tmp_path / "parent" / "cp" / "manifest.json").unlink()
+    outcome, = import_trials([tmp_path / "parent"])
+    assert (outcome.status, outcome.reason) == (ImportStatus.REFUSED, "the folder has no manifest.json")
+
+
+@pytest.mark.django_db
+def test_a_folder_of_release_layout_trials_is_refused_saying_to_regrade_them_instead():
+    outcomes = import_trials([RELEASE])
+    assert len(outcomes) == 10 and {o.status for o in outcomes} == {ImportStatus.REFUSED}
+    first = outcomes[0]
+    assert first.reason.startswith("a trial folder in the release's published layout")
+    assert first.reason.endswith(f"storebench regrade {first.path} --calibration calibration/public.json")
