@@ -115,8 +115,9 @@ EVENT_COLUMNS = (
 )
 AGGREGATE_COLUMNS = (
     ("figure", "string", "equal_cell_mean, equal_person_mean, earliest_attempt_mean, pass_rate, "
-                         "task_mean, component_mean or anchor_mean (anchors over the cells with a "
-                         "selected human attempt)"),
+                         "task_mean, component_mean or anchor_mean (anchors over the cells of "
+                         "equal_cell_mean, i.e. with a selected attempt; over every cell of the study "
+                         "while no cell has one)"),
     ("group", "string", "task id, component name or anchor name (empty for study-level figures)"),
     ("value", "decimal", "point estimate"),
     ("ci_low", "decimal", "95% percentile bootstrap interval over cells, lower end"),
@@ -224,7 +225,7 @@ def aggregate_rows(study: Study, filters: Filters, seed: int = reference.DEFAULT
     for name, est in f.components.items():
         yield _aggregate("component_mean", name, est, resamples, seed)
     cells = list(study.cells.all())
-    covered = {r.cell for r in rows if r.selected} or {c.key for c in cells}  # as on the leaderboard
+    covered = reference.anchor_cells(rows, (c.key for c in cells))  # as on the leaderboard
     anchors = reference.anchor_figures({c.key: {k: Decimal(v) for k, v in c.anchors.items()}
                                         for c in cells if c.key in covered},
                                        {c.key: c.task_id for c in cells}, seed=seed, resamples=resamples)

@@ -92,8 +92,7 @@ def leaderboard(actor, study: Study, trials: TrialRows = (), filters: Filters = 
             return hit
     rows = reference_rows(study, filters)
     tasks = {c.key: c.task_id for c in cells}
-    # Anchors on the same cells as the humans' selected attempts (all cells before any is selected).
-    covered = {r.cell for r in rows if r.selected} or keys
+    covered = reference.anchor_cells(rows, keys)
     anchors = {c.key: {k: Decimal(v) for k, v in c.anchors.items()} for c in cells if c.key in covered}
     figures = reference.compute(rows, seed=seed, resamples=resamples)
     entries = [Entry("Humans (equal-cell mean)", "human", figures.equal_cell),

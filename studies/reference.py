@@ -251,6 +251,13 @@ def compute(rows: Iterable[AttemptRow], *, seed: int = DEFAULT_SEED, resamples: 
 # --- other rows on the same scale: scripted anchors and imported model trials ---------
 
 
+def anchor_cells(rows: Iterable[AttemptRow], cells: Iterable[str]) -> set[str]:
+    """The cells the anchors are averaged over: those with a selected attempt among
+    ``rows`` (the cells of the equal-cell mean), or every cell of ``cells`` while none
+    has one, so anchors can be read before any attempt is selected."""
+    return {r.cell for r in rows if r.selected} or set(cells)
+
+
 def anchor_figures(anchors: Mapping[str, Mapping[str, Decimal]], tasks: Mapping[str, str], *,
                    seed: int = DEFAULT_SEED, resamples: int = RESAMPLES) -> dict[str, Estimate]:
     """Equal-cell mean and interval of each scripted anchor over the given cells.

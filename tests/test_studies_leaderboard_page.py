@@ -2,8 +2,9 @@
 some, anchors over the cells the humans' mean covers, and labels that say what each
 figure and count is over."""
 import pytest
-from test_studies_support import admin, study  # noqa: F401
+from test_studies_support import admin, bot, cell, study  # noqa: F401
 
+from studies import assignment, attempts, bots, exports, figures
 from studies import leaderboard as lb
 
 
@@ -27,3 +28,41 @@ def test_a_registered_trial_source_shows_its_model_row_and_legend(client, study,
     client.force_login(admin)
     html = client.get(f"/studies/{study.pk}/leaderboard/").content.decode()
     assert '<tr class="kind-model"><td>model-x</td>' in html and "orange: models" in html
+
+
+@pytest.fixture
+def one_selected(study, admin, bot, cell):
+    """One bot attempt, selected (a rule may select bots' attempts when asked to)."""
+    bots.play(assignment.assign(admin, bot, cell), "clerk")
+    attempts.select_by_rule(admin, study, "latest", include_bots=True)
+    return study
+
+
+def _anchor_cells(html):
+    rows = [part.split("</tr>")[0] for part in html.split('<tr class="kind-anchor">')[1:]]
+    return {row.rsplit("<td>", 1)[1].split("<")[0] for row in rows}
+
+
+def test_before_any_selection_the_page_says_the_anchors_cover_every_cell(client, study, admin):
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/").content.decode()
+    assert "No cell has a selected attempt yet, so the anchors are averaged over all 4 cells." in html
+    assert "Anchors are averaged over the same" not in html and _anchor_cells(html) == {"4"}
+
+
+def test_anchors_cover_the_cells_of_the_equal_cell_mean(client, one_selected, admin):
+    client.force_login(admin)
+    html = client.get(f"/studies/{one_selected.pk}/leaderboard/?include_bots=1").content.decode()
+    assert "Anchors are averaged over the same 1 cell as the equal-cell mean." in html
+    assert _anchor_cells(html) == {"1"}
+
+
+def test_aggregates_average_anchors_over_the_equal_cell_mean_cells(one_selected):
+    rows = list(exports.aggregate_rows(one_selected, figures.Filters(include_bots=True), resamples=50))
+    assert {r["n_cells"] for r in rows if r["figure"] in ("equal_cell_mean", "anchor_mean")} == {1}
+
+
+def test_the_codebook_says_anchors_cover_every_cell_while_none_is_selected(study):
+    meaning = next(r["meaning"] for r in exports.codebook(study) if (r["table"], r["column"]) == ("aggregates", "figure"))
+    assert "anchor_mean (anchors over the cells of equal_cell_mean, i.e. with a selected attempt; " \
+           "over every cell of the study while no cell has one)" in meaning
