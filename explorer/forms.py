@@ -1,14 +1,44 @@
 """Validation of the explorer's query parameters."""
 from __future__ import annotations
 
+import re
+
 from django import forms
 
 from .models import ToolFamily
 
+WHOLE = re.compile(r"[+-]?[0-9]+")
+# Beyond any page there can be (and short enough for int(): a page past the end is shown as the last).
+PAGE_CAP = 10 ** 18
+
 
 class ActionLogForm(forms.Form):
-    family = forms.ChoiceField(choices=[("", "All families"), *ToolFamily.choices], required=False)
-    page = forms.IntegerField(min_value=1, required=False)
+    """``family`` must be a tool family; ``page`` a whole number, any whole number: one out of
+    range is shown as the nearest page there is, and the page says so (the service clamps it)."""
+
+    family = forms.CharField(required=False)
+    page = forms.CharField(required=False)
+
+    def clean_family(self) -> str:
+        family = self.cleaned_data["family"]
+        if family and family not in ToolFamily.values:
+            raise forms.ValidationError(f"There is no tool family {family[:40]!r}; choose one of "
+                                        f"{', '.join(ToolFamily.values)}, or none for every call.")
+        return family
+
+    def clean_page(self) -> int | None:
+        text = self.cleaned_data["page"].strip()
+        if not text:
+            return None
+        if not WHOLE.fullmatch(text):
+            raise forms.ValidationError(f"The action log's page must be a whole number such as 2, "
+                                        f"not {text[:40]!r}.")
+        sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
+        return sign * (PAGE_CAP if len(digits) > 18 else min(int(digits), PAGE_CAP))
+
+    def problem(self) -> str:
+        """The first problem, as one sentence."""
+        return next(str(message) for errors in self.errors.values() for message in errors)
 
 
 class CompareForm(forms.Form):

@@ -76,6 +76,7 @@ class TrialPage:
     failure_modes: list[FailureMode]
     calls: Page
     family: str
+    page_note: str  # why the page shown is not the one asked for, or ""
     business_zero: Decimal | None
     business_scale: Decimal | None
     families: list[tuple[str, str]] = field(default_factory=lambda: list(ToolFamily.choices))
@@ -248,15 +249,28 @@ def _calls(trial: Trial, family: str, page: int) -> Page:
     return current
 
 
+def _page_note(asked: int, calls: Page, family: str) -> str:
+    if asked == calls.number:
+        return ""
+    last = calls.paginator.num_pages
+    if asked < 1:
+        return f"There is no page {asked} of the action log; it starts at page 1, shown here."
+    return (f"The action log has {last} page{'s' if last != 1 else ''}"
+            f"{' in this family' if family else ''}; page {asked} is past the end, so the last "
+            f"page is shown.")
+
+
 def trial_page(trial_id: int, *, researcher: bool, family: str = "", page: int = 1) -> TrialPage:
+    """``page`` may be any whole number: one out of range shows the nearest page and says so."""
     trial = get_object_or_404(Trial, pk=trial_id)
+    calls = _calls(trial, family, max(page, 1))
     rows = _windows(trial)
     events = _events([trial], researcher)
     markers = _markers(events)
     return TrialPage(
         trial=trial, components=_components(trial), anchors=_anchors(trial), ladder_svg=_ladder_strip(trial),
         charts=[_trial_chart(trial, rows, m, markers) for m in MEASURES], events=events,
-        failure_modes=_failure_modes(trial), calls=_calls(trial, family, page), family=family,
+        failure_modes=_failure_modes(trial), calls=calls, family=family, page_note=_page_note(page, calls, family),
         business_zero=_d(trial.score.get("business_zero_raw")), business_scale=_d(trial.score.get("business_scale")),
     )
 

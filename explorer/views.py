@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from . import services
@@ -34,6 +35,18 @@ def _svg(body: str, filename: str) -> HttpResponse:
     return _download(body, "image/svg+xml", filename)
 
 
+def _page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
+    """Render an explorer page; every page's header says whether the viewer is a researcher."""
+    return render(request, template, {**context, "researcher": is_researcher(request.user)}, status=status)
+
+
+def _problem(request: HttpRequest, heading: str, problem: str, back: str, back_label: str, trail: str = ""
+             ) -> HttpResponse:
+    """A 400 in the explorer's page: what is wrong, in one sentence, and a link back."""
+    return _page(request, "explorer/problem.html", {"heading": heading, "problem": problem, "back": back,
+                                                    "back_label": back_label, "trail": trail}, status=400)
+
+
 def _measure(slug: str) -> str:
     if slug not in BY_SLUG:
         raise Http404(f"no chart {slug!r}")
@@ -43,8 +56,7 @@ def _measure(slug: str) -> str:
 @researcher_required
 @require_GET
 def trial_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "explorer/trial_list.html", {"groups": services.cell_groups(),
-                                                        "researcher": is_researcher(request.user)})
+    return _page(request, "explorer/trial_list.html", {"groups": services.cell_groups()})
 
 
 @researcher_required
@@ -52,11 +64,12 @@ def trial_list(request: HttpRequest) -> HttpResponse:
 def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     form = ActionLogForm(request.GET)
     if not form.is_valid():
-        return HttpResponse(f"Bad action-log filter: {form.errors.as_text()}", status=400, content_type="text/plain")
-    researcher = is_researcher(request.user)
-    page = services.trial_page(pk, researcher=researcher, family=form.cleaned_data["family"],
-                               page=form.cleaned_data["page"] or 1)
-    return render(request, "explorer/trial.html", {"page": page, "trial": page.trial, "researcher": researcher})
+        return _problem(request, "Cannot show this action log", form.problem(),
+                        reverse("explorer:trial", args=[pk]) + "#actions", f"Back to trial {pk}'s action log",
+                        trail=f"trial {pk}")
+    page = services.trial_page(pk, researcher=is_researcher(request.user), family=form.cleaned_data["family"],
+                               page=1 if form.cleaned_data["page"] is None else form.cleaned_data["page"])
+    return _page(request, "explorer/trial.html", {"page": page, "trial": page.trial})
 
 
 @researcher_required
@@ -83,7 +96,7 @@ def trial_windows(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 def trial_actions(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     form = ActionLogForm(request.GET)
     if not form.is_valid():
-        return HttpResponse(f"Bad action-log filter: {form.errors.as_text()}", status=400, content_type="text/plain")
+        return HttpResponse(form.problem(), status=400, content_type="text/plain")
     return _table(services.actions_table(pk, form.cleaned_data["family"]), fmt)
 
 

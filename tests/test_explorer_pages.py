@@ -178,8 +178,9 @@ def test_the_action_log_is_paginated_in_call_order(as_researcher, trials):
 def test_an_unknown_tool_family_is_a_bad_request(as_researcher, trials):
     response = as_researcher.get(f"/explorer/trials/{trials['smart'].pk}/?family=magic")
     assert response.status_code == 400
-    assert response.content.decode() == ("Bad action-log filter: * family\n  * Select a valid choice. magic is not "
-                                         "one of the available choices.")
+    assert response.context["problem"] == ("There is no tool family 'magic'; choose one of status and time, catalog "
+                                           "and listings, inventory, orders, returns, sourcing, finance and market, "
+                                           "unknown, or none for every call.")
 
 
 def test_two_trials_of_one_cell_are_compared_window_by_window(as_researcher, trials):

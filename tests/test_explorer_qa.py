@@ -62,3 +62,34 @@ def test_the_compared_cumulative_dense_reward_names_the_opening_value(as_researc
     a, b = trials["smart"], trials["absentee"]
     svg = as_researcher.get(f"/explorer/compare/charts/dense-reward.svg?trial={a.pk}&trial={b.pk}").content.decode()
     assert f"opening value {format_value(float(_offset_dollars(a)), 'usd')}</text>" in svg
+
+
+@pytest.mark.parametrize("page", ["abc", "1e3", "2.5"])
+def test_a_page_that_is_not_a_whole_number_is_a_400_page_saying_so_with_a_link_back(as_researcher, trials,  # noqa: F811
+                                                                                   page):
+    pk = trials["smart"].pk
+    response = as_researcher.get(f"/explorer/trials/{pk}/", {"page": page})
+    assert response.status_code == 400
+    assert response.context["problem"] == f"The action log's page must be a whole number such as 2, not {page!r}."
+    assert f'href="/explorer/trials/{pk}/#actions"' in response.content.decode()
+
+
+@pytest.mark.parametrize("query", ["page=999999999999999999999", "family=orders&page=9999"])
+def test_a_page_past_the_end_shows_the_last_page_and_says_so(as_researcher, trials, query):  # noqa: F811
+    response = as_researcher.get(f"/explorer/trials/{trials['smart'].pk}/?{query}")
+    calls = response.context["page"].calls
+    assert response.status_code == 200 and calls.number == calls.paginator.num_pages > 1
+    assert "is past the end, so the last page is shown." in response.context["page"].page_note
+
+
+@pytest.mark.parametrize("page", ["0", "-1"])
+def test_a_page_before_the_first_shows_the_first_page_and_says_so(as_researcher, trials, page):  # noqa: F811
+    response = as_researcher.get(f"/explorer/trials/{trials['smart'].pk}/", {"page": page})
+    assert response.status_code == 200 and response.context["page"].calls.number == 1
+    assert response.context["page"].page_note == (f"There is no page {page} of the action log; it starts at page 1, "
+                                                  "shown here.")
+
+
+def test_a_page_in_range_has_no_note(as_researcher, trials):  # noqa: F811
+    response = as_researcher.get(f"/explorer/trials/{trials['smart'].pk}/", {"page": "2"})
+    assert response.context["page"].page_note == ""
