@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from xml.sax.saxutils import escape
 
-COLOURS = {"human": "#1f6feb", "anchor": "#8a8a8a", "model": "#d4731f"}
+COLOURS = {"human": "#1f6feb", "participants": "#1f6feb", "anchor": "#8a8a8a", "model": "#d4731f"}
 ROW = 22
 LABEL_WIDTH = 230
 PLOT_WIDTH = 420

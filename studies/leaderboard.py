@@ -37,7 +37,7 @@ from .figures import Filters, reference_rows
 from .models import SCORE_FIELDS, Attempt, Study
 from .permissions import Action, require
 
-CACHE_PREFIX = "studies:leaderboard:v1:"
+CACHE_PREFIX = "studies:leaderboard:v2:"
 CACHE_SECONDS = 7 * 24 * 3600
 
 TrialRows = Iterable[tuple[str, Decimal, str]]
@@ -52,7 +52,7 @@ def register_trial_source(source: Callable[[Study], TrialRows]) -> None:
 @dataclass(frozen=True)
 class Entry:
     name: str
-    kind: str  # "human", "anchor" or "model"
+    kind: str  # "human", "participants" (bots included), "anchor" or "model"
     estimate: reference.Estimate
 
 
@@ -95,9 +95,10 @@ def leaderboard(actor, study: Study, trials: TrialRows = (), filters: Filters = 
     covered = reference.anchor_cells(rows, keys)
     anchors = {c.key: {k: Decimal(v) for k, v in c.anchors.items()} for c in cells if c.key in covered}
     figures = reference.compute(rows, seed=seed, resamples=resamples)
-    entries = [Entry("Humans (equal-cell mean)", "human", figures.equal_cell),
-               Entry("Humans (equal-person mean)", "human", figures.equal_person),
-               Entry("Humans (earliest attempt)", "human", figures.earliest)]
+    who, kind = ("Participants, bots included", "participants") if filters.include_bots else ("Humans", "human")
+    entries = [Entry(f"{who} (equal-cell mean)", kind, figures.equal_cell),
+               Entry(f"{who} (equal-person mean)", kind, figures.equal_person),
+               Entry(f"{who} (earliest attempt)", kind, figures.earliest)]
     entries += [Entry(name, "anchor", est) for name, est in reference.anchor_figures(
         anchors, tasks, seed=seed, resamples=resamples).items()]
     entries += [Entry(label, "model", est) for label, est in reference.trial_figures(

@@ -66,3 +66,18 @@ def test_the_codebook_says_anchors_cover_every_cell_while_none_is_selected(study
     meaning = next(r["meaning"] for r in exports.codebook(study) if (r["table"], r["column"]) == ("aggregates", "figure"))
     assert "anchor_mean (anchors over the cells of equal_cell_mean, i.e. with a selected attempt; " \
            "over every cell of the study while no cell has one)" in meaning
+
+
+def test_the_counts_say_what_each_counts(client, study, admin, bot, cell):
+    bots.play(assignment.assign(admin, bot, cell), "clerk")
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    assert "1 completed attempt under these filters; 0 people with a selected attempt;" in html
+
+
+def test_with_bots_included_the_rows_are_not_labelled_humans(client, study, admin, bot, cell):
+    bots.play(assignment.assign(admin, bot, cell), "clerk")
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    assert "<td>Participants, bots included (earliest attempt)</td><td>participants</td>" in html
+    assert "Humans" not in html

@@ -193,5 +193,5 @@ def test_leaderboard_puts_model_trials_beside_humans_and_anchors(built):
     entries, _ = leaderboard(built["admin"], built["study"], trials=trials, filters=Filters(include_bots=True))
     by_name = {e.name: e for e in entries}
     assert by_name["model-x"].estimate.value == Decimal("0.600000") and by_name["model-x"].estimate.n == 2
-    assert by_name["Humans (equal-cell mean)"].estimate == built["figures"].equal_cell
+    assert by_name["Participants, bots included (equal-cell mean)"].estimate == built["figures"].equal_cell
     assert {"smart-triage", "rule-based", "blast-list"} <= set(by_name)

@@ -204,7 +204,8 @@ def test_leaderboard_counts_one_person_in_the_singular(client, study, admin, bot
                     include_bots=True)
     client.force_login(admin)
     html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
-    assert "Humans: 1 person, 1 completed attempt, practice excluded." in html
+    assert "Participants (bots included): 1 completed attempt under these filters; 1 person with a selected " \
+           "attempt; practice excluded." in html
 
 
 def test_researcher_may_not_use_the_monitor(client, study, admin):
