@@ -42,19 +42,28 @@ class ActionLogForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    trial = forms.TypedMultipleChoiceField(coerce=int, required=True, error_messages={
+    """``trial`` is repeated, two or three whole numbers (a number named twice counts once).  Any
+    whole number passes: whether that trial exists is the service's business, and it says so."""
+
+    trial = forms.MultipleChoiceField(required=True, error_messages={
         "required": "Choose two or three trials of one cell to compare."})
 
     def __init__(self, data, *args, **kwargs):
         super().__init__(data, *args, **kwargs)
-        # Any whole number is a valid choice here; whether the trial exists is the service's business.
-        # (at most 18 digits: larger numbers name no row and overflow the database's integers).
-        self.fields["trial"].choices = [(v, v) for v in data.getlist("trial")
-                                        if v.isascii() and v.isdigit() and len(v) <= 18]
-        self.fields["trial"].error_messages["invalid_choice"] = "Trials are named by their numbers."
+        self.fields["trial"].choices = [(v, v) for v in data.getlist("trial")]
 
     def clean_trial(self) -> list[int]:
-        ids = list(dict.fromkeys(self.cleaned_data["trial"]))
-        if not 2 <= len(ids) <= 3:
+        named = self.cleaned_data["trial"]
+        bad = next((v for v in named if not (v.isascii() and v.isdigit())), None)
+        if bad is not None:
+            raise forms.ValidationError(f"Trials are named by their numbers, and {bad[:40]!r} is not a number.")
+        ids = list(dict.fromkeys(int(v) for v in named))
+        if len(ids) > 3:
+            raise forms.ValidationError(f"Choose two or three trials of one cell to compare, not {len(ids)}.")
+        if len(ids) < 2:
+            repeated = sorted({i for i in ids if [int(v) for v in named].count(i) > 1})
+            if repeated:
+                raise forms.ValidationError(f"Trial {repeated[0]} is named twice: choose two or three different "
+                                            "trials of one cell to compare.")
             raise forms.ValidationError("Choose two or three trials of one cell to compare.")
         return ids

@@ -326,8 +326,11 @@ def call_detail(trial_id: int, seq: int) -> dict:
 # -- comparison ---------------------------------------------------------------------------------
 
 
+MAX_ID = 2 ** 63 - 1  # a larger number names no row (and would overflow the database's integers)
+
+
 def _compared(ids: list[int]) -> list[Trial]:
-    found = Trial.objects.in_bulk(ids)
+    found = Trial.objects.in_bulk([i for i in ids if 0 < i <= MAX_ID])
     missing = [str(i) for i in ids if i not in found]
     if missing:
         raise CompareRefused(f"There is no trial {', '.join(missing)}.")

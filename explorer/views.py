@@ -126,14 +126,13 @@ def _compare_ids(request: HttpRequest) -> tuple[list[int] | None, str]:
 def compare(request: HttpRequest) -> HttpResponse:
     ids, problem = _compare_ids(request)
     if ids is None:
-        return render(request, "explorer/compare.html", {"problem": problem}, status=400)
-    researcher = is_researcher(request.user)
+        return _page(request, "explorer/compare.html", {"problem": problem}, status=400)
     try:
-        page = services.compare_page(ids, researcher=researcher)
+        page = services.compare_page(ids, researcher=is_researcher(request.user))
     except services.CompareRefused as exc:
-        return render(request, "explorer/compare.html", {"problem": str(exc)}, status=400)
+        return _page(request, "explorer/compare.html", {"problem": str(exc)}, status=400)
     query = "&".join(f"trial={pk}" for pk in ids)
-    return render(request, "explorer/compare.html", {"page": page, "query": query, "researcher": researcher})
+    return _page(request, "explorer/compare.html", {"page": page, "query": query})
 
 
 @researcher_required
@@ -165,8 +164,7 @@ def compare_components(request: HttpRequest, fmt: str) -> HttpResponse:
 @researcher_required
 @require_GET
 def ladder(request: HttpRequest) -> HttpResponse:
-    return render(request, "explorer/ladder.html", {"page": services.ladder_page(),
-                                                    "researcher": is_researcher(request.user)})
+    return _page(request, "explorer/ladder.html", {"page": services.ladder_page()})
 
 
 @researcher_required

@@ -93,3 +93,27 @@ def test_a_page_before_the_first_shows_the_first_page_and_says_so(as_researcher,
 def test_a_page_in_range_has_no_note(as_researcher, trials):  # noqa: F811
     response = as_researcher.get(f"/explorer/trials/{trials['smart'].pk}/", {"page": "2"})
     assert response.context["page"].page_note == ""
+
+
+def test_a_trial_named_twice_is_said_to_be_named_twice(as_researcher, trials):  # noqa: F811
+    pk = trials["smart"].pk
+    response = as_researcher.get(f"/explorer/compare/?trial={pk}&trial={pk}")
+    assert response.status_code == 400
+    assert response.context["problem"] == (f"Trial {pk} is named twice: choose two or three different trials of one "
+                                           "cell to compare.")
+
+
+def test_a_number_too_large_for_any_trial_is_no_such_trial(as_researcher, trials):  # noqa: F811
+    big = "9" * 23
+    response = as_researcher.get(f"/explorer/compare/?trial={big}&trial={trials['smart'].pk}")
+    assert response.status_code == 400 and response.context["problem"] == f"There is no trial {big}."
+
+
+def test_a_trial_that_is_not_a_number_is_named(as_researcher, trials):  # noqa: F811
+    response = as_researcher.get(f"/explorer/compare/?trial=abc&trial={trials['smart'].pk}")
+    assert response.context["problem"] == "Trials are named by their numbers, and 'abc' is not a number."
+
+
+def test_the_refused_comparison_page_says_the_viewer_is_a_researcher(as_researcher, trials):  # noqa: F811
+    response = as_researcher.get(f"/explorer/compare/?trial={trials['smart'].pk}")
+    assert response.status_code == 400 and "res · researcher</span>" in response.content.decode()
