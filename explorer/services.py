@@ -214,13 +214,19 @@ def _trial_chart(trial: Trial, rows: list[dict], measure: Measure, markers: list
     return Chart(measure, svg, recorded(rows, measure))
 
 
+# Labels for the report's keys where the key, read as words, says something else: ``never_restocked``
+# is true when no purchase order went through, which beside "lines that ran out and were never
+# restocked: 94" read as a contradiction.  Other keys are shown as their words.
+FAILURE_MODE_LABELS = {"never_restocked": "Placed no purchase order"}
+
+
 def _failure_modes(trial: Trial) -> list[FailureMode]:
     report_ = trial.failure_modes or {}
     out = []
     for key, value in report_.items():
         if key in ("task", "seed", "calls", "windows_played", "windows_total"):
             continue
-        label = key.replace("_", " ").capitalize()
+        label = FAILURE_MODE_LABELS.get(key) or key.replace("_", " ").capitalize()
         if isinstance(value, dict):
             examples = [", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ex.items()) if isinstance(ex, dict)
                         else str(ex) for ex in value.get("examples", [])]

@@ -117,3 +117,10 @@ def test_a_trial_that_is_not_a_number_is_named(as_researcher, trials):  # noqa: 
 def test_the_refused_comparison_page_says_the_viewer_is_a_researcher(as_researcher, trials):  # noqa: F811
     response = as_researcher.get(f"/explorer/compare/?trial={trials['smart'].pk}")
     assert response.status_code == 400 and "res · researcher</span>" in response.content.decode()
+
+
+def test_the_failure_mode_for_no_purchase_order_says_so(as_researcher, trials):  # noqa: F811
+    trial = trials["absentee"]
+    modes = {m.label: m.value for m in as_researcher.get(f"/explorer/trials/{trial.pk}/").context["page"].failure_modes}
+    assert modes["Placed no purchase order"] == ("yes" if trial.failure_modes["never_restocked"] else "no")
+    assert "Never restocked" not in modes
