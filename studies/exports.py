@@ -118,11 +118,14 @@ AGGREGATE_COLUMNS = (
                          "task_mean, component_mean or anchor_mean (anchors over the cells of "
                          "equal_cell_mean, i.e. with a selected attempt; over every cell of the study "
                          "while no cell has one)"),
-    ("group", "string", "task id, component name or anchor name (empty for study-level figures)"),
+    ("group", "string", "task id, component name (business, reliability, on_time_rate, "
+                        "return_handled_rate or continuity, as the attempts table names them) or anchor "
+                        "name (empty for study-level figures)"),
     ("value", "decimal", "point estimate"),
     ("ci_low", "decimal", "95% percentile bootstrap interval over cells, lower end"),
     ("ci_high", "decimal", "95% percentile bootstrap interval over cells, upper end"),
-    ("n_cells", "integer", "cells contributing to the point estimate"),
+    ("n_cells", "integer", "cells contributing to the point estimate (for equal_person_mean, the selected "
+                           "cells of the people it averages: the bootstrap resamples cells, not people)"),
     ("resamples", "integer", "bootstrap resamples"),
     ("seed", "integer", "bootstrap seed"),
 )

@@ -69,8 +69,7 @@ def row_of(attempt: Attempt) -> reference.AttemptRow:
         cell=attempt.cell.key, task=attempt.cell.task_id, person=attempt.participant.code,
         composite=outcome.composite, threshold=attempt.cell.threshold, selected=attempt.is_selected,
         order=(outcome.completed_at.isoformat() if outcome.completed_at else "", attempt.number),
-        components={"business": scores["business"], "reliability": scores["reliability"],
-                    "on_time": scores["on_time_rate"], "returns_handled": scores["return_handled_rate"]},
+        components={name: scores[name] for name in reference.COMPONENTS},
     )
 
 

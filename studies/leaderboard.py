@@ -37,7 +37,7 @@ from .figures import Filters, reference_rows
 from .models import SCORE_FIELDS, Attempt, Study
 from .permissions import Action, require
 
-CACHE_PREFIX = "studies:leaderboard:v2:"
+CACHE_PREFIX = "studies:leaderboard:v3:"
 CACHE_SECONDS = 7 * 24 * 3600
 
 TrialRows = Iterable[tuple[str, Decimal, str]]
@@ -97,7 +97,8 @@ def leaderboard(actor, study: Study, trials: TrialRows = (), filters: Filters = 
     figures = reference.compute(rows, seed=seed, resamples=resamples)
     who, kind = ("Participants, bots included", "participants") if filters.include_bots else ("Humans", "human")
     entries = [Entry(f"{who} (equal-cell mean)", kind, figures.equal_cell),
-               Entry(f"{who} (equal-person mean)", kind, figures.equal_person),
+               Entry(f"{who} (equal-person mean over {figures.persons} "
+                     f"{'person' if figures.persons == 1 else 'people'})", kind, figures.equal_person),
                Entry(f"{who} (earliest attempt)", kind, figures.earliest)]
     entries += [Entry(name, "anchor", est) for name, est in reference.anchor_figures(
         anchors, tasks, seed=seed, resamples=resamples).items()]

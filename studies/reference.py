@@ -14,8 +14,9 @@ Definitions (the paper's, Appendix I):
 * **pass rate**: the share of cells whose selected composite is >= the cell's threshold;
 * **per-task means**: the equal-cell mean over each task's cells;
 * **component means**: the mean over cells of the selected attempt's business,
-  reliability, on-time rate and returns-handled rate (cells where a rate is
-  undefined, e.g. no order fell due, are left out of that rate's mean).
+  reliability, on_time_rate, return_handled_rate and continuity (the parts of the
+  composite, named as in the attempts export; cells where a rate is undefined, e.g.
+  no order fell due, are left out of that rate's mean).
 
 Intervals are 95% percentile bootstrap intervals over **cells**: 10,000 resamples of
 the cells with replacement, drawn once from ``random.Random(seed)`` as
@@ -40,7 +41,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
-COMPONENTS = ("business", "reliability", "on_time", "returns_handled")
+# The composite's parts, named as the attempts export names them (studies.models.SCORE_FIELDS).
+COMPONENTS = ("business", "reliability", "on_time_rate", "return_handled_rate", "continuity")
 RESAMPLES = 10_000
 CONFIDENCE = Fraction(95, 100)
 DEFAULT_SEED = 20260801

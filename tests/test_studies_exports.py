@@ -74,10 +74,8 @@ def reference_rows(records):
         cell=r["cell"], task=r["task"], person=r["participant_code"], composite=Decimal(str(r["composite"])),
         threshold=Decimal(str(r["threshold"])), selected=r["selected"] in (True, "true"),
         order=(r["completed_at"], int(r["attempt_number"])),
-        components={"business": Decimal(str(r["business"])), "reliability": Decimal(str(r["reliability"])),
-                    "on_time": Decimal(str(r["on_time_rate"])) if r["on_time_rate"] not in (None, "") else None,
-                    "returns_handled": Decimal(str(r["return_handled_rate"]))
-                    if r["return_handled_rate"] not in (None, "") else None})
+        components={name: Decimal(str(r[name])) if r[name] not in (None, "") else None
+                    for name in reference.COMPONENTS})
         for r in records if r["status"] in ("submitted", "timed_out")]
 
 

@@ -81,3 +81,22 @@ def test_with_bots_included_the_rows_are_not_labelled_humans(client, study, admi
     html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
     assert "<td>Participants, bots included (earliest attempt)</td><td>participants</td>" in html
     assert "Humans" not in html
+
+
+def test_component_means_cover_every_part_of_the_composite_with_the_attempts_export_names(one_selected):
+    rows = exports.aggregate_rows(one_selected, figures.Filters(include_bots=True), resamples=50)
+    groups = [r["group"] for r in rows if r["figure"] == "component_mean"]
+    assert groups == ["business", "reliability", "on_time_rate", "return_handled_rate", "continuity"]
+    assert set(groups) <= set(exports.columns_of(one_selected, "attempts"))
+
+
+def test_the_continuity_mean_is_the_selected_attempts_continuity(one_selected):
+    selected = one_selected.attempts.get(is_selected=True)
+    f = figures.study_figures(one_selected.created_by, one_selected, figures.Filters(include_bots=True), resamples=50)
+    assert (f.components["continuity"].value, f.components["continuity"].n) == (selected.outcome.components["continuity"], 1)
+
+
+def test_the_equal_person_row_says_how_many_people_it_averages(client, one_selected, admin):
+    client.force_login(admin)
+    html = client.get(f"/studies/{one_selected.pk}/leaderboard/?include_bots=1").content.decode()
+    assert "<td>Participants, bots included (equal-person mean over 1 person)</td>" in html

@@ -54,8 +54,8 @@ def test_per_task_means():
 
 
 def test_component_mean_skips_undefined_rates():
-    rows = [row("a/1", "p", "0.5", on_time="0.8"), row("a/2", "p", "0.5", on_time=None)]
-    est = reference.compute(rows, resamples=50).components["on_time"]
+    rows = [row("a/1", "p", "0.5", on_time_rate="0.8"), row("a/2", "p", "0.5", on_time_rate=None)]
+    est = reference.compute(rows, resamples=50).components["on_time_rate"]
     assert (est.value, est.n) == (D("0.800000"), 1)
 
 
