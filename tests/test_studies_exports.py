@@ -169,3 +169,11 @@ def test_aggregates_match_the_leaderboard_anchors(played, admin, django_capture_
     entries, _ = leaderboard(admin, played, filters=BOTS)
     shown = {e.name: str(e.estimate.value) for e in entries if e.kind == "anchor"}
     assert exported == shown and "smart-triage" in exported
+
+
+def test_the_export_page_lists_the_manifest_it_serves(client, played, admin, django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    client.force_login(admin)
+    url = f"/studies/{played.pk}/exports/{job.pk}/manifest.json"
+    assert f'<a href="{url}">manifest.json</a>' in client.get(f"/studies/{played.pk}/exports/").content.decode()
+    assert json.loads(b"".join(client.get(url).streaming_content))["files"]["attempts.csv"]["rows"] == 5
