@@ -179,6 +179,6 @@ def test_hostile_json_in_a_purchase_order_is_a_clear_refusal(client, db, lines, 
 def test_a_huge_trial_number_is_a_clear_error(db, client):
     client.force_login(get_user_model().objects.create(username="res", is_staff=True))
     response = client.get("/explorer/compare/", {"trial": ["9" * 40, "1"]})
-    assert response.status_code == 400 and "Trials are named by their numbers" in response.content.decode()
+    assert response.status_code == 400 and f"There is no trial {'9' * 40}, 1." in response.content.decode()
     assert client.get("/explorer/trials/" + "9" * 40 + "/").status_code == 404
     assert client.get("/studies/" + "9" * 40 + "/").status_code == 404
