@@ -149,7 +149,9 @@ def _seq_param(request: HttpRequest) -> int | None:
 def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     overview = workspace.shift_overview(shift, _seq_param(request))
-    return render(request, "console/shift.html", _context(overview))
+    return render(request, "console/shift.html", _context(
+        overview, brief=workspace.shift_brief(overview.shift),
+        brief_open=workspace.brief_open(overview.shift, overview.calls)))
 
 
 @login_required

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from environment.brief import brief
+from environment.tasks import get_task
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
 from shifts.briefing import acknowledgement, practice_completed, start_refusal
@@ -19,7 +21,7 @@ from shifts.cache import replay_episode
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift
-from shifts.lifecycle import begin_shift
+from shifts.lifecycle import OPENING_CALL_ID, begin_shift
 from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
 from shifts.timeline import series_of
@@ -77,6 +79,19 @@ class Overview:
     cached: list[CachedView]
     clock: TimeAccount
     pause: ShiftPause | None  # the pause in progress
+
+
+def shift_brief(shift: Shift) -> str:
+    """The merchant's brief for the shift's task: the very text the shift's MCP server
+    gives an agent as its instructions and its prompt ``brief``
+    (:func:`environment.brief.brief` of the task), so a person reads what an agent reads."""
+    return brief(get_task(shift.task_id))
+
+
+def brief_open(shift: Shift, calls: list[ShiftCall]) -> bool:
+    """Whether the brief is shown open: until the participant's first call (the
+    store's opening ``store_status`` read is not theirs)."""
+    return shift.status != Shift.Status.ENDED and all(c.call_id == OPENING_CALL_ID for c in calls)
 
 
 def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:

@@ -1,4 +1,6 @@
-"""The workspace's free views (history, cached views, returns inbox) and the end page."""
+"""The workspace's free views (brief, history, cached views, returns inbox) and the end page."""
+import asyncio
+import html as html_lib
 import re
 
 import pytest
@@ -20,6 +22,39 @@ def test_tools_grouped_by_family_in_working_order(signed_in, shift):
     families = re.findall(r'<details class="family" id="family-([a-z-]+)"', html)
     assert families == ["orders", "returns", "catalog-and-listings", "inventory", "sourcing",
                         "finance-and-market", "status-and-time"]
+
+
+def brief_panel(html: str) -> re.Match:
+    match = re.search(r'<details class="panel brief" id="brief"( open)?>.*?<pre[^>]*id="brief-text"[^>]*>(.*?)</pre>',
+                      html, re.S)
+    assert match, "no brief panel in the page"
+    return match
+
+
+def mcp_instructions(shift) -> str:
+    """The instructions the MCP server gives an agent playing the shift's cell."""
+    from environment.api import arm
+    from mcp_client.client import episode_client
+    from mcp_client.server import build_server
+
+    episode = arm(shift.task_id, shift.seed)
+
+    async def go():
+        async with episode_client(build_server(lambda: episode)) as client:
+            return client.client.instructions
+
+    return asyncio.run(go())
+
+
+def test_the_shift_page_shows_the_brief_the_mcp_server_gives_an_agent(signed_in, shift):
+    shown = html_lib.unescape(brief_panel(page(signed_in, shift)).group(2))
+    assert shown == mcp_instructions(shift)
+
+
+def test_the_brief_is_open_until_the_first_call_then_folded(signed_in, shift):
+    assert brief_panel(page(signed_in, shift)).group(1) == " open"
+    call(signed_in, shift, "list_orders")
+    assert brief_panel(page(signed_in, shift)).group(1) is None
 
 
 def test_history_search_by_text_and_tool(signed_in, shift):
