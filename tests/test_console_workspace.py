@@ -24,6 +24,12 @@ def test_tools_grouped_by_family_in_working_order(signed_in, shift):
                         "finance-and-market", "status-and-time"]
 
 
+def test_tool_groups_count_tools_not_orders(signed_in, shift):
+    html = page(signed_in, shift)
+    orders = re.search(r'id="family-orders"[^>]*>\s*<summary>(.*?)</summary>', html, re.S).group(1)
+    assert re.sub(r"<[^>]+>", "", orders) == "Orders · 4 tools"
+
+
 def brief_panel(html: str) -> re.Match:
     match = re.search(r'<details class="panel brief" id="brief"( open)?>.*?<pre[^>]*id="brief-text"[^>]*>(.*?)</pre>',
                       html, re.S)
