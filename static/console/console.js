@@ -181,8 +181,11 @@ document.addEventListener("htmx:confirm", function (evt) {
 
 // Row actions: each is one call through the call endpoint with its own call id. The
 // reply's outcome line lands in the row; the list stays. After any answer from the
-// server the form gets a fresh call id (a retry is a new call); with no answer it keeps
-// its id, and the page asks the server's call record whether that call was stored.
+// server every form that makes a call (row actions, quick reads, the inbox's refunds, the
+// purchase-order grid, the tool forms) gets a fresh call id: a retry or a corrected
+// amount is a new call. Until the answer it keeps its id (its button is disabled, and a
+// second submit of the same id is the same stored call); with no answer (or a 5xx) it
+// keeps its id, and the page asks the server's call record whether that call was stored.
 (function () {
   function freshId() {
     var bytes = new Uint8Array(16);
@@ -195,22 +198,21 @@ document.addEventListener("htmx:confirm", function (evt) {
   }
   document.addEventListener("htmx:afterRequest", function (evt) {
     var form = evt.detail.elt;
-    if (!form || !form.classList || !evt.detail.xhr || !evt.detail.xhr.status) return;
-    if (form.classList.contains("fresh-id")) {  // a reusable form: every answered call is a new one next time
-      form.querySelector("input[name=call_id]").value = freshId();
-      return;
+    if (!form || form.tagName !== "FORM") return;
+    var id = form.querySelector("input[name=call_id]");
+    var xhr = evt.detail.xhr;
+    if (!id || !xhr || !xhr.status || xhr.status >= 500) return;  // no answer: the same call when sent again
+    if (form.classList.contains("row-action")) {
+      var outcome = form.parentNode.querySelector(".row-status .outcome");
+      var row = form.closest("tr") || form.closest(".card");
+      if (outcome && outcome.dataset.ok === "1" && row) {
+        row.classList.remove("urgent");
+        row.classList.add("done");
+        row.querySelectorAll("form.row-action, input.pick").forEach(function (f) { f.remove(); });
+        return;
+      }
     }
-    if (!form.classList.contains("row-action")) return;
-    var outcome = form.parentNode.querySelector(".row-status .outcome");
-    var ok = outcome && outcome.dataset.ok === "1";
-    var row = form.closest("tr") || form.closest(".card");
-    if (ok && row) {
-      row.classList.remove("urgent");
-      row.classList.add("done");
-      row.querySelectorAll("form.row-action, input.pick").forEach(function (f) { f.remove(); });
-    } else {
-      form.querySelector("input[name=call_id]").value = freshId();
-    }
+    id.value = freshId();
   });
   function unanswered(evt) {
     var form = evt.detail.elt;

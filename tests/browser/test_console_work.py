@@ -204,3 +204,30 @@ def test_accessibility_and_screenshots(browser, server, login, screenshot):
         context.close()
     print("\naxe serious/critical violations:", {k: len(v) for k, v in found.items()})
     assert all(not v for v in found.values()), found
+
+
+def answered(page, button) -> int:
+    """Press a button whose call's reply replaces the result panel; the number of the call shown after."""
+    page.evaluate("() => { const r = document.querySelector('#result .result'); if (r) r.dataset.before = '1'; }")
+    button.click()
+    page.wait_for_selector("#result .result:not([data-before])")
+    return seq_shown(page)
+
+
+def test_a_corrected_refund_in_the_inbox_is_a_new_call(counted, server, login):
+    """A refusal answers the inbox's Refund: the amount corrected and sent again is a new call
+    (a fresh call id), not the stored refusal shown again."""
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(c, "list_returns")
+    return_id = page.locator("#inbox form.refund-form input[name=arg_return_id]").first.input_value()
+    form = page.locator(f'#inbox form.refund-form:has(input[value="{return_id}"])')
+    refundable = form.locator("input[name=arg_amount]").input_value()
+    form.locator("input[name=arg_amount]").fill("0")
+    refused = answered(page, form.locator("button"))
+    assert "invalid_amount" in page.locator("#result").inner_text()
+
+    form.locator("input[name=arg_amount]").fill(refundable)
+    assert answered(page, form.locator("button")) > refused
+    assert "invalid_amount" not in page.locator("#result").inner_text()
