@@ -27,6 +27,8 @@ from typing import Any
 
 from shifts.results import result_of
 
+from .toolforms import json_problems
+
 URGENT_HOURS = 12.0  # one window of the standard 12-hour clock
 _MONEY = re.compile(r"^-?\d+\.\d{2}$")
 _TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)Z$")
@@ -373,6 +375,10 @@ def problem_of(call) -> Problem | None:
                                dict(error.get("details") or {}), reached_store=True)
     if not call.reached_core:
         reasons = _argument_problems(text)
+        unparsed = json_problems(call.tool, call.arguments or {})
+        if unparsed:  # the argument check only says "not a dictionary": say why the text is not one
+            reasons = [r for r in reasons if r.split(": ", 1)[0] not in unparsed]
+            reasons = [f"{name}: {why}" for name, why in unparsed.items()] + reasons
         return Problem("invalid_argument", "; ".join(reasons) or text, {}, reached_store=False)
     return Problem("error", text, {}, reached_store=call.reached_core)
 

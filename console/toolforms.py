@@ -4,7 +4,10 @@ Nothing here declares a tool: the registry is walked once.  Each argument field
 becomes a :class:`FieldSpec` (an input kind, bounds, choices, default, hint), and
 :func:`arguments_from_form` turns a submitted form back into the ``arguments`` object
 sent over MCP.  A value that does not parse (a word in a number box, bad JSON) is
-forwarded as typed, so the MCP layer answers it exactly as it would answer an agent.
+forwarded as typed, so the MCP layer answers it exactly as it would answer an agent
+(refused before the store, spending nothing); for JSON text, :func:`json_problems` gives
+the page the parser's reason and the form the text should take, which the argument
+check's "not a valid dictionary" does not.
 """
 from __future__ import annotations
 
@@ -172,6 +175,51 @@ def _strict_json(raw: str) -> Any:
     if _depth(value) > MAX_JSON_DEPTH:
         raise ValueError("nested too deeply")
     return value
+
+
+def _example(annotation: Any) -> str:
+    """The form a JSON argument takes, from its type: ``{"SKU": quantity, ...}`` for units per SKU."""
+    base, _optional, _extra = _unwrap(annotation)
+    key, value = (typing.get_args(base) or (str, Any))[:2]
+    if key is str and value is int:
+        return '{"SKU": quantity, ...}'
+    return '{"name": value, ...}'
+
+
+def _plain_json_reason(error: json.JSONDecodeError) -> str:
+    reason = f"{error.msg} at line {error.lineno} column {error.colno}"
+    if error.msg.startswith("Expecting property name enclosed in double quotes"):
+        reason += ": keys need double quotes"
+    elif error.msg == "Extra data":
+        reason += ": give one object, not several (no JSON lines)"
+    return reason
+
+
+def json_problems(tool: str, arguments: typing.Mapping[str, Any]) -> dict[str, str]:
+    """Field name -> why its text is not JSON the tool can take, for the JSON arguments of
+    ``tool`` that went out as the text typed (:func:`_convert` forwards text that does not
+    parse, so the argument check refuses the call before the store).  Says what the text
+    should look like."""
+    form = tool_forms().get(tool)
+    if form is None:
+        return {}
+    spec = REGISTRY[tool]
+    out = {}
+    for field in form.fields:
+        raw = arguments.get(field.name)
+        if field.kind != "json" or not isinstance(raw, str):
+            continue
+        try:
+            _strict_json(raw)
+        except json.JSONDecodeError as error:
+            why = _plain_json_reason(error)
+        except ValueError as error:
+            why = str(error)
+        else:
+            continue
+        out[field.name] = (f"the text is not valid JSON ({why}). "
+                           f"Write it as {_example(spec.args.model_fields[field.name].annotation)}")
+    return out
 
 
 def _convert(field: FieldSpec, raw: str) -> Any:
