@@ -13,8 +13,8 @@ Which rows get which action is the table :data:`ROW_ACTIONS` below, keyed by the
 that produced the rows.
 
 Cells are formatted by what their value is (dollars as ``$1,234.50``, store times as
-``08-01 06:10``, hours left as ``6.2 h``) and keep a sort key, so a table sorts by
-the number, not by the text.  A row whose hours left is within one window is urgent.
+``08-01 06:10`` in a table and ``2026-08-01 06:10`` on a card, hours left as ``6.2 h``)
+and keep a sort key, so a table sorts by the number, not by the text.  A row whose hours left is within one window is urgent.
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from environment.tools import REGISTRY
+from environment.tools.registry import ToolKind
 from shifts.results import result_of
 
 from .toolforms import json_problems
@@ -119,7 +121,8 @@ class Presentation:
     tables: list[Table] = field(default_factory=list)
     card: Card | None = None
     problem: Problem | None = None
-    outcome: str = ""  # one line saying what the call did, for the row it was made from
+    outcome: str = ""  # one line saying what a write did, for the row it was made from ("" for a read)
+    is_read: bool = False  # a read tool: what it shows is as of a moment ("read ... · window N")
 
 
 # --- cells -----------------------------------------------------------------------------------
@@ -134,7 +137,10 @@ def _money_text(value: str) -> str:
     return f"{sign}${abs(amount):,.2f}"
 
 
-def cell(key: str, value: Any) -> Cell:
+def cell(key: str, value: Any, dated: bool = False) -> Cell:
+    """``value`` of field ``key`` as a cell; ``dated`` writes store times with their year
+    ("2026-08-01 00:00", as the store header does: a card's fields have the room), a table's
+    cells without it ("08-01 00:00")."""
     if value is None:
         return Cell("—", "", "text")
     if isinstance(value, bool):
@@ -148,7 +154,8 @@ def cell(key: str, value: Any) -> Cell:
             return Cell(_money_text(value), _num_sort(Decimal(value)), "money")
         when = _TIME.match(value)
         if when:
-            return Cell(f"{when[2]}-{when[3]} {when[4]}:{when[5]}", value, "time")
+            date = f"{when[1]}-{when[2]}-{when[3]}" if dated else f"{when[2]}-{when[3]}"
+            return Cell(f"{date} {when[4]}:{when[5]}", value, "time")
         if _ID.match(value):
             return Cell(value, value, "id", copy=True)
         return Cell(value, value.lower(), "text")
@@ -159,7 +166,7 @@ def cell(key: str, value: Any) -> Cell:
             return Cell(", ".join(str(v) for v in value), str(len(value)), "list")
         return Cell(f"{len(value)} rows", f"{len(value):08d}", "list")
     if isinstance(value, dict):
-        text = ", ".join(f"{_label(k)} {v}" for k, v in value.items()) or "—"
+        text = ", ".join(f"{_label(k)} {cell(k, v, dated).text}" for k, v in value.items()) or "—"
         return Cell(text, text, "text")
     return Cell(str(value), str(value), "text")
 
@@ -288,11 +295,14 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
               if header is not None and horizon_end is not None else None)
     problem = problem_of(call)
     if problem is not None:
-        return Presentation(problem=problem, outcome=f"#{call.seq} refused: {problem.code}")
+        return Presentation(problem=problem, outcome=f"#{call.seq} refused: {problem.code}",
+                            is_read=call.tool in REGISTRY and REGISTRY[call.tool].kind == ToolKind.READ)
     data = result_of(call).data
     words = DONE_WORDS.get(call.tool)
-    outcome = f"{words[0]} (#{call.seq})" if words else f"#{call.seq} done"
-    shown = Presentation(outcome=outcome)
+    is_read = call.tool in REGISTRY and REGISTRY[call.tool].kind == ToolKind.READ
+    # The panel's title already names the call (#N tool): a read says nothing more, a write says it went through.
+    outcome = f"{words[0]} (#{call.seq})" if words else ("" if is_read else "Done.")
+    shown = Presentation(outcome=outcome, is_read=is_read)
     if not isinstance(data, dict):
         return shown
     if isinstance(data.get("rows"), list) and all(isinstance(r, dict) for r in data["rows"]):
@@ -302,7 +312,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
         shown.tables.append(_table(_label(call.tool), data["rows"], call.tool, sources, done, note, timing))
         extras = {k: v for k, v in data.items() if k not in ("rows", "page", "pages", "total")}
         if extras:
-            shown.card = Card("", [(_label(k), cell(k, v)) for k, v in extras.items()], [], [], "")
+            shown.card = Card("", [(_label(k), cell(k, v, dated=True)) for k, v in extras.items()], [], [], "")
         return shown
     fields, tables = [], []
     for key, value in data.items():
@@ -310,7 +320,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
             child_tool = call.tool if key in ("rivals",) else ""
             tables.append(_table(_label(key), value, child_tool, sources, done))
         else:
-            fields.append((_label(key), cell(key, value)))
+            fields.append((_label(key), cell(key, value, dated=True)))
     actions_of = ROW_ACTIONS.get(call.tool)
     actions = (actions_of(data, timing) if actions_of is _reorder_supply else actions_of(data)) if actions_of else []
     lines = None

@@ -222,7 +222,8 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
     else:
         cost = '<span class="tag free">free</span>'
     error = '<span class="tag err">error</span>' if shown.is_error else ""
-    read_tag = f'<span class="tag read-at">read {_v(read[0])} · window {_v(read[1])}</span>' if read else ""
+    read_tag = (f'<span class="tag read-at">read {_v(read[0])} · window {_v(read[1])}</span>'
+                if read and view.is_read else "")
     out.append(f"\n    <h3>#{seq} <code>{tool}</code>\n      {cost}\n      {error}\n      {read_tag}\n    </h3>\n    ")
     if header and shown.window and header.window > shown.window:
         out.append(f'<p class="window-marker" role="status">A new window started: this call moved the store to'

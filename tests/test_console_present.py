@@ -186,3 +186,33 @@ def test_lines_written_as_json_lines_are_named_as_several_objects(signed_in, shi
                 lines='{"SP-0004-XS-BLS": 5}\n{"SP-0004-S-BLS": 5}').content.decode()
     assert ("lines: the text is not valid JSON (Extra data at line 2 column 1: give one object, not several "
             "(no JSON lines)). Write it as {&quot;SKU&quot;: quantity, ...}") in html
+
+
+def test_money_inside_a_grouped_field_reads_as_money():
+    from console.present import cell
+
+    assert cell("costs_last_7_days", {"po_payment": "536.50", "shipping_label": "18.00"}).text == \
+        "po payment $536.50, shipping label $18.00"
+
+
+def test_times_inside_a_grouped_field_read_as_times():
+    from console.present import cell
+
+    assert cell("period", {"from": "2026-07-25T00:00Z", "to": "2026-08-01T00:00Z"}, dated=True).text == \
+        "from 2026-07-25 00:00, to 2026-08-01 00:00"
+
+
+def test_a_cards_store_time_carries_the_year_as_the_header_does(signed_in, shift):
+    html = call(signed_in, shift, "store_status").content.decode()
+    assert '<div><dt>time</dt><dd class="k-time">2026-08-01 00:00</dd></div>' in html
+
+
+def test_a_write_call_has_no_read_at_badge(signed_in, shift):
+    html = call(signed_in, shift, "end_window").content.decode()
+    assert 'class="tag read-at"' not in html
+
+
+def test_a_read_does_not_repeat_its_number_under_its_title(signed_in, shift):
+    html = call(signed_in, shift, "list_orders").content.decode()
+    assert "#2 done" not in html
+    assert re.search(r'<p class="outcome" role="status" data-ok="1" data-seq="2"></p>', html)
