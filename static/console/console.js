@@ -44,6 +44,21 @@ document.addEventListener("htmx:confirm", function (evt) {
   window.storebenchAnchorCountdown = anchor;
 })();
 
+// The shift bar's live indicator says how this page gets updates: "live" while the
+// websocket is open, "polling" otherwise. The bar is re-fetched (every minute, and its
+// markup always says "polling"), so the state is kept on the body and written back into
+// each new bar.
+(function () {
+  function show() {
+    var el = document.getElementById("live-state"), live = document.body.dataset.live;
+    if (el && live) el.textContent = live === "websocket" ? "live" : "polling";
+  }
+  document.addEventListener("htmx:afterSwap", show);
+  document.addEventListener("htmx:afterSettle", show);
+  document.addEventListener("htmx:oobAfterSwap", show);
+  window.storebenchShowLive = show;
+})();
+
 // Websocket: the server pushes the store header and the countdown.
 (function () {
   function connect(top, attempt) {
@@ -51,11 +66,10 @@ document.addEventListener("htmx:confirm", function (evt) {
     var socket;
     try { socket = new WebSocket(scheme + window.location.host + top.dataset.ws); }
     catch (e) { return; }
-    var state = document.getElementById("live-state");
     socket.onopen = function () {
       attempt = 0;
       document.body.dataset.live = "websocket";
-      if (state) state.textContent = "live";
+      window.storebenchShowLive();
     };
     socket.onmessage = function (evt) {
       var msg = JSON.parse(evt.data);
@@ -77,7 +91,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     };
     socket.onclose = function () {
       document.body.dataset.live = "polling";
-      if (state) state.textContent = "polling";
+      window.storebenchShowLive();
       if (top.dataset.status === "ended") return;
       setTimeout(function () { connect(top, attempt + 1); }, Math.min(30000, 2000 * (attempt + 1)));
     };

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+expect = pytest.importorskip("playwright.sync_api").expect
+
 PASSWORD = "pw-work-123"
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 _names = itertools.count(1)
@@ -231,3 +233,15 @@ def test_a_corrected_refund_in_the_inbox_is_a_new_call(counted, server, login):
     form.locator("input[name=arg_amount]").fill(refundable)
     assert answered(page, form.locator("button")) > refused
     assert "invalid_amount" not in page.locator("#result").inner_text()
+
+
+def test_the_live_indicator_keeps_the_websocket_state_when_the_shift_bar_is_fetched_again(counted, server, login):
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.clock.install()
+    page.goto(f"/shifts/{shift}/")
+    expect(page.locator("#live-state")).to_have_text("live")
+    page.evaluate("() => { document.getElementById('shift-bar').dataset.before = '1'; }")
+    page.clock.run_for("01:01")  # the bar's poll: htmx fetches it again every minute
+    page.wait_for_selector("#shift-bar:not([data-before])")
+    expect(page.locator("#live-state")).to_have_text("live")
