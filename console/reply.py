@@ -222,7 +222,7 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
     else:
         cost = '<span class="tag free">free</span>'
     error = '<span class="tag err">error</span>' if shown.is_error else ""
-    read_tag = (f'<span class="tag read-at">read {_v(read[0])} · window {_v(read[1])}</span>'
+    read_tag = (f'<span class="tag read-at">as read at {_v(read[0])} · window {_v(read[1])}</span>'
                 if read and view.is_read else "")
     out.append(f"\n    <h3>#{seq} <code>{tool}</code>\n      {cost}\n      {error}\n      {read_tag}\n    </h3>\n    ")
     if header and shown.window and header.window > shown.window:
@@ -259,7 +259,8 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
         card = card_html(view.card, page) if view.card else ""
         tables = "".join(table_html(table, page) for table in view.tables)
         out.append(f"\n      {card}\n      {tables}\n    ")
-    line = f'<p class="result-header">{_v(header.line)}</p>' if header else ""
+    line = (f'<p class="result-header"><span class="muted">Store after this call:</span>'
+            f' <code class="stamp">{_v(header.line)}</code></p>' if header else "")
     out.append(f"\n    {line}\n    ")
     if not problem and (result.pretty or result.message):
         opened = " open" if not view.tables and not view.card else ""

@@ -22,7 +22,8 @@ HX = {"HTTP_HX_REQUEST": "true"}
 
 
 def header_line(html: str) -> str:
-    match = re.search(r'class="result-header">([^<]+)<', html)
+    match = re.search(r'class="result-header"><span class="muted">Store after this call:</span> '
+                      r'<code class="stamp">([^<]+)<', html)
     assert match, "no result header"
     return match.group(1)
 
@@ -228,6 +229,16 @@ def test_shift_ends_when_the_store_closes(signed_in, shift):
     assert "Shift ended" in page(signed_in, shift)
 
 
+def test_a_read_with_the_windows_last_operation_says_its_card_and_its_stamp_are_different_moments(signed_in, shift):
+    while ops_left(page(signed_in, shift)) > 1:
+        call(signed_in, shift, "list_orders")
+    html = call(signed_in, shift, "finance_summary").content.decode()
+    assert '<span class="tag read-at">as read at 2026-08-01 00:00 · window 1</span>' in html
+    stamp = re.search(r'<p class="result-header"><span class="muted">Store after this call:</span> '
+                      r'<code class="stamp">([^<]+)</code></p>', html)
+    assert stamp and "window 2 of 14" in stamp.group(1), stamp
+
+
 def test_a_read_made_with_the_windows_last_operation_is_labelled_with_its_own_window(signed_in, shift):
     """The reply carries the next window's header (the store moved on after the call), but the
     rows are as of the window the call was made in: the read tag, the inbox and the cached view
@@ -235,7 +246,7 @@ def test_a_read_made_with_the_windows_last_operation_is_labelled_with_its_own_wi
     while ops_left(page(signed_in, shift)) > 1:
         call(signed_in, shift, "list_orders")
     html = call(signed_in, shift, "list_returns").content.decode()
-    assert '<span class="tag read-at">read 2026-08-01 00:00 · window 1</span>' in html
+    assert '<span class="tag read-at">as read at 2026-08-01 00:00 · window 1</span>' in html
     assert "A new window started: this call moved the store to window 2 of 14 (2026-08-01 12:00 UTC)" in html
     assert "as read at <b>2026-08-01 00:00 UTC</b>, window 1" in html  # the inbox
     workspace = page(signed_in, shift)
