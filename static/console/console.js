@@ -14,34 +14,59 @@ document.addEventListener("htmx:confirm", function (evt) {
   }
 });
 
-// Countdown to the wall-clock deadline, re-anchored whenever the server says how
-// many seconds are left (page load, htmx poll, websocket push).
+// The shift bar's clocks: the countdown to the wall-clock deadline, and the active and
+// paused time, of which the one running (active while working, paused during a break)
+// ticks. Each is anchored to the server's figure when the server gives one (page load, a
+// new shift bar from the htmx poll, a websocket push); a swap of another part of the page
+// does not re-anchor them.
 (function () {
-  var target = null;
+  var clocks = {  // element id -> the data attribute with the server's seconds, and its anchor
+    "countdown": { key: "secondsLeft", sign: -1, at: null, base: 0 },
+    "active-time": { key: "seconds", sign: 1, running: "active", at: null, base: 0 },
+    "paused-time": { key: "seconds", sign: 1, running: "paused", at: null, base: 0 }
+  };
   function pad(n) { return (n < 10 ? "0" : "") + n; }
   function format(s) {
     s = Math.max(0, Math.floor(s));
     return Math.floor(s / 3600) + ":" + pad(Math.floor(s % 3600 / 60)) + ":" + pad(s % 60);
   }
-  function anchor() {
-    var el = document.getElementById("countdown");
-    if (el && el.dataset.secondsLeft !== undefined) {
-      target = Date.now() + parseInt(el.dataset.secondsLeft, 10) * 1000;
-    }
+  function anchor(force) {
+    Object.keys(clocks).forEach(function (id) {
+      var el = document.getElementById(id), clock = clocks[id];
+      if (!el || el.dataset[clock.key] === undefined) return;
+      if (!force && el.storebenchAnchored) return;  // the same element, already anchored
+      el.storebenchAnchored = true;
+      clock.base = parseInt(el.dataset[clock.key], 10);
+      clock.at = Date.now();
+    });
   }
   function tick() {
-    var el = document.getElementById("countdown");
-    if (!el || target === null) return;
-    var left = (target - Date.now()) / 1000;
-    el.textContent = format(left);
-    if (left <= 0 && !tick.reloading) {
-      tick.reloading = true;
-      setTimeout(function () { window.location.reload(); }, 1500);  // the server ends the shift
-    }
+    var bar = document.getElementById("shift-bar");
+    var status = bar ? bar.dataset.status : null;
+    Object.keys(clocks).forEach(function (id) {
+      var el = document.getElementById(id), clock = clocks[id];
+      if (!el || clock.at === null) return;
+      if (clock.running && clock.running !== status) return;  // the other one runs
+      var seconds = clock.base + clock.sign * (Date.now() - clock.at) / 1000;
+      el.textContent = format(seconds);
+      if (id === "countdown" && seconds <= 0 && !tick.reloading) {
+        tick.reloading = true;
+        setTimeout(function () { window.location.reload(); }, 1500);  // the server ends the shift
+      }
+    });
   }
-  document.addEventListener("DOMContentLoaded", function () { anchor(); tick(); setInterval(tick, 1000); });
-  document.addEventListener("htmx:afterSettle", anchor);
-  window.storebenchAnchorCountdown = anchor;
+  document.addEventListener("DOMContentLoaded", function () { anchor(true); tick(); setInterval(tick, 1000); });
+  document.addEventListener("htmx:afterSettle", function () { anchor(false); tick(); });
+  // A websocket push: the server's figures, set on the elements, then re-anchored.
+  window.storebenchAnchorClocks = function (msg) {
+    var figures = { "countdown": msg.seconds_left, "active-time": msg.active_seconds, "paused-time": msg.paused_seconds };
+    Object.keys(figures).forEach(function (id) {
+      var el = document.getElementById(id);
+      if (el && figures[id] !== undefined && figures[id] !== null) el.dataset[clocks[id].key] = figures[id];
+    });
+    anchor(true);
+    tick();
+  };
 })();
 
 // The shift bar's live indicator says how this page gets updates: "live" while the
@@ -59,7 +84,26 @@ document.addEventListener("htmx:confirm", function (evt) {
   window.storebenchShowLive = show;
 })();
 
-// Websocket: the server pushes the store header and the countdown.
+// A pause needs a reason: the browser's own bubble is easy to miss, so the problem is also
+// written next to the field, and cleared as soon as a reason is typed.
+(function () {
+  function note(input) {
+    var form = input.closest && input.closest("form.pause-form");
+    return form ? form.querySelector(".field-problem") : null;
+  }
+  document.addEventListener("invalid", function (evt) {
+    var box = note(evt.target);
+    if (!box) return;
+    box.textContent = "Give a reason for the break (a few words) to pause.";
+    box.hidden = false;
+  }, true);  // invalid does not bubble
+  document.addEventListener("input", function (evt) {
+    var box = note(evt.target);
+    if (box && evt.target.value.trim()) { box.hidden = true; box.textContent = ""; }
+  });
+})();
+
+// Websocket: the server pushes the store header and the shift bar's clocks.
 (function () {
   function connect(top, attempt) {
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
@@ -82,11 +126,7 @@ document.addEventListener("htmx:confirm", function (evt) {
       if (header && msg.header_html) {
         header.outerHTML = msg.header_html;
       }
-      var countdown = document.getElementById("countdown");
-      if (countdown) {
-        countdown.dataset.secondsLeft = msg.seconds_left;
-        window.storebenchAnchorCountdown();
-      }
+      window.storebenchAnchorClocks(msg);
       window.storebenchSeen(top.dataset.shift, msg.last_seq);
     };
     socket.onclose = function () {

@@ -245,3 +245,47 @@ def test_the_live_indicator_keeps_the_websocket_state_when_the_shift_bar_is_fetc
     page.clock.run_for("01:01")  # the bar's poll: htmx fetches it again every minute
     page.wait_for_selector("#shift-bar:not([data-before])")
     expect(page.locator("#live-state")).to_have_text("live")
+
+
+def seconds(text: str) -> int:
+    hours, minutes, secs = (int(part) for part in text.split(":"))
+    return hours * 3600 + minutes * 60 + secs
+
+
+def test_the_active_time_ticks_while_the_shift_is_active(counted, server, login):
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.clock.install()
+    page.goto(f"/shifts/{shift}/")
+    before = seconds(page.inner_text("#active-time"))
+    paused = page.inner_text("#paused-time")
+    page.clock.run_for("00:30")  # the page's clock: its once-a-second tick runs 30 times
+    assert seconds(page.inner_text("#active-time")) >= before + 29  # the last tick may be up to 1 s short
+    assert page.inner_text("#paused-time") == paused
+
+
+def test_the_paused_time_ticks_during_a_break(counted, server, login):
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.clock.install()
+    page.goto(f"/shifts/{shift}/")
+    page.fill(".pause-form input[name=reason]", "coffee")
+    page.click("#pause-button")
+    page.wait_for_selector("#resume-button")
+    before = seconds(page.inner_text("#paused-time"))
+    active = page.inner_text("#active-time")
+    page.clock.run_for("00:30")
+    assert seconds(page.inner_text("#paused-time")) >= before + 29
+    assert page.inner_text("#active-time") == active
+
+
+def test_a_pause_without_a_reason_says_so_next_to_the_field(counted, server, login):
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    page.fill(".pause-form input[name=reason]", "  ")
+    page.click("#pause-button")
+    problem = page.locator(".pause-form .field-problem")
+    expect(problem).to_be_visible()
+    assert "reason" in problem.inner_text()
+    assert page.locator("#pause-button").count() == 1  # not paused: the form is still there
