@@ -70,7 +70,7 @@ class ShiftConsumer(AsyncJsonWebsocketConsumer):
         if self.ticker is not None:
             self.ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self.ticker
+                await self.ticker  # the tick ends quietly when the page went away first (see _tick)
         await self.channel_layer.group_discard(group_name(self.shift_id), self.channel_name)
 
     async def receive_json(self, content, **kwargs) -> None:
@@ -80,10 +80,20 @@ class ShiftConsumer(AsyncJsonWebsocketConsumer):
     async def shift_changed(self, event) -> None:
         await self.push_state()
 
-    async def push_state(self) -> None:
-        await self.send_json(await database_sync_to_async(shift_state)(self.shift_id))
+    async def push_state(self) -> bool:
+        """Send the shift's state; False when the page is gone (the server refused the
+        send: uvicorn's ``ClientDisconnected`` is an ``OSError``), which is no error."""
+        state = await database_sync_to_async(shift_state)(self.shift_id)
+        try:
+            await self.send_json(state)
+        except OSError:
+            return False
+        return True
 
     async def _tick(self) -> None:
+        """Push the state every ``tick_seconds`` until the page goes away (a send the
+        server refuses) or :meth:`disconnect` cancels it."""
         while True:
             await asyncio.sleep(self.tick_seconds)
-            await self.push_state()
+            if not await self.push_state():
+                return

@@ -192,3 +192,51 @@ def test_a_request_thread_hands_the_event_to_the_servers_loop_without_waiting(mo
         assert sent == [] and "a shift event was not sent" in caplog.text
     else:
         assert sent == [("shift-41", {"type": "shift.changed"})]
+
+
+def test_a_page_that_went_away_ends_the_countdown_pushes_without_an_error_logged(monkeypatch, caplog):
+    """Navigating away: the server refuses a tick's push (uvicorn raises ClientDisconnected
+    on a send after the client left) before the disconnect reaches the consumer.  The tick
+    stops quietly; nothing is logged as an error (was: 'Task exception was never retrieved')."""
+    import asyncio
+    import gc
+    import logging
+
+    from uvicorn.protocols.utils import ClientDisconnected
+
+    from console.consumers import ShiftConsumer
+
+    user = make_user("rhea")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    headers = session_headers(user)
+    monkeypatch.setattr(ShiftConsumer, "tick_seconds", 0.01)
+    client = {"gone": False}
+    refused: list[str] = []
+
+    async def server(scope, receive, send):
+        """The ASGI server's side of the socket: a send after the client left is refused."""
+        async def send_while_connected(message):
+            if client["gone"]:
+                refused.append(message["type"])
+                raise ClientDisconnected()
+            await send(message)
+
+        await application(scope, receive, send_while_connected)
+
+    async def scenario():
+        ws = WebsocketCommunicator(server, f"/ws/shifts/{shift.pk}/", headers=headers)
+        connected, _ = await ws.connect()
+        assert connected
+        await ws.receive_json_from(timeout=10)
+        client["gone"] = True
+        for _ in range(1000):  # until a tick has tried to push to the page that left
+            if refused:
+                break
+            await asyncio.sleep(0.01)
+        await ws.disconnect()
+
+    with caplog.at_level(logging.ERROR):
+        async_to_sync(scenario)()
+        gc.collect()
+    assert refused == ["websocket.send"]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
