@@ -69,7 +69,7 @@ def seq_shown(page) -> int:
 
 def quick(c: Counter, tool: str) -> None:
     before = seq_shown(c.page)
-    c.click(c.page.locator(f".quick-reads button[data-tool={tool}]"))
+    c.click(c.page.locator(f".quick-bar button[data-tool={tool}]"))
     c.page.wait_for_function(f"() => {{ const r = document.querySelector('#result .result'); "
                              f"return r && Number(r.dataset.seq) > {before}; }}")
 
