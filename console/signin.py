@@ -22,7 +22,9 @@ from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.core.cache.backends.dummy import DummyCache
+from django.core.cache.backends.locmem import LocMemCache
 from django.http import HttpResponse
 
 THROTTLED = "throttled"
@@ -57,6 +59,12 @@ def _count_attempt(key: str) -> int:
     return count
 
 
+def counts_are_shared() -> bool:
+    """Whether the counts live where every process sees them (Redis, a database or files), not in
+    each process's own memory (Django's local-memory cache, the default without ``REDIS_URL``)."""
+    return not isinstance(caches["default"], LocMemCache | DummyCache)
+
+
 def unlock(username: str) -> None:
     """Forget every failed sign-in counted for ``username``, from any address."""
     key = _generation_key(username)
@@ -81,7 +89,8 @@ class ThrottledSignInMixin:
                 code=THROTTLED,
             )
         cleaned = super().clean()  # a wrong password keeps its place in the count
-        cache.delete(key)
+        if self.get_user() is not None:  # signed in; a form that never reached authenticate() clears nothing
+            cache.delete(key)
         return cleaned
 
 

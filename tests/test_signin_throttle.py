@@ -41,7 +41,24 @@ def test_an_attempt_holds_its_place_in_the_count_while_its_password_is_checked(t
     assert SEEN == [1, 2]
 
 
-def test_unlock_signin_lifts_the_pause_from_every_address(target):
+def test_an_empty_password_does_not_clear_the_count(target):
+    # A form that never reaches authenticate() (no password) is no sign-in: were the count
+    # cleared there, a guess every LOGIN_ATTEMPTS - 1 tries could go on for ever.
+    client = Client()
+    for _ in range(3):
+        client.post("/login/", {"username": "vera", "password": "wrong"})
+        client.post("/login/", {"username": "vera", "password": ""})
+    assert client.post("/login/", {"username": "vera", "password": "right-password-123"}).status_code == 429
+
+
+@pytest.fixture
+def shared_counts(settings, tmp_path):
+    """A cache every process sees (files here; Redis in a deployment), as unlock_signin needs."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                                   "LOCATION": str(tmp_path / "cache")}}
+
+
+def test_unlock_signin_lifts_the_pause_from_every_address(shared_counts, target):
     for address in ("127.0.0.1", "10.0.0.9"):
         client = Client(REMOTE_ADDR=address)
         for _ in range(3):
@@ -53,6 +70,11 @@ def test_unlock_signin_lifts_the_pause_from_every_address(target):
         assert signed_in.status_code == 302
 
 
-def test_unlock_signin_names_an_unknown_account(target):
+def test_unlock_signin_refuses_when_each_process_keeps_its_own_counts(target):
+    with pytest.raises(CommandError, match="each web process's own memory .* set REDIS_URL"):
+        call_command("unlock_signin", "vera")
+
+
+def test_unlock_signin_names_an_unknown_account(shared_counts, target):
     with pytest.raises(CommandError, match="no account is named 'nobody'"):
         call_command("unlock_signin", "nobody")
