@@ -17,7 +17,7 @@ MCP_EPISODES ?= --episode steady:7
 MCP_STATE ?=
 WEB_CONCURRENCY ?= 2
 WORKER_CONCURRENCY ?= 2
-BEAT_SCHEDULE_FILE ?= /tmp/storebench-celerybeat-schedule
+BEAT_SCHEDULE_FILE ?= var/celerybeat-schedule
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -64,6 +64,7 @@ worker: $(VENV)/.installed
 	$(VENV)/bin/celery -A config worker --loglevel=INFO --concurrency=$(WORKER_CONCURRENCY)
 
 beat: $(VENV)/.installed
+	mkdir -p $(dir $(BEAT_SCHEDULE_FILE))
 	$(VENV)/bin/celery -A config beat --loglevel=INFO --schedule=$(BEAT_SCHEDULE_FILE)
 
 clean:
