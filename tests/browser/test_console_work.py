@@ -289,3 +289,20 @@ def test_a_pause_without_a_reason_says_so_next_to_the_field(counted, server, log
     expect(problem).to_be_visible()
     assert "reason" in problem.inner_text()
     assert page.locator("#pause-button").count() == 1  # not paused: the form is still there
+
+
+def keys_of(page, elements: str, attribute: str) -> set[str]:
+    return set(page.eval_on_selector_all(elements, f"found => found.map(e => e.{attribute}.trim())"))
+
+
+def test_the_inbox_marks_the_rows_the_returns_table_marks_urgent_and_says_hours_left(counted, server, login):
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(c, "list_returns")
+    urgent = keys_of(page, "#result table.result-table tr.urgent", "dataset.key")
+    assert urgent, "no urgent return to compare"
+    # the table's rows are keyed by order id, which the inbox writes under the return id
+    assert keys_of(page, "#inbox tr.urgent td:first-child small", "textContent") == urgent
+    assert page.locator("#inbox tbody tr:not(.urgent)").count() > 0
+    assert "h left" in page.inner_text("#inbox tbody tr:first-child td.when")
