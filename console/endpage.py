@@ -39,13 +39,30 @@ def usd(value) -> str:
     return "—" if amount is None else f"{'-' if amount < 0 else ''}${abs(amount):,.2f}"
 
 
+def _business_words(c: dict) -> str:
+    """What the business figure measures, from the store's own opening and end: the grade
+    scores the rise in net assets from the opening capital (``net_assets - business_raw``:
+    the opening cash and deposit), so a rise a store left alone also makes scores 0."""
+    net, rise = _dec(c.get("net_assets")), _dec(c.get("business_raw"))
+    if net is None or rise is None:
+        return (f"How much the store was worth after settlement ({usd(c.get('net_assets'))} in net assets), "
+                "placed on the scale calibrated for this shift's store: 0 is what a store left alone ends with, "
+                "1 what the best scripted reference store reaches. Counts 70% of the composite.")
+    moved = "rose" if rise > 0 else "fell" if rise < 0 else "stayed"
+    change = f"{moved} from {usd(net - rise)} at the opening (cash and deposit) to {usd(net)} after settlement"
+    if rise == 0:
+        change = f"stayed at {usd(net)} from the opening (cash and deposit) to settlement"
+    return (f"Net assets {change}. Business does not score that change as it is: it places it on the scale "
+            "calibrated for this shift's store, where 0 is the change the same store makes when nobody runs it "
+            "(stock on hand keeps selling, money owed keeps coming in) and 1 the change the best scripted "
+            "reference store makes. A rise no larger than a store left alone makes scores 0. "
+            "Counts 70% of the composite.")
+
+
 def score_rows(components: dict) -> list[ScoreRow]:
     c = components
     rows = [
-        ScoreRow("business", "Business", "score", c.get("business"),
-                 f"How much the store was worth after settlement ({usd(c.get('net_assets'))} in net assets), "
-                 "placed on the scale calibrated for this shift's store: 0 is what a store left alone ends with, "
-                 "1 what the best scripted reference store reaches. Counts 70% of the composite."),
+        ScoreRow("business", "Business", "score", c.get("business"), _business_words(c)),
         ScoreRow("reliability", "Reliability", "score", c.get("reliability"),
                  "How well customers were served: orders shipped on time and returns answered before they "
                  "escalated. Counts 20% of the composite."),
@@ -65,6 +82,16 @@ def score_rows(components: dict) -> list[ScoreRow]:
                  "obligation due was enforced."),
     ]
     return [r for r in rows if r.value is not None]
+
+
+def in_study(shift: Shift) -> bool:
+    """Whether a study assigned the shift (its participant has a study page with a completion
+    code), read through the ``study_attempt`` relation as :func:`threshold_shown` reads it;
+    without the studies app, or for a shift assigned by hand or the practice, no."""
+    try:
+        return Shift.objects.filter(pk=shift.pk, study_attempt__isnull=False).exists()
+    except FieldError:
+        return False
 
 
 def threshold_shown(shift: Shift) -> bool:

@@ -150,7 +150,7 @@ def test_end_page_explains_the_score_without_threshold_or_calibration_figures(si
             assert str(components[hidden]) not in html, hidden
     assert f"{components['orders_on_time']} of the {components['orders_due']} orders due" in html
     net = f"${float(components['net_assets']):,.2f}"
-    assert f"({net} in net assets)" in html
+    assert f"to {net} after settlement" in html
     assert "Next:</b> your practice is done" in html  # the fixture's shift is the practice one
     assert re.findall(r'data-series="([a-z_]+)"', html) == ["cash_cents", "net_assets_cents", "stock_units"]
 
@@ -173,3 +173,39 @@ def test_timeline_is_cached_on_the_shift_in_cents(signed_in, shift):
     assert shift.timeline[0]["cash_cents"] == 2_800_000
     assert shift.timeline[-1]["stock_units"] == 0  # settlement sells off the shelf
     assert shift.timeline[-1]["net_assets_cents"] == round(float(shift.score_components["net_assets"]) * 100)
+
+
+def ended(client, shift):
+    client.post(f"/shifts/{shift.pk}/end/")
+    shift.refresh_from_db()
+    return page(client, shift)
+
+
+def test_end_page_of_a_shift_no_study_assigned_does_not_send_to_a_study_page(signed_in, shift, user):
+    from shifts.lifecycle import start_shift
+
+    ended(signed_in, shift)  # the practice
+    html = ended(signed_in, start_shift(user, "counter-punch", 7))
+    assert "study page" not in html and "/studies/me/" not in html
+    assert 'Next:</b> any other shifts assigned to you are listed on <a href="/">your shifts page</a>' in html
+
+
+def test_end_page_says_where_net_assets_started_and_why_a_rise_can_score_zero(signed_in, shift):
+    call(signed_in, shift, "end_window")
+    html = ended(signed_in, shift)
+    components = shift.score_components
+    opening = f"${float(components['net_assets']) - float(components['business_raw']):,.2f}"
+    words = html.split('<tr id="score-business">')[1].split("</tr>")[0]
+    assert f"from {opening} at the opening (cash and deposit) to " in words
+    assert "A rise no larger than a store left alone makes scores 0." in words
+
+
+def test_end_page_labels_the_frozen_store_as_the_store_before_settlement(signed_in, shift):
+    html = ended(signed_in, shift)
+    assert '<h2 id="frozen-store">Your store at your last call, before settlement</h2>' in html
+
+
+def test_end_page_hides_the_returns_inbox_that_settlement_emptied(signed_in, shift):
+    call(signed_in, shift, "list_returns")
+    html = ended(signed_in, shift)
+    assert 'id="inbox"' not in html and 'href="#inbox"' not in html
