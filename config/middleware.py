@@ -15,7 +15,7 @@ from pathlib import PurePath
 from django.http import HttpResponse
 from django.utils.html import escape
 
-from environment.calibration import WHICH_FILE, CalibrationError
+from environment.calibration import CalibrationError
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +38,9 @@ class CalibrationUnavailable:
     def process_exception(self, request, exception):
         if not isinstance(exception, CalibrationError):
             return None
-        message = str(exception)
-        # The command-line advice the core appends means nothing to a site's operator.
+        message = exception.problem  # without the command line's advice, which means nothing to a site's operator
         logger.error("calibration unavailable for %s %s: %s; restore the file from the release (with its .sha256 "
-                     "side file) and the next request grades again", request.method, request.path,
-                     message.removesuffix(f"; {WHICH_FILE}"))
-        name = PurePath(message.split(":", 1)[0]).name if ":" in message else "calibration"
+                     "side file) and the next request grades again", request.method, request.path, message)
+        path = exception.details.get("path")
+        name = PurePath(path).name if path else "calibration"
         return HttpResponse(PAGE.format(name=escape(name)), status=503)

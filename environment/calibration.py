@@ -39,7 +39,16 @@ TARGET = Decimal("0.70")
 
 
 class CalibrationError(StoreBenchError):
+    """A calibration file or cell that cannot be used: ``problem`` says what is wrong, ``advice``
+    (may be empty) what to do at the command line; the message is both.  A file's problem
+    names it in ``details["path"]``."""
+
     code = "calibration_invalid"
+
+    def __init__(self, problem: str, advice: str = "", **details: Any) -> None:
+        super().__init__(f"{problem}; {advice}" if advice else problem, **details)
+        self.problem = problem
+        self.advice = advice
 
 
 def _r2(x: Decimal) -> Decimal:
@@ -166,27 +175,31 @@ def load_calibration(path: str | Path) -> tuple[dict[str, Any], str]:
     """A calibration file and its hash; refused if it is not the release's layout, or if
     the side file ``<name>.sha256`` written beside it records another hash."""
     path = Path(path)
+
+    def refused(problem: str, advice: str = "") -> CalibrationError:
+        return CalibrationError(f"{path}: {problem}", advice, path=str(path))
+
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise CalibrationError(f"{path}: cannot read the calibration file ({exc.strerror}); {WHICH_FILE}") from exc
+        raise refused(f"cannot read the calibration file ({exc.strerror})", WHICH_FILE) from exc
     try:
         doc = json.loads(data)
     except ValueError as exc:
-        raise CalibrationError(f"{path}: not a calibration file (not JSON: {exc}); {WHICH_FILE}") from exc
+        raise refused(f"not a calibration file (not JSON: {exc})", WHICH_FILE) from exc
     side = path.with_name(path.name + ".sha256")
     if side.is_file() and side.read_text().strip() != file_hash(data):
-        raise CalibrationError(f"{path}: the file does not match its recorded hash in {side.name} "
-                               f"({side.read_text().strip()[:80]} recorded, {file_hash(data)} read)")
+        raise refused(f"the file does not match its recorded hash in {side.name} "
+                      f"({side.read_text().strip()[:80]} recorded, {file_hash(data)} read)")
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
-        raise CalibrationError(f"{path}: not a calibration file (no 'tasks' table); {WHICH_FILE}")
+        raise refused("not a calibration file (no 'tasks' table)", WHICH_FILE)
     for tid, seeds in doc["tasks"].items():
         if not isinstance(seeds, dict):
-            raise CalibrationError(f"{path}: tasks.{tid} must map seeds to cells")
+            raise refused(f"tasks.{tid} must map seeds to cells")
         for seed, cell in seeds.items():
             for key in ("business_zero_raw", "business_scale", "threshold"):
                 if not isinstance(cell, dict) or not isinstance(cell.get(key), int | float):
-                    raise CalibrationError(f"{path}: tasks.{tid}.{seed}.{key} is missing or not a number")
+                    raise refused(f"tasks.{tid}.{seed}.{key} is missing or not a number")
     return doc, file_hash(data)
 
 
