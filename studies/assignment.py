@@ -125,13 +125,15 @@ def _people(study: Study, participants) -> list[Person]:
 
 
 def assign_next(actor, study: Study, participants=None, policy: str | None = None, *,
-                include_bots: bool = False, reason: str = "") -> Attempt | None:
+                include_bots: bool = False, reason: str = "", rehearsal: str | None = None) -> Attempt | None:
     """Assign one cell by the study's policy (or ``policy``); None when nothing can be assigned.
 
     Only people who can start a scored shift now are considered; bots only with
-    ``include_bots`` (a rehearsal with scripted participants)."""
+    ``include_bots`` (a rehearsal with scripted participants, whose id ``rehearsal``
+    the audit event records)."""
     require(actor, study, Action.MANAGE)
-    return _assign_by_policy(actor, study, participants, policy, include_bots=include_bots, reason=reason)
+    return _assign_by_policy(actor, study, participants, policy, include_bots=include_bots, reason=reason,
+                             rehearsal=rehearsal)
 
 
 def assign_self(participant: Participant) -> Attempt | None:
@@ -148,7 +150,7 @@ def assign_self(participant: Participant) -> Attempt | None:
 
 
 def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,
-                      via: str | None = None, reason: str = "") -> Attempt | None:
+                      via: str | None = None, reason: str = "", rehearsal: str | None = None) -> Attempt | None:
     policy = policy or study.policy
     if participants is None:
         participants = study.participants.exclude(user=None).filter(withdrawn_at=None, returned_at=None)
@@ -169,7 +171,8 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
     cell = next(c for c in cells if str(c.pk) == pair[1])
     with transaction.atomic():
         attempt = create_attempt(actor, participant, cell)
-        audit.record(study, actor, AuditAction.ASSIGNED, reason=reason, attempt=attempt, rule=policy, via=via)
+        audit.record(study, actor, AuditAction.ASSIGNED, reason=reason, attempt=attempt, rule=policy, via=via,
+                     rehearsal=rehearsal)
     return attempt
 
 

@@ -12,14 +12,18 @@ stop them (:func:`studies.participants.needs_consent`).
 """
 from __future__ import annotations
 
+import uuid
+
 from celery import shared_task
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from shifts.models import Shift
+
 from . import bots
 from .assignment import assign_next, quota_used
 from .errors import StudyError
-from .models import OPEN_STATUSES, Attempt, Participant, Study
+from .models import OPEN_STATUSES, Attempt, AuditAction, AuditEvent, Participant, Study
 from .permissions import Action, require
 
 MAX_BOTS = 20
@@ -68,42 +72,58 @@ def _new_bot(actor, study: Study) -> Participant:
     return bots.add_bot(actor, study, f"rehearsal-bot-{study.participants.filter(is_bot=True).count() + 1}")
 
 
-def rehearse(actor, study: Study, count: int, skill: str) -> list[Attempt]:
-    """Give up to ``count`` bots one cell each and play them; the attempts played.
+def _assigned_in(study: Study, rehearsal_id: str) -> list[Attempt]:
+    """The attempts rehearsal ``rehearsal_id`` has assigned so far (its audited assignments)."""
+    if not rehearsal_id:
+        return []
+    ids = AuditEvent.objects.filter(study=study, action=AuditAction.ASSIGNED,
+                                    detail__rehearsal=rehearsal_id).values_list("attempt_id", flat=True)
+    return list(Attempt.objects.filter(pk__in=list(ids)).select_related("shift", "participant").order_by("pk"))
 
-    Bots that can take a cell now are reused (oldest first); new bots make up the rest.
-    A reused bot that finds no cell left for it is replaced by a new one while places
-    remain."""
+
+def rehearse(actor, study: Study, count: int, skill: str, rehearsal_id: str = "") -> list[Attempt]:
+    """Bring rehearsal ``rehearsal_id`` up to ``count`` bot attempts and play them; the
+    attempts played by this call.
+
+    Attempts the rehearsal already assigned count towards ``count`` (a rerun of the same
+    rehearsal tops up, it never adds a second round); one of them whose shift never
+    started (a run cut short) is played now.  Bots are taken one at a time, only while a
+    place is left under the quotas: a bot that can take a cell now is reused (oldest
+    first), otherwise one new bot is added, so no bot is made that gets no cell."""
     check(actor, study, count, skill)
-    people = _free_bots(study)[:count]
-    people += [_new_bot(actor, study) for _ in range(len(people), count)]
-    played = []
-    for bot in people:
-        if _room(study) == 0:
+    earlier = _assigned_in(study, rehearsal_id)
+    played = [bots.play(a, skill) for a in earlier if a.shift.status == Shift.Status.ASSIGNED]
+    made = len(earlier)
+    while made < count and _room(study) > 0:
+        free = _free_bots(study)
+        bot = free[0] if free else _new_bot(actor, study)
+        attempt = assign_next(actor, study, participants=[bot], include_bots=True, reason="rehearsal",
+                              rehearsal=rehearsal_id or None)
+        if attempt is None:  # cannot happen while a place is left (the bot has an untried open cell)
             break
-        attempt = assign_next(actor, study, participants=[bot], include_bots=True, reason="rehearsal")
-        if attempt is None:
-            attempt = assign_next(actor, study, participants=[_new_bot(actor, study)], include_bots=True,
-                                  reason="rehearsal")
-        if attempt is not None:
-            played.append(bots.play(attempt, skill))
+        made += 1
+        played.append(bots.play(attempt, skill))
     return played
 
 
 def schedule(actor, study: Study, count: int, skill: str) -> int:
-    """Schedule the rehearsal (on commit); how many bots will play (see :func:`plan`)."""
+    """Schedule the rehearsal (on commit); how many bots will play (see :func:`plan`).
+
+    The task gets the planned number and a rehearsal id, so a redelivered task tops the
+    same rehearsal up to that number instead of playing it again."""
     check(actor, study, count, skill)
     playing = plan(study, count)
-    study_id, actor_id = study.pk, actor.pk
-    transaction.on_commit(lambda: run_rehearsal.delay(study_id, actor_id, count, skill))
+    study_id, actor_id, rehearsal_id = study.pk, actor.pk, uuid.uuid4().hex
+    transaction.on_commit(lambda: run_rehearsal.delay(study_id, actor_id, playing, skill, rehearsal_id))
     return playing
 
 
 @shared_task(acks_late=True)
-def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str) -> int:
-    """Idempotent enough to rerun: bots with an open attempt are skipped, others take a new cell."""
+def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str, rehearsal_id: str = "") -> int:
+    """Idempotent: a redelivered task (acks_late) counts what rehearsal ``rehearsal_id``
+    already assigned and only tops it up to ``count`` (see :func:`rehearse`)."""
     study = Study.objects.filter(pk=study_id).first()
     actor = get_user_model().objects.filter(pk=actor_id).first()
     if study is None or actor is None:
         return 0
-    return len(rehearse(actor, study, count, skill))
+    return len(rehearse(actor, study, count, skill, rehearsal_id))

@@ -5,7 +5,7 @@ import pytest
 from test_studies_support import admin, bot, coordinator, study  # noqa: F401
 
 from shifts.models import Shift
-from studies import assignment, bots, exports, figures, participants
+from studies import assignment, bots, exports, figures, participants, rehearsal
 from studies.design import add_consent_version
 from studies.errors import StudyError
 from studies.models import Attempt, AttemptStatus
@@ -61,3 +61,25 @@ def test_a_bot_cannot_record_consent(study, admin, bot):
     add_consent_version(admin, study, "You agree to take part.")
     with pytest.raises(StudyError, match="^bot-1 is a scripted bot; a script gives no consent"):
         participants.give_consent(bot.user, bot, 1)
+
+
+def test_a_redelivered_rehearsal_task_makes_no_extra_attempts(study, admin):
+    rehearsal.run_rehearsal(study.pk, admin.pk, 2, "idle", "r-1")
+    rehearsal.run_rehearsal(study.pk, admin.pk, 2, "idle", "r-1")  # the broker delivers it again
+    assert Attempt.objects.filter(study=study).count() == 2
+
+
+def test_a_rerun_plays_an_attempt_its_rehearsal_assigned_but_did_not_play(study, admin):
+    cut_short = assignment.assign_next(admin, study, [bots.add_bot(admin, study, "b")], include_bots=True,
+                                       reason="rehearsal", rehearsal="r-1")
+    rehearsal.run_rehearsal(study.pk, admin.pk, 1, "idle", "r-1")
+    assert [(a.pk, a.status) for a in Attempt.objects.filter(study=study)] == [
+        (cut_short.pk, AttemptStatus.SUBMITTED)]
+
+
+def test_a_rehearsal_makes_no_more_bots_than_places_left(study, admin):
+    for i, cell in enumerate(list(study.cells.all())[:3]):
+        assignment.assign(admin, bots.add_bot(admin, study, f"holder-{i}"), cell)
+    rehearsal.rehearse(admin, study, 20, "idle")
+    assert list(study.participants.filter(label__startswith="rehearsal-bot").values_list("label", flat=True)) == [
+        "rehearsal-bot-4"]
