@@ -207,14 +207,18 @@ def _check_ledger(ledger: list[dict], score: dict) -> None:
 
 
 def _check_composite(score: dict) -> None:
-    """The stored composite is what the stored components give: a score.json edited and re-signed
-    (checksums catch only an edit that left the manifest alone) cannot claim another composite."""
+    """The stored composite is what the stored components give with the engine's weights: a
+    score.json whose composite alone was edited and re-signed (checksums catch only an edit that
+    left the manifest alone) is refused.  This is a consistency check, not a re-grade: components
+    edited together with it pass here; ``storebench regrade`` recomputes business from the raw
+    figures and the calibration, and ``storebench replay`` replays the actions."""
     stored = Decimal(score["reward_composite"])
     recomputed = compose(Decimal(score["business"]), Decimal(score["reliability"]), Decimal(score["continuity"]))
     if abs(stored - recomputed) > TOLERANCE:
         raise FolderRefused(f"score.json: reward_composite {stored} is not what its components give ({recomputed} "
                             f"from business {score['business']}, reliability {score['reliability']} and continuity "
-                            f"{score['continuity']}); the score was edited, so the trial is not imported")
+                            f"{score['continuity']}); the score was edited, or graded with other weights, so the trial is not "
+                            "imported")
 
 
 def _rows(name: str, data: bytes) -> list[dict]:
@@ -295,33 +299,40 @@ def _kind(folder: Path) -> str:
     return "partial" if names & TRIAL_FILES else "other"
 
 
-def _scan(folder: Path, depth: int, out: list[Path | Passed]) -> bool:
+TRIAL, PASSED, EMPTY = "trial", "passed", "empty"  # what a search below a folder found
+
+
+def _scan(folder: Path, depth: int, out: list[Path | Passed]) -> str:
     """Add the trial folders under ``folder`` (and the subfolders passed over, with why) to ``out``;
-    True when it held any trial folder."""
-    held = False
+    :data:`TRIAL` when it held any trial folder, else :data:`PASSED` when it passed over a folder
+    that may hold one (hidden, or too deep), else :data:`EMPTY`."""
+    found = EMPTY
     for child in sorted(p for p in folder.iterdir() if p.is_dir()):
         if child.name.startswith("."):
             out.append(Passed(child, "a hidden folder (a trial still being written is hidden until it is "
                                      "complete); name it directly to import it", refused=False))
+            found = found if found == TRIAL else PASSED
             continue
         kind = _kind(child)
         if kind in ("trial", "partial"):  # a partial folder is refused by read_folder, naming what it lacks
             out.append(child)
-            held = True
+            found = TRIAL
         elif kind == "release":
             out.append(Passed(child, release_layout_reason(child), refused=True))
-            held = True
+            found = TRIAL
         elif depth >= MAX_DEPTH:
             out.append(Passed(child, f"not searched: more than {MAX_DEPTH} folders below the folder named; name "
                                      "it directly to import the trials in it", refused=False))
+            found = found if found == TRIAL else PASSED
         else:
             mark = len(out)
-            if not _scan(child, depth + 1, out):
+            below = _scan(child, depth + 1, out)
+            if below == EMPTY:  # one line for the whole subtree
                 del out[mark:]
                 out.append(Passed(child, "holds no trial folder (none has a manifest.json)", refused=False))
-            else:
-                held = True
-    return held
+            elif below == TRIAL or found == EMPTY:
+                found = below  # what was passed over below stays listed, with its reason
+    return found
 
 
 def trial_folders(paths: list[str | Path]) -> list[Path | Passed]:
@@ -334,7 +345,12 @@ def trial_folders(paths: list[str | Path]) -> list[Path | Passed]:
             found.append(path)  # read_folder names what is wrong with it, if anything
         elif _kind(path) == "release":
             found.append(Passed(path, release_layout_reason(path), refused=True))
-        elif not _scan(path, 1, found):
-            found.append(Passed(path, "holds no trial folder: a trial folder has a manifest.json (written by "
-                                      "storebench run or batch, MCP sessions and human shifts)", refused=True))
+        else:
+            below = _scan(path, 1, found)
+            if below == EMPTY:
+                found.append(Passed(path, "holds no trial folder: a trial folder has a manifest.json (written by "
+                                          "storebench run or batch, MCP sessions and human shifts)", refused=True))
+            elif below == PASSED:
+                found.append(Passed(path, "no trial folder found where it was searched; see the folders passed "
+                                          "over above and name them directly", refused=True))
     return found

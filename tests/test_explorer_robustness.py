@@ -117,3 +117,19 @@ def test_a_folder_of_release_layout_trials_is_refused_saying_to_regrade_them_ins
     first = outcomes[0]
     assert first.reason.startswith("a trial folder in the release's published layout")
     assert first.reason.endswith(f"storebench regrade {first.path} --calibration calibration/public.json")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("below", "reason"), [
+    ("a/b/c/trial", "not searched: more than 3 folders below the folder named; name it directly to import the "
+                    "trials in it"),
+    ("x/.hidden/trial", "a hidden folder (a trial still being written is hidden until it is complete); name it "
+                        "directly to import it"),
+])
+def test_a_trial_passed_over_below_is_named_with_its_reason_not_as_no_trial(folder, tmp_path, below, reason):
+    shutil.copytree(folder, tmp_path / "parent" / below)
+    outcomes = import_trials([tmp_path / "parent"])
+    passed = str(tmp_path / "parent" / below.rsplit("/", 1)[0])
+    assert [(o.path, o.reason) for o in outcomes if o.reason == reason] == [(passed, reason)]
+    assert not [o for o in outcomes if "none has a manifest.json" in (o.reason or "")]
+    assert outcomes[-1].status == ImportStatus.REFUSED and "name them directly" in outcomes[-1].reason
