@@ -104,26 +104,51 @@ def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
     return retry
 
 
-def reassignment_targets(study: Study):
-    """Who an attempt can be reassigned to from the study's pages: people with an account
-    who are still in the study (not withdrawn, not returned), never a rehearsal bot (bots
-    take cells only in a rehearsal)."""
-    return study.participants.filter(is_bot=False, withdrawn_at=None, returned_at=None).exclude(user=None)
+def reassign_refusal(attempt: Attempt, to: Participant) -> str | None:
+    """Why ``attempt`` cannot be reassigned to ``to``, or None when it can: the one rule
+    :func:`reassign` enforces and the study's pages offer targets by.  The target is
+    another participant of the study, still taking part (not withdrawn, not returned),
+    with an account (invitation accepted); a person's attempt never goes to a rehearsal
+    bot (a bot's, in a rehearsal, may)."""
+    if to.study_id != attempt.study_id:
+        return f"{to.label} is not in study {attempt.study.name!r}; reassign to one of its participants"
+    if to.pk == attempt.participant_id:
+        return "a reassignment goes to another participant; use a coached retry for the same person"
+    if to.is_bot and not attempt.is_bot:
+        return f"{to.label} is a rehearsal bot; reassign a person's attempt to a person"
+    if to.withdrawn_at is not None or to.returned_at is not None:
+        left = "withdrawn from" if to.withdrawn_at is not None else "returned"
+        return f"{to.label} has {left} the study; reassign to someone still taking part"
+    if to.user_id is None:
+        return f"{to.label} has no account yet (invitation not accepted); reassign to someone who has one"
+    return None
+
+
+def reassignment_candidates(study: Study) -> list[Participant]:
+    """The study's participants who may take some reassigned attempt (one query; the
+    pages narrow it per attempt with :func:`reassign_refusal`)."""
+    return list(study.participants.filter(withdrawn_at=None, returned_at=None).exclude(user=None))
+
+
+def reassignment_targets(study: Study, attempt: Attempt | None = None) -> list[Participant]:
+    """Whom the study's pages offer as a reassignment's target: those :func:`reassign`
+    accepts for ``attempt``; without an attempt (one list for every attempt, as on the
+    monitor), those it accepts for any attempt, i.e. people and never a bot."""
+    candidates = reassignment_candidates(study)
+    if attempt is None:
+        return [p for p in candidates if not p.is_bot]
+    return [p for p in candidates if reassign_refusal(attempt, p) is None]
 
 
 def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
     """After a platform fault: flag the attempt as infrastructure's fault and give the cell to someone else.
 
-    A person's attempt never goes to a bot (a bot's, in a rehearsal, may)."""
+    The target must pass :func:`reassign_refusal` (whose message the StudyError carries)."""
     attempt = _managed(actor, attempt)
     reason = _reason(reason, "reassign an attempt")
-    if to.pk == attempt.participant_id:
-        raise StudyError("a reassignment goes to another participant; use a coached retry for the same person")
-    if to.is_bot and not attempt.is_bot:
-        raise StudyError(f"{to.label} is a rehearsal bot; reassign a person's attempt to a person")
-    if to.withdrawn_at is not None or to.returned_at is not None:
-        raise StudyError(f"{to.label} has {'withdrawn from' if to.withdrawn_at else 'returned'} the study; "
-                         "reassign to someone still taking part")
+    refusal = reassign_refusal(attempt, to)
+    if refusal is not None:
+        raise StudyError(refusal)
     if attempt.status == AttemptStatus.INVALID:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is invalid; it cannot be reassigned")
     with transaction.atomic():

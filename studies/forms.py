@@ -6,7 +6,6 @@ from django import forms
 from environment.errors import InvalidSeed, check_seed
 
 from . import pay
-from .attempts import reassignment_targets
 from .errors import StudyError
 from .models import AssignmentPolicy, Participant, Role, SelectionRule, Study
 
@@ -87,7 +86,8 @@ class AssignNextForm(forms.Form):
 
 class AttemptActionForm(forms.Form):
     """An action on one attempt; ``to`` (a reassignment's target) is cleaned to one of
-    the study's :func:`~studies.attempts.reassignment_targets`, never a bot."""
+    the study's participants (:func:`~studies.attempts.reassign` decides whether the
+    attempt may go to them)."""
     action = forms.ChoiceField(choices=[(a, a) for a in ATTEMPT_ACTIONS])
     reason = forms.CharField(max_length=1000, required=False)
     minutes = forms.IntegerField(required=False, min_value=-720, max_value=720)
@@ -98,22 +98,15 @@ class AttemptActionForm(forms.Form):
         self.study = study
 
     def clean_to(self) -> Participant | None:
+        """The target, resolved within the study; whether the attempt may go to them is
+        the domain's rule (:func:`studies.attempts.reassign` refuses with the reason)."""
         pk = self.cleaned_data["to"]
         if pk is None:
             return None
-        target = reassignment_targets(self.study).filter(pk=pk).first()
-        if target is not None:
-            return target
-        named = self.study.participants.filter(pk=pk).first()
-        if named is not None and named.is_bot:
-            raise forms.ValidationError(f"{named.label} is a rehearsal bot; choose a person to reassign to")
-        if named is not None and (named.withdrawn_at is not None or named.returned_at is not None):
-            left = "withdrawn from" if named.withdrawn_at is not None else "returned"
-            raise forms.ValidationError(f"{named.label} has {left} the study; choose someone still taking part")
-        if named is not None:
-            raise forms.ValidationError(f"{named.label} has no account yet (invitation not accepted); "
-                                        "choose someone who has one")
-        raise forms.ValidationError(f"study {self.study.name!r} has no participant {pk}; choose one from the list")
+        target = self.study.participants.filter(pk=pk).first()
+        if target is None:
+            raise forms.ValidationError(f"study {self.study.name!r} has no participant {pk}; choose one from the list")
+        return target
 
     def clean(self):
         data = super().clean()

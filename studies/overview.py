@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 from shifts.models import Shift
 from shifts.naming import names_of
 
-from .attempts import reassignment_targets
+from .attempts import reassign_refusal, reassignment_candidates
 from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
 
@@ -26,7 +26,6 @@ class Overview:
     attempts: list
     invitations: list
     selected: int
-    reassign_targets: list  # who the attempt rows offer a reassignment to (never a bot)
 
 
 def study_overview(actor, study: Study) -> Overview:
@@ -42,11 +41,14 @@ def study_overview(actor, study: Study) -> Overview:
     for cell in cells:
         cell.n_completed = completed[cell.pk]  # type: ignore[attr-defined]  # read through each attempt's shift
     invitations = list(Invitation.objects.filter(participant__study=study).select_related("participant"))
+    candidates = reassignment_candidates(study)
+    for attempt in attempts:  # whom each attempt row offers a reassignment to (the domain's rule)
+        attempt.reassign_targets = [  # type: ignore[attr-defined]
+            p for p in candidates if reassign_refusal(attempt, p) is None]
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
-                    selected=sum(1 for a in attempts if a.is_selected),
-                    reassign_targets=list(reassignment_targets(study)))
+                    selected=sum(1 for a in attempts if a.is_selected))
 
 
 def audit_log(actor, study: Study) -> list[AuditEvent]:

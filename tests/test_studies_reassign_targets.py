@@ -1,7 +1,9 @@
-"""A reassignment after a platform fault goes to a person: the study's pages never offer
-a rehearsal bot as the target, and a posted bot is refused as a form error."""
+"""A reassignment after a platform fault follows one rule, the domain's
+(``studies.attempts.reassign``): a person's attempt goes to a person still taking part
+who has an account (a bot's may go to another bot).  The pages offer only such targets,
+and a posted target the rule refuses comes back as the domain's message."""
 import pytest
-from test_studies_support import admin, bot, cell, coordinator, study  # noqa: F401
+from test_studies_support import admin, bot, bot2, cell, coordinator, study  # noqa: F401
 
 from studies import assignment, attempts, participants
 from studies.errors import StudyError
@@ -45,11 +47,11 @@ def test_the_monitor_offers_no_bot(coord_client, study, bot, faulted):
     assert "expert-1" in options and "bot-1" not in options
 
 
-def test_a_posted_bot_is_refused_as_a_form_error(coord_client, study, bot, faulted):
+def test_a_posted_bot_is_refused_with_the_domains_message(coord_client, study, bot, faulted):
     response = coord_client.post(f"/studies/{study.pk}/attempts/{faulted.pk}/",
                                  {"action": "reassign", "to": bot.pk, "reason": "server lost the shift"},
                                  follow=True)
-    assert "Reassign to: bot-1 is a rehearsal bot; choose a person to reassign to" in response.content.decode()
+    assert "bot-1 is a rehearsal bot; reassign a person&#x27;s attempt to a person" in response.content.decode()
     faulted.refresh_from_db()
     assert not faulted.platform_fault and not Attempt.objects.filter(participant=bot).exists()
     assert not AuditEvent.objects.filter(action=AuditAction.REASSIGNED).exists()
@@ -74,11 +76,11 @@ def test_a_withdrawn_person_is_not_offered(coord_client, study, withdrawn, fault
     assert "expert-gone" not in _to_options(html, f'<tr data-attempt="{faulted.pk}"')
 
 
-def test_a_posted_withdrawn_person_is_refused_as_a_form_error(coord_client, study, withdrawn, faulted):
+def test_a_posted_withdrawn_person_is_refused_with_the_domains_message(coord_client, study, withdrawn, faulted):
     response = coord_client.post(f"/studies/{study.pk}/attempts/{faulted.pk}/",
                                  {"action": "reassign", "to": withdrawn.pk, "reason": "server lost the shift"},
                                  follow=True)
-    assert ("Reassign to: expert-gone has withdrawn from the study; choose someone still taking part"
+    assert ("expert-gone has withdrawn from the study; reassign to someone still taking part"
             in response.content.decode())
     assert not Attempt.objects.filter(participant=withdrawn).exists()
 
@@ -86,3 +88,38 @@ def test_a_posted_withdrawn_person_is_refused_as_a_form_error(coord_client, stud
 def test_the_service_refuses_a_withdrawn_person(withdrawn, faulted, coordinator):
     with pytest.raises(StudyError, match="^expert-gone has withdrawn from the study; reassign to someone still"):
         attempts.reassign(coordinator, faulted, withdrawn, "server lost the shift")
+
+
+@pytest.fixture
+def no_account(study, coordinator):
+    """Added to the study, invitation not accepted."""
+    return participants.add_participant(coordinator, study, "expert-new")
+
+
+def test_the_service_refuses_a_target_without_an_account(no_account, faulted, coordinator):
+    with pytest.raises(StudyError, match=r"^expert-new has no account yet \(invitation not accepted\); reassign to "):
+        attempts.reassign(coordinator, faulted, no_account, "server lost the shift")
+
+
+def test_a_posted_unknown_participant_is_a_form_error(coord_client, study, faulted):
+    response = coord_client.post(f"/studies/{study.pk}/attempts/{faulted.pk}/",
+                                 {"action": "reassign", "to": 99999, "reason": "server lost the shift"},
+                                 follow=True)
+    assert "Reassign to: study &#x27;Study A&#x27; has no participant 99999; choose one from the list" in (
+        response.content.decode())
+
+
+@pytest.fixture
+def bot_attempt(study, admin, bot, cell):
+    return assignment.assign_next(admin, study, [bot], include_bots=True)
+
+
+def test_a_bots_attempt_row_offers_the_other_bot(coord_client, study, bot_attempt, bot2):
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    assert f'<option value="{bot2.pk}">bot-2</option>' in _to_options(html, f'<tr data-attempt="{bot_attempt.pk}"')
+
+
+def test_a_bots_attempt_is_reassigned_to_another_bot_from_the_page(coord_client, study, bot_attempt, bot2):
+    coord_client.post(f"/studies/{study.pk}/attempts/{bot_attempt.pk}/",
+                      {"action": "reassign", "to": bot2.pk, "reason": "rehearsing a platform fault"})
+    assert Attempt.objects.filter(participant=bot2, replaces=bot_attempt).exists()
