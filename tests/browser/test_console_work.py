@@ -306,3 +306,35 @@ def test_the_inbox_marks_the_rows_the_returns_table_marks_urgent_and_says_hours_
     assert keys_of(page, "#inbox tr.urgent td:first-child small", "textContent") == urgent
     assert page.locator("#inbox tbody tr:not(.urgent)").count() > 0
     assert "h left" in page.inner_text("#inbox tbody tr:first-child td.when")
+
+
+def right_edges(page, selector: str) -> list[float]:
+    return page.eval_on_selector_all(selector, "found => found.map(e => e.getBoundingClientRect().right)")
+
+
+def test_the_pages_fit_1280_wide(counted, server, login, screenshot):
+    """At 1280x800 nothing stretches the page: the home page's shifts table keeps to the
+    step boxes' width, list_orders shows its last columns without scrolling, and a long
+    unbroken listing title wraps in the product card's heading."""
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto("/")
+    screenshot(page, "home-1280", full_page=False)
+    assert max(right_edges(page, "table.shifts")) <= max(right_edges(page, "ol.steps li")) + 1
+
+    page.goto(f"/shifts/{shift}/")
+    quick(c, "list_orders")
+    screenshot(page, "workspace-orders-fit-1280", full_page=False)
+    card = max(right_edges(page, "#result .table-scroll"))
+    assert max(right_edges(page, "#result table.result-table thead th")) <= card + 1
+
+    c.page.locator("#tool-update_listing_copy").locator("xpath=ancestor::details").locator("summary").click()
+    form = page.locator("#tool-update_listing_copy")
+    form.locator("[name=arg_product_id]").fill("PRD-001")
+    form.locator("[name=arg_title]").fill("W" * 150)
+    form.locator("[name=arg_description]").fill("A plain description.")
+    answered(page, form.locator("button[type=submit]"))
+    page.locator("#tool-get_product [name=arg_product_id]").fill("PRD-001")
+    answered(page, page.locator("#tool-get_product button[type=submit]"))
+    screenshot(page, "workspace-long-title-1280", full_page=False)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
