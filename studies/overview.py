@@ -65,13 +65,15 @@ class MyStudy:
     attempts: list  # (attempt, completion code or None, the shift's name as the console gives it)
 
 
-def my_study(user) -> MyStudy | None:
-    """A participant's own page: their consent state and the codes of committed shifts."""
+def my_study(user, study_id: int | None = None) -> MyStudy | None:
+    """A participant's own page (in study ``study_id``, else their first): their consent
+    state and the codes of committed shifts."""
     from .completion import completion_code
     from .models import Participant
     from .participants import current_consent, needs_consent
 
-    participant = Participant.objects.filter(user=user).select_related("study").first()
+    mine = Participant.objects.filter(user=user).select_related("study")
+    participant = (mine.filter(study_id=study_id) if study_id is not None else mine).first()
     if participant is None:
         return None
     names = names_of(Shift.objects.filter(participant=user).only("pk", "created_at", "is_practice"))

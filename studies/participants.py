@@ -260,10 +260,17 @@ def needs_consent(participant: Participant) -> bool:
 def consent_gate(user, shift) -> StartRefused | None:
     """The shift domain's start gate for studies (added in ``StudiesConfig.ready``): a
     study participant who has not accepted the study's current consent text starts no
-    shift, practice included, and is sent to their study page to give it."""
-    for participant in Participant.objects.filter(user_id=user.pk).select_related("study"):
+    shift, practice included, and is sent to their page for that study to give it.
+    Studies the person has left (withdrawn or returned) ask nothing of them."""
+    for participant in Participant.objects.filter(user_id=user.pk, withdrawn_at=None, returned_at=None
+                                                  ).select_related("study"):
         if needs_consent(participant):
             return StartRefused(f"Give your consent to study {participant.study.name!r} on your study page "
                                 "before starting a shift: read the consent text there and tick the box.",
-                                next_url=reverse("studies:me"))
+                                next_url=my_page_url(participant))
     return None
+
+
+def my_page_url(participant: Participant) -> str:
+    """The participant's own study page, for this study (a person may be in several)."""
+    return f"{reverse('studies:me')}?study={participant.study_id}"

@@ -395,20 +395,19 @@ def me(request: HttpRequest) -> HttpResponse:
     """A participant's own page: consent, and completion codes of finished attempts."""
     if not request.user.is_authenticated:  # login_required answered already; this narrows the type
         raise Http404("sign in to see your study page")
-    participant = Participant.objects.filter(user=request.user).select_related("study").first()
-    if participant is None:
-        raise Http404("you are not a participant in any study")
+    participant = _me(request)
+    here = participants.my_page_url(participant)
     if request.method == "POST":
         form = forms.ConsentForm(request.POST)
         if not form.is_valid():
             messages.error(request, forms.errors_text(form))
-            return redirect("studies:me")
+            return redirect(here)
         try:
             participants.give_consent(request.user, participant, form.cleaned_data["version"])
         except StudyError as exc:
             messages.error(request, str(exc))
-        return redirect("studies:me")
-    mine = my_study(request.user)
+        return redirect(here)
+    mine = my_study(request.user, participant.study_id)
     if mine is None:
         raise Http404("you are not a participant in any study")
     return render(request, "studies/me.html", {"participant": mine.participant, "consent": mine.consent,
@@ -463,10 +462,20 @@ def enter(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _me(request: HttpRequest) -> Participant:
-    participant = (Participant.objects.filter(user_id=request.user.pk).select_related("study").first()
-                   if request.user.pk is not None else None)
+    """The signed-in person's participant: in the study ``?study=<id>`` names (as the
+    consent gate's link does, for someone in more than one study), else their first."""
+    if request.user.pk is None:
+        raise Http404("sign in to see your study page")
+    mine = Participant.objects.filter(user_id=request.user.pk).select_related("study")
+    named = request.GET.get("study")
+    if named is not None:
+        if not named.isdigit():
+            raise Http404(f"?study= takes a study number, not {named[:40]!r}; open your study page from its link")
+        mine = mine.filter(study_id=int(named))
+    participant = mine.first()
     if participant is None:
-        raise Http404("you are not a participant in any study")
+        raise Http404("you are not a participant in that study" if named is not None
+                      else "you are not a participant in any study")
     return participant
 
 
@@ -478,10 +487,10 @@ def me_next(request: HttpRequest) -> HttpResponse:
         attempt = assignment.assign_self(participant)
     except StudyError as exc:
         messages.error(request, str(exc))
-        return redirect("studies:me")
+        return redirect(participants.my_page_url(participant))
     if attempt is None:
         messages.info(request, "No cell is free for you now; thank you. Finish below to return to Prolific.")
-        return redirect("studies:me")
+        return redirect(participants.my_page_url(participant))
     return redirect("console:shift", pk=attempt.shift_id)
 
 
@@ -501,7 +510,7 @@ def me_return(request: HttpRequest) -> HttpResponse:
     participant = _me(request)
     if not participant.entered_via_link:
         messages.error(request, "You were invited personally: tell the coordinator if you want to stop.")
-        return redirect("studies:me")
+        return redirect(participants.my_page_url(participant))
     return redirect(entry.leave(participant))
 
 

@@ -83,7 +83,7 @@ def test_participant_plays_and_is_sent_to_the_completion_url_then_paid(client, l
     assert client.get("/studies/me/complete/").status_code == 200  # nothing finished: no redirect
     assert "Get my next shift" in client.get("/studies/me/").content.decode()
     response = client.post("/studies/me/next/", follow=False)
-    assert response.status_code == 302 and response["Location"] == "/studies/me/"  # briefing first
+    assert response.status_code == 302 and response["Location"] == f"/studies/me/?study={linked.pk}"  # briefing 1st
     client.post("/briefing/", {"version": BRIEFING_VERSION})
     _play(client, Shift.objects.get(participant=person.user, is_practice=True).pk)
     response = client.post("/studies/me/next/")
