@@ -40,7 +40,7 @@ from shifts.models import BriefingAcknowledgement, Shift
 
 from . import reference
 from .figures import Filters, attempts, reference_rows
-from .models import AuditEvent, Study
+from .models import SCORE_FIELDS, AuditEvent, Study
 
 TABLES = ("attempts", "participants", "events", "aggregates", "wide")
 FORMATS = ("csv", "json")
@@ -218,7 +218,7 @@ def _aggregate(figure: str, group: str, est: reference.Estimate, resamples: int,
 def aggregate_rows(study: Study, filters: Filters, seed: int = reference.DEFAULT_SEED,
                    resamples: int = reference.RESAMPLES) -> Iterator[dict]:
     rows = reference_rows(study, filters)
-    f = reference.compute(rows, seed=seed, resamples=resamples)
+    f = reference.compute(rows, components=SCORE_FIELDS, seed=seed, resamples=resamples)
     yield _aggregate("equal_cell_mean", "", f.equal_cell, resamples, seed)
     yield _aggregate("equal_person_mean", "", f.equal_person, resamples, seed)
     yield _aggregate("earliest_attempt_mean", "", f.earliest, resamples, seed)

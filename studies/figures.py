@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 from . import reference
 from .errors import StudyError
-from .models import Attempt, AttemptKind, AttemptStatus, Study
+from .models import SCORE_FIELDS, Attempt, AttemptKind, AttemptStatus, Study
 from .permissions import Action, require
 
 
@@ -69,7 +69,7 @@ def row_of(attempt: Attempt) -> reference.AttemptRow:
         cell=attempt.cell.key, task=attempt.cell.task_id, person=attempt.participant.code,
         composite=outcome.composite, threshold=attempt.cell.threshold, selected=attempt.is_selected,
         order=(outcome.completed_at.isoformat() if outcome.completed_at else "", attempt.number),
-        components={name: scores[name] for name in reference.COMPONENTS},
+        components={name: scores[name] for name in SCORE_FIELDS},
     )
 
 
@@ -81,4 +81,5 @@ def reference_rows(study: Study, filters: Filters = Filters()) -> list[reference
 def study_figures(actor, study: Study, filters: Filters = Filters(), seed: int = reference.DEFAULT_SEED,
                   resamples: int = reference.RESAMPLES) -> reference.Figures:
     require(actor, study, Action.VIEW)
-    return reference.compute(reference_rows(study, filters), seed=seed, resamples=resamples)
+    return reference.compute(reference_rows(study, filters), components=SCORE_FIELDS, seed=seed,
+                             resamples=resamples)

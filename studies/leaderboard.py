@@ -94,7 +94,7 @@ def leaderboard(actor, study: Study, trials: TrialRows = (), filters: Filters = 
     tasks = {c.key: c.task_id for c in cells}
     covered = reference.anchor_cells(rows, keys)
     anchors = {c.key: {k: Decimal(v) for k, v in c.anchors.items()} for c in cells if c.key in covered}
-    figures = reference.compute(rows, seed=seed, resamples=resamples)
+    figures = reference.compute(rows, components=SCORE_FIELDS, seed=seed, resamples=resamples)
     who, kind = ("Participants, bots included", "participants") if filters.include_bots else ("Humans", "human")
     entries = [Entry(f"{who} (equal-cell mean)", kind, figures.equal_cell),
                Entry(f"{who} (equal-person mean over {figures.persons} "

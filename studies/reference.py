@@ -13,10 +13,10 @@ Definitions (the paper's, Appendix I):
   earliest completed attempt (smallest ``order``), selected or not;
 * **pass rate**: the share of cells whose selected composite is >= the cell's threshold;
 * **per-task means**: the equal-cell mean over each task's cells;
-* **component means**: the mean over cells of the selected attempt's business,
-  reliability, on_time_rate, return_handled_rate and continuity (the parts of the
-  composite, named as in the attempts export; cells where a rate is undefined, e.g.
-  no order fell due, are left out of that rate's mean).
+* **component means**: the mean over cells of each part of the selected attempt's
+  composite (the caller names the parts: the study passes ``studies.models.SCORE_FIELDS``,
+  the names of the attempts export; by default the names the rows carry); cells where
+  a rate is undefined, e.g. no order fell due, are left out of that rate's mean.
 
 Intervals are 95% percentile bootstrap intervals over **cells**: 10,000 resamples of
 the cells with replacement, drawn once from ``random.Random(seed)`` as
@@ -41,8 +41,6 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
-# The composite's parts, named as the attempts export names them (studies.models.SCORE_FIELDS).
-COMPONENTS = ("business", "reliability", "on_time_rate", "return_handled_rate", "continuity")
 RESAMPLES = 10_000
 CONFIDENCE = Fraction(95, 100)
 DEFAULT_SEED = 20260801
@@ -206,9 +204,13 @@ def _estimate(stat: Stat, point: Decimal | None, n: int, draws: list[list[int]])
     return Estimate(point, low, high, n)
 
 
-def compute(rows: Iterable[AttemptRow], *, seed: int = DEFAULT_SEED, resamples: int = RESAMPLES) -> Figures:
-    """Every reference figure with its interval, from completed attempt rows."""
+def compute(rows: Iterable[AttemptRow], *, components: Sequence[str] | None = None, seed: int = DEFAULT_SEED,
+            resamples: int = RESAMPLES) -> Figures:
+    """Every reference figure with its interval, from completed attempt rows; the means of
+    the parts named in ``components`` (by default those the rows carry, first seen first)."""
     rows = list(rows)
+    if components is None:
+        components = list(dict.fromkeys(name for r in rows for name in r.components))
     cells = _cells(rows)
     selected = [c.selected for c in cells if c.selected]
     draws = draws_for(len(cells), random.Random(seed), resamples)
@@ -226,11 +228,11 @@ def compute(rows: Iterable[AttemptRow], *, seed: int = DEFAULT_SEED, resamples: 
     passes = _selected(cells, lambda r: Decimal(1 if r.composite >= r.threshold else 0))
     firsts = [float(c.earliest.composite) for c in cells]
 
-    components = {}
-    for name in COMPONENTS:
+    parts = {}
+    for name in components:
         values = [v for r in selected if (v := r.components.get(name)) is not None]
         per_cell = _selected(cells, _component_getter(name))
-        components[name] = _estimate(_mean_of(per_cell), _dmean(values), len(values), draws)
+        parts[name] = _estimate(_mean_of(per_cell), _dmean(values), len(values), draws)
 
     per_task = {}
     for task in sorted({c.task for c in cells}):
@@ -245,7 +247,7 @@ def compute(rows: Iterable[AttemptRow], *, seed: int = DEFAULT_SEED, resamples: 
         equal_person=_estimate(_person_mean_of(composites, persons), equal_person, len(selected), draws),
         earliest=_estimate(_mean_of(firsts), earliest, len(cells), draws),
         pass_rate=_estimate(_mean_of(passes), passed, len(selected), draws),
-        per_task=per_task, components=components,
+        per_task=per_task, components=parts,
         cells=len(cells), persons=len(per_person), attempts=len(rows), resamples=resamples, seed=seed,
     )
 

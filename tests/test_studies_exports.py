@@ -15,7 +15,7 @@ from studies.design import create_study
 from studies.export_jobs import request_export
 from studies.exports import job_dir
 from studies.figures import Filters, study_figures
-from studies.models import AuditAction, AuditEvent, ExportJob
+from studies.models import SCORE_FIELDS, AuditAction, AuditEvent, ExportJob
 from studies.tasks import run_export
 
 BOTS = Filters(include_bots=True)
@@ -75,7 +75,7 @@ def reference_rows(records):
         threshold=Decimal(str(r["threshold"])), selected=r["selected"] in (True, "true"),
         order=(r["completed_at"], int(r["attempt_number"])),
         components={name: Decimal(str(r[name])) if r[name] not in (None, "") else None
-                    for name in reference.COMPONENTS})
+                    for name in SCORE_FIELDS})
         for r in records if r["status"] in ("submitted", "timed_out")]
 
 

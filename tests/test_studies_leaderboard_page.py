@@ -6,6 +6,7 @@ from test_studies_support import admin, bot, cell, study  # noqa: F401
 
 from studies import assignment, attempts, bots, exports, figures
 from studies import leaderboard as lb
+from studies.models import SCORE_FIELDS
 
 
 @pytest.fixture
@@ -100,3 +101,8 @@ def test_the_equal_person_row_says_how_many_people_it_averages(client, one_selec
     client.force_login(admin)
     html = client.get(f"/studies/{one_selected.pk}/leaderboard/?include_bots=1").content.decode()
     assert "<td>Participants, bots included (equal-person mean over 1 person)</td>" in html
+
+
+def test_the_page_has_a_component_row_for_every_score_field_before_any_attempt(study, admin):
+    _entries, f = lb.leaderboard(admin, study, use_cache=False)
+    assert tuple(f.components) == SCORE_FIELDS

@@ -96,3 +96,14 @@ def test_anchor_figures_average_cells_equally():
 def test_trial_rows_average_within_a_cell_first():
     trials = [("a/1", D("0.2"), "m"), ("a/1", D("0.4"), "m"), ("a/2", D("0.9"), "m")]
     assert reference.trial_figures(trials, {}, resamples=100)["m"].value == D("0.600000")  # (.3 + .9)/2
+
+
+def test_component_means_are_of_the_parts_the_caller_names():
+    rows = [row("a/1", "p", "0.4", business="0.2", continuity="1"), row("a/2", "q", "0.6", business="0.4")]
+    assert {k: e.value for k, e in reference.compute(rows, components=["business"], resamples=50).components.items()
+            } == {"business": D("0.300000")}
+
+
+def test_by_default_the_component_means_are_of_the_parts_the_rows_carry():
+    rows = [row("a/1", "p", "0.4", business="0.2", continuity="1"), row("a/2", "q", "0.6", business="0.4")]
+    assert list(reference.compute(rows, resamples=50).components) == ["business", "continuity"]
