@@ -130,7 +130,7 @@ class Player:
     def quick(self, tool: str) -> None:
         before = self.page.evaluate(
             "() => Number((document.querySelector('#result .result') || {dataset: {}}).dataset.seq || 0)")
-        self.click(self.page.locator(f".quick-reads button[data-tool={tool}]"))
+        self.click(self.page.locator(f".quick-bar button[data-tool={tool}]"))
         self._wait_seq(before)
 
     def act(self, key: str, tool: str) -> bool:

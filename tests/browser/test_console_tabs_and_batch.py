@@ -27,7 +27,7 @@ def ready_participant(server, login, page, task: str, seed: int) -> int:
 def quick(page, tool: str) -> int:
     """Press a quick-read button and wait for its result; the call's number."""
     before = page.evaluate("() => Number((document.querySelector('#result .result') || {dataset: {}}).dataset.seq || 0)")
-    page.click(f".quick-reads button[data-tool={tool}]")
+    page.click(f".quick-bar button[data-tool={tool}]")
     page.wait_for_function(f"() => {{ const r = document.querySelector('#result .result'); "
                            f"return r && Number(r.dataset.seq) > {before}; }}")
     return int(page.get_attribute("#result .result", "data-seq"))
