@@ -93,7 +93,11 @@ class Bot:
 
     def play(self) -> Attempt:
         self.onboard()
-        self._post(f"/shifts/{self.shift.pk}/start/")
+        self.shift.refresh_from_db()
+        if self.shift.status == Shift.Status.ASSIGNED:
+            self._post(f"/shifts/{self.shift.pk}/start/")
+        elif self.shift.status == Shift.Status.PAUSED:  # a run cut short mid-play (a redelivered rehearsal)
+            self._post(f"/shifts/{self.shift.pk}/resume/")
         self.shift.refresh_from_db()
         if self.shift.status != Shift.Status.ACTIVE:
             raise BotError(f"the console did not start shift {self.shift.pk} (it is {self.shift.status})")

@@ -86,22 +86,25 @@ def rehearse(actor, study: Study, count: int, skill: str, rehearsal_id: str = ""
     attempts played by this call.
 
     Attempts the rehearsal already assigned count towards ``count`` (a rerun of the same
-    rehearsal tops up, it never adds a second round); one of them whose shift never
-    started (a run cut short) is played now.  Bots are taken one at a time, only while a
-    place is left under the quotas: a bot that can take a cell now is reused (oldest
-    first), otherwise one new bot is added, so no bot is made that gets no cell."""
+    rehearsal tops up, it never adds a second round); one of them whose shift has not
+    ended (a run cut short, before or during play) is played to its end now.  Bots are
+    taken one at a time, only while a place is left under the quotas: a bot that can take
+    a cell now is reused (oldest first), otherwise one new bot is added, so no bot is made
+    that gets no cell.  Each assignment recounts the rehearsal's attempts under a lock on
+    the study's row, so two deliveries running at once assign ``count`` between them."""
     check(actor, study, count, skill)
-    earlier = _assigned_in(study, rehearsal_id)
-    played = [bots.play(a, skill) for a in earlier if a.shift.status == Shift.Status.ASSIGNED]
-    made = len(earlier)
-    while made < count and _room(study) > 0:
-        free = _free_bots(study)
-        bot = free[0] if free else _new_bot(actor, study)
-        attempt = assign_next(actor, study, participants=[bot], include_bots=True, reason="rehearsal",
-                              rehearsal=rehearsal_id or None)
+    played = [bots.play(a, skill) for a in _assigned_in(study, rehearsal_id) if a.shift.status != Shift.Status.ENDED]
+    while True:
+        with transaction.atomic():
+            Study.objects.select_for_update().filter(pk=study.pk).first()
+            if len(_assigned_in(study, rehearsal_id)) >= count or _room(study) == 0:
+                break
+            free = _free_bots(study)
+            bot = free[0] if free else _new_bot(actor, study)
+            attempt = assign_next(actor, study, participants=[bot], include_bots=True, reason="rehearsal",
+                                  rehearsal=rehearsal_id or None)
         if attempt is None:  # cannot happen while a place is left (the bot has an untried open cell)
             break
-        made += 1
         played.append(bots.play(attempt, skill))
     return played
 

@@ -83,3 +83,15 @@ def test_a_rehearsal_makes_no_more_bots_than_places_left(study, admin):
     rehearsal.rehearse(admin, study, 20, "idle")
     assert list(study.participants.filter(label__startswith="rehearsal-bot").values_list("label", flat=True)) == [
         "rehearsal-bot-4"]
+
+
+def test_a_rerun_finishes_an_attempt_whose_play_was_cut_short_mid_shift(study, admin):
+    cut_short = assignment.assign_next(admin, study, [bots.add_bot(admin, study, "b")], include_bots=True,
+                                       reason="rehearsal", rehearsal="r-1")
+    from shifts.lifecycle import begin_shift
+
+    bots.Bot(cut_short, bots.SKILLS["idle"]).onboard()
+    begin_shift(cut_short.shift)  # the worker died after the bot started its shift
+    rehearsal.run_rehearsal(study.pk, admin.pk, 1, "idle", "r-1")
+    assert [(a.pk, a.status) for a in Attempt.objects.filter(study=study)] == [
+        (cut_short.pk, AttemptStatus.SUBMITTED)]
