@@ -283,10 +283,24 @@ document.addEventListener("htmx:confirm", function (evt) {
 // reply's outcome line lands in the row; the list stays. After any answer from the
 // server every form that makes a call (row actions, quick reads, the inbox's refunds, the
 // purchase-order grid, the tool forms) gets a fresh call id: a retry or a corrected
-// amount is a new call. Until the answer it keeps its id (its button is disabled, and a
-// second submit of the same id is the same stored call); with no answer (or a 5xx) it
-// keeps its id, and the page asks the server's call record whether that call was stored.
+// amount is a new call. Until the answer it keeps its id and its button is disabled; a
+// submit made meanwhile (a row's key pressed twice) is dropped, not queued: htmx would
+// send a queued one after the answer, by when the form holds a fresh id, a second call.
+// With no answer (or a 5xx) it keeps its id, and the page asks the server's call record
+// whether that call was stored.
 (function () {
+  function dropWhileSending(root) {
+    if (!root || !root.querySelectorAll) return;
+    var forms = Array.prototype.slice.call(root.querySelectorAll("form"));
+    if (root.tagName === "FORM") forms.push(root);
+    forms.forEach(function (form) {
+      if (form.querySelector("input[name=call_id]") && !form.hasAttribute("hx-sync")) {
+        form.setAttribute("hx-sync", "this:drop");
+      }
+    });
+  }
+  document.addEventListener("htmx:load", function (evt) { dropWhileSending(evt.detail.elt); });
+  dropWhileSending(document);
   function freshId() {
     var bytes = new Uint8Array(16);
     window.crypto.getRandomValues(bytes);
@@ -387,6 +401,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     var form = row.querySelector('form.row-action[data-key="' + evt.key + '"]');
     if (form) {
       evt.preventDefault();
+      if (form.classList.contains("htmx-request")) return;  // its call is on its way
       if (form.requestSubmit) form.requestSubmit(); else form.querySelector("button").click();
     }
   });

@@ -134,3 +134,36 @@ def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, l
     assert "done" not in (page.get_attribute(f'#result tr[data-key="{third}"]', "class") or "")
     page.goto(f"/shifts/{shift}/history/?tool=set_price")
     assert page.locator("ol.history li, table.history-table tbody tr").count() == 2
+
+
+def test_a_form_submitted_again_while_its_call_is_on_its_way_is_one_call(context, server, login):
+    # A row's key pressed twice submits its form twice (requestSubmit ignores the disabled
+    # button): the second submit must be dropped, not queued and sent after the answer,
+    # when the form holds a fresh call id.
+    page = context.new_page()
+    shift = ready_participant(server, login, page, "steady", 7)
+    page.goto(f"{server.url}/shifts/{shift}/")
+    first = quick(page, "list_orders")
+    held, released = [], []
+
+    def hold(route):  # the first call is held until the form has been submitted again
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/call/", hold)
+    submit = "() => document.querySelector('.quick-reads button[data-tool=list_returns]').form.requestSubmit()"
+    page.evaluate(submit)
+    page.wait_for_function("() => !!document.querySelector('.quick-reads form.htmx-request')")
+    page.evaluate(submit)
+    released.append(True)
+    for route in held:
+        route.continue_()
+    page.wait_for_function(f"() => Number(document.querySelector('#result .result').dataset.seq) > {first}")
+    page.wait_for_timeout(1000)  # room for a queued second submit to go out, were there one
+    calls = json.loads(server.shell(
+        "import json\nfrom shifts.models import ShiftCall\n"
+        f"print(json.dumps(list(ShiftCall.objects.filter(shift_id={shift}, seq__gt={first})"
+        ".values_list('tool', flat=True))))").strip().splitlines()[-1])
+    assert calls == ["list_returns"]
