@@ -386,9 +386,9 @@ def problem_of(call) -> Problem | None:
     if not call.reached_core:
         reasons = _argument_problems(text)
         unparsed = json_problems(call.tool, call.arguments or {})
-        if unparsed:  # the argument check only says "not a dictionary": say why the text is not one
-            reasons = [r for r in reasons if r.split(": ", 1)[0] not in unparsed]
-            reasons = [f"{name}: {why}" for name, why in unparsed.items()] + reasons
+        # The MCP layer's reasons stay as an agent reads them; where it only says "not a
+        # dictionary" for the console's text box, the console adds why, marked as its own help.
+        reasons = reasons + [f"console help, {name}: {why}" for name, why in unparsed.items()]
         return Problem("invalid_argument", "; ".join(reasons) or text, {}, reached_store=False)
     return Problem("error", text, {}, reached_store=call.reached_core)
 
