@@ -84,14 +84,16 @@ def score_rows(components: dict) -> list[ScoreRow]:
     return [r for r in rows if r.value is not None]
 
 
-def in_study(shift: Shift) -> bool:
-    """Whether a study assigned the shift (its participant has a study page with a completion
-    code), read through the ``study_attempt`` relation as :func:`threshold_shown` reads it;
-    without the studies app, or for a shift assigned by hand or the practice, no."""
+def study_of(shift: Shift) -> int | None:
+    """The id of the study that assigned the shift (its participant has a study page there, with a
+    completion code), read through the ``study_attempt`` relation as :func:`threshold_shown` reads
+    it; None without the studies app, or for a shift assigned by hand or the practice."""
     try:
-        return Shift.objects.filter(pk=shift.pk, study_attempt__isnull=False).exists()
+        found: int | None = (Shift.objects.filter(pk=shift.pk, study_attempt__isnull=False)
+                             .values_list("study_attempt__study_id", flat=True).first())
     except FieldError:
-        return False
+        return None
+    return found
 
 
 def threshold_shown(shift: Shift) -> bool:

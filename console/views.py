@@ -31,7 +31,7 @@ from shifts.results import result_of
 
 from . import reply, workspace
 from .chart import timeline_svg
-from .endpage import in_study, score_rows, threshold_shown
+from .endpage import score_rows, study_of, threshold_shown
 from .templatetags.console_tags import present_call, tool_form
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
@@ -133,7 +133,7 @@ def _context(overview: workspace.Overview, **extra) -> dict:
             "score_rows": _score_rows(shift),
             "explained_rows": score_rows(components),
             "threshold": components.get("threshold") if threshold_shown(shift) else None,
-            "in_study": in_study(shift),
+            "study_id": study_of(shift),
             "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
         })
     return context

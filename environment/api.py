@@ -41,7 +41,7 @@ def grade(ep: Episode, cell: dict[str, Any] | None) -> Score:
     """Settle ``ep`` if it is still open and score it with the calibration ``cell``'s constants."""
     if cell is None:
         raise CalibrationError(f"no calibration cell: grading {ep.task.id} seed {ep.seed} needs its calibration "
-                               "constants; give cell_of(calibration, task, seed) for a cell the calibration has, "
+                               "constants", "give cell_of(calibration, task, seed) for a cell the calibration has, "
                                "or cell_constants(task, seed, calibration)[0] to calibrate it on the spot",
                                task=ep.task.id, seed=ep.seed)
     if not ep.over:

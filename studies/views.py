@@ -469,7 +469,7 @@ def _me(request: HttpRequest) -> Participant:
     mine = Participant.objects.filter(user_id=request.user.pk).select_related("study")
     named = request.GET.get("study")
     if named is not None:
-        if not named.isdigit():
+        if not (named.isascii() and named.isdecimal()):
             raise Http404(f"?study= takes a study number, not {named[:40]!r}; open your study page from its link")
         mine = mine.filter(study_id=int(named))
     participant = mine.first()

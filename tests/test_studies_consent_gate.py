@@ -106,3 +106,8 @@ def test_consent_given_on_that_page_is_recorded_for_that_study(client, also_in_b
     client.post(f"/studies/me/?study={also_in_b.study_id}", {"version": 1, "agree": "on"})
     also_in_b.refresh_from_db()
     assert also_in_b.consent_version is not None and participants.consent_gate(also_in_b.user, practice) is None
+
+
+@pytest.mark.parametrize("named", ["999999", "²", "abc"])
+def test_the_study_page_of_a_study_the_person_is_not_in_is_not_found(client, also_in_b, named):
+    assert client.get(f"/studies/me/?study={named}").status_code == 404

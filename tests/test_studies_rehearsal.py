@@ -95,3 +95,10 @@ def test_a_rerun_finishes_an_attempt_whose_play_was_cut_short_mid_shift(study, a
     rehearsal.run_rehearsal(study.pk, admin.pk, 1, "idle", "r-1")
     assert [(a.pk, a.status) for a in Attempt.objects.filter(study=study)] == [
         (cut_short.pk, AttemptStatus.SUBMITTED)]
+
+
+def test_the_end_page_of_a_study_shift_links_that_studys_page(client, study, admin, bot):
+    played = bots.play(assignment.assign_next(admin, study, [bot], include_bots=True, reason="rehearsal"), "idle")
+    client.force_login(bot.user)
+    html = client.get(f"/shifts/{played.shift_id}/").content.decode()
+    assert f'on <a href="/studies/me/?study={study.pk}">your study page</a>' in html

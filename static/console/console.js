@@ -225,14 +225,14 @@ document.addEventListener("htmx:confirm", function (evt) {
       var last = row.cells[row.cells.length - 1];
       var open = !!row.querySelector("form.refund-form") || /^\s*open\b/.test(last.textContent);
       row.classList.toggle("urgent", open && hours <= URGENT_HOURS);
-      row.classList.toggle("done", !!last.querySelector(".tag.free"));
+      row.classList.toggle("done", !open || !!last.querySelector(".tag.free"));
       var left = cell.querySelector(".hours-left");
       if (!left) {
         left = document.createElement("span");
         left.className = "hours-left";
         cell.appendChild(left);
       }
-      left.textContent = hours > 0 ? hours.toFixed(1) + " h left" : "escalation due";
+      left.textContent = !open ? "" : hours > 0 ? hours.toFixed(1) + " h left" : "escalation due";  // a resolved return has no deadline
     });
   }
   document.addEventListener("DOMContentLoaded", mark);
