@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django import forms
 
-from environment.errors import InvalidSeed, check_seed
+from environment.errors import SEED_MAX, InvalidSeed, check_seed
 
 from . import pay
 from .errors import StudyError
@@ -20,7 +20,9 @@ class StudyForm(forms.Form):
     seeds = forms.CharField(max_length=200, help_text="space-separated, e.g. 7 11 13")
     quota = forms.IntegerField(min_value=1, max_value=100, initial=1)
     policy = forms.ChoiceField(choices=AssignmentPolicy.choices)
-    random_seed = forms.IntegerField(initial=0)
+    random_seed = forms.IntegerField(initial=0, min_value=0, max_value=SEED_MAX, error_messages={
+        "min_value": f"give a whole number from 0 to {SEED_MAX:,} (it fixes the order of random assignment)",
+        "max_value": f"give a whole number from 0 to {SEED_MAX:,} (it fixes the order of random assignment)"})
 
     def __init__(self, *args, **kwargs):
         from environment.tasks import all_tasks

@@ -325,6 +325,15 @@ def test_study_form_names_bad_seeds(client, admin):
     assert "Seeds: -1 is not a task seed: give a whole number from 0 to 2,147,483,647" in html
 
 
+def test_study_form_refuses_a_random_seed_out_of_range_by_name(client, admin):
+    client.force_login(admin)
+    html = client.post("/studies/new/", {"name": "X", "tasks": ["steady"], "seeds": "7", "quota": 1,
+                                         "policy": "balanced", "random_seed": "-99999999999999999999999"}
+                       ).content.decode()
+    assert "Random seed: give a whole number from 0 to 2,147,483,647" in html
+    assert 'value="-99999999999999999999999"' in html
+
+
 def test_non_staff_cannot_create_a_study(client, db):
     client.force_login(make_user("plain"))
     html = client.post("/studies/new/", {"name": "X", "tasks": ["steady"], "seeds": "7", "quota": 1,
