@@ -13,6 +13,8 @@ Every coordinator action needs a reason and writes one audit event.
 """
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -178,12 +180,22 @@ def extend_deadline(actor, attempt: Attempt, minutes: int, reason: str) -> Attem
     if shift.status not in RUNNING or old is None:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is not running; "
                          "only a running shift has a deadline to change")
+    new = old + timedelta(minutes=minutes)
+    if new <= timezone.now():
+        raise StudyError(f"moving the deadline by {minutes} minutes would put it at {when(new)}, which has "
+                         "already passed, and the shift would end as timed out; choose fewer minutes, or use "
+                         "force end to end the shift")
     with transaction.atomic():
-        shift = move_deadline(shift, minutes)
+        attempt.shift = move_deadline(shift, minutes)
         audit.record(attempt.study, actor, AuditAction.DEADLINE_CHANGED, reason=reason, attempt=attempt,
-                     old=old.isoformat(), new=shift.deadline.isoformat() if shift.deadline else "",
+                     old=old.isoformat(), new=attempt.shift.deadline.isoformat() if attempt.shift.deadline else "",
                      minutes=minutes)
     return attempt
+
+
+def when(moment: datetime) -> str:
+    """A moment as the pages say it: local date and time to the minute, with the zone."""
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def force_end(actor, attempt: Attempt, reason: str) -> Attempt:

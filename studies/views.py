@@ -241,8 +241,11 @@ def _attempt_action(request: HttpRequest, study: Study, attempt: Attempt, data: 
 
 def _acted(action: str, result: Attempt) -> str:
     """What a coordinator's action on an attempt did, as the page says it."""
-    return (f"{action.replace('_', ' ').capitalize()}: {result.cell.key} attempt #{result.number}"
+    done = (f"{action.replace('_', ' ').capitalize()}: {result.cell.key} attempt #{result.number}"
             f" ({result.participant.label}).")
+    if action == "extend" and result.shift.deadline is not None:
+        done += f" The new deadline is {attempts.when(result.shift.deadline)}."
+    return done
 
 
 @login_required

@@ -300,6 +300,25 @@ def test_extend_deadline_moves_the_shift_deadline_and_logs_it(study, admin, bot,
     assert (event.reason, event.detail["minutes"]) == ("fire alarm", 90)
 
 
+def test_a_deadline_change_that_would_put_the_deadline_in_the_past_is_refused_and_changes_nothing(
+        study, admin, bot, cell):
+    from django.utils import timezone
+
+    from shifts.lifecycle import begin_shift
+
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    soon = timezone.now() + timedelta(minutes=5)
+    Shift.objects.filter(pk=attempt.shift_id).update(deadline=soon)
+    attempt.refresh_from_db()
+    with pytest.raises(StudyError, match=r"would put it at .*which has already passed.*use force end to end the "
+                                         r"shift"):
+        attempts.extend_deadline(admin, attempt, -10, "typo")
+    assert Shift.objects.get(pk=attempt.shift_id).deadline == soon
+    assert not AuditEvent.objects.filter(action=AuditAction.DEADLINE_CHANGED).exists()
+
+
 def test_extend_deadline_needs_a_reason(study, admin, bot, cell):
     attempt = assignment.assign(admin, bot, cell)
     with pytest.raises(StudyError, match="a reason is required to change a deadline"):

@@ -182,6 +182,19 @@ def test_extend_without_minutes_names_the_field(coord_client, study, bot, cell):
     assert "Minutes: required to change a deadline" in html
 
 
+def test_extending_a_deadline_says_the_new_deadline(coord_client, study, bot, cell, coordinator):
+    from shifts.lifecycle import begin_shift
+    from shifts.models import Shift
+    from studies.attempts import when
+
+    attempt = assignment.assign(coordinator, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    html = coord_client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/",
+                             {"action": "extend", "minutes": 30, "reason": "fire alarm"}, follow=True).content.decode()
+    assert f"The new deadline is {when(Shift.objects.get(pk=attempt.shift_id).deadline)}." in html
+
+
 def test_coordinator_grants_a_coached_retry_from_the_page(coord_client, study, bot, cell, coordinator):
     done = bots.play(assignment.assign(coordinator, bot, cell), "novice")
     coord_client.post(f"/studies/{study.pk}/attempts/{done.pk}/", {"action": "retry", "reason": "slow down"})
