@@ -715,7 +715,7 @@ def rehearse(request: HttpRequest, pk: int) -> HttpResponse:
     def schedule(d: dict) -> str:
         playing = rehearsal.schedule(request.user, study, d["bots"], d["skill"])
         fewer = (f" (only {playing} place(s) are left under the cells' quotas)" if playing < d["bots"] else "")
-        return (f"Rehearsal started: {playing} bot(s) each take a cell and play it{fewer}; their attempts "
-                "appear below as they finish (bots are left out of figures by default).")
+        return (f"Rehearsal started: {playing} rehearsal attempt(s), played by scripted bots{fewer}; the "
+                "attempts appear below as they finish (bots are left out of figures by default).")
 
     return _submitted(request, study, forms.RehearsalForm(request.POST), "rehearsal", schedule, back="attempts")

@@ -53,8 +53,17 @@ def test_the_page_says_how_many_bots_play_when_fewer_places_are_left(client, stu
     with django_capture_on_commit_callbacks(execute=True):
         html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 3, "skill": "idle"}, follow=True
                            ).content.decode()
-    assert "Rehearsal started: 1 bot(s) each take a cell and play it (only 1 place(s) are left" in html
+    assert "Rehearsal started: 1 rehearsal attempt(s), played by scripted bots (only 1 place(s) are left" in html
     assert Attempt.objects.filter(study=study, status=AttemptStatus.SUBMITTED).count() == 1
+
+
+def test_the_page_counts_rehearsal_attempts_not_bots_when_one_bot_plays_two_cells(
+        client, study, coordinator, bot, django_capture_on_commit_callbacks):
+    client.force_login(coordinator)
+    with django_capture_on_commit_callbacks(execute=True):
+        html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "idle"}, follow=True
+                           ).content.decode()
+    assert "Rehearsal started: 2 rehearsal attempt(s), played by scripted bots;" in html
 
 
 def test_a_bot_cannot_record_consent(study, admin, bot):
