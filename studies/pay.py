@@ -1,7 +1,8 @@
 """Pay: what each attempt earns, approved by a coordinator, and the files a platform takes.
 
-* The rule is the study's: ``base_pay_cents`` for every scored attempt that ended
-  (completed, or closed by the team or a platform fault), a bonus by score band
+* The rule is the study's: ``base_pay_cents`` for every scored attempt whose shift
+  started and ended (completed, or closed by the team or a platform fault; an attempt
+  that never started earns no base pay), a bonus by score band
   (``bonus_bands``: ``[[min composite, cents], ...]``, the highest band the composite
   reaches) for a completed attempt, and ``fault_compensation_cents`` for an attempt
   lost to a platform fault.  All amounts are integer cents (pence on Prolific).
@@ -83,7 +84,8 @@ class Proposal:
 
 def propose(attempt: Attempt) -> Proposal:
     study, shift, outcome = attempt.study, attempt.shift, attempt.outcome
-    ended = outcome.is_completed or not_their_doing(attempt)
+    played = shift.started_at is not None and shift.ended_at is not None
+    ended = played and (outcome.is_completed or not_their_doing(attempt))
     record = PayRecord.objects.filter(attempt=attempt).first()
     return Proposal(
         attempt=attempt, wall_seconds=shift.wall_seconds, active_seconds=shift.active_seconds,

@@ -285,12 +285,26 @@ def test_bulk_assign_gives_each_chosen_person_a_cell_with_one_reason(client, stu
     assert set(AuditEvent.objects.filter(action=AuditAction.ASSIGNED).values_list("reason", flat=True)) == {"week 1"}
 
 
-def test_fault_compensation_is_proposed_for_a_reassigned_attempt(linked, coordinator, admin, cell, bot, bot2):
+def test_an_unstarted_attempt_lost_to_a_fault_gets_compensation_but_no_base_pay(linked, coordinator, admin, cell,
+                                                                                  bot, bot2):
     attempt = assignment.assign(admin, bot, cell)  # bots need no consent
     attempt_actions.reassign(coordinator, attempt, bot2, "the server lost the shift")
     attempt.refresh_from_db()
     proposal = pay.propose(attempt)
-    assert (proposal.base_cents, proposal.bonus_cents, proposal.compensation_cents) == (500, 0, 300)
+    assert (proposal.base_cents, proposal.bonus_cents, proposal.compensation_cents) == (0, 0, 300)
+
+
+def test_an_invalidated_attempt_that_never_started_earns_no_base_pay(linked, coordinator, admin, cell, bot):
+    attempt = attempt_actions.invalidate(coordinator, assignment.assign(admin, bot, cell), "assigned by mistake")
+    assert pay.propose(attempt).total_cents == 0
+
+
+def test_a_started_attempt_the_team_ended_gets_base_pay(linked, coordinator, admin, cell, bot):
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    lifecycle.begin_shift(attempt.shift)
+    attempt = attempt_actions.invalidate(coordinator, attempt, "the scenario was misconfigured")
+    assert pay.propose(attempt).base_cents == 500
 
 
 def test_a_running_shift_shows_its_time_so_far_to_the_coach(client, study, coordinator, bot, cell):
