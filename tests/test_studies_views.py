@@ -263,6 +263,23 @@ def test_force_end_and_invalidate_ask_to_confirm_naming_participant_and_cell(coo
     assert "!== 'invalidate' || confirm('Invalidate ' + n + ' chosen attempt'" in bulk
 
 
+def test_withdraw_asks_to_confirm_naming_the_participant(coord_client, study, coordinator):
+    participants.add_participant(coordinator, study, "Ann-Marie")
+    detail = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    form = detail[detail.index('<tr data-participant="Ann-Marie"'):].split("</tr>")[0]
+    assert ("onsubmit=\"return confirm('Withdraw participant Ann\\u002DMarie? Their data leaves the figures and "
+            "exports and their unstarted attempts close. This cannot be undone.')\"") in form
+
+
+def test_revoke_asks_to_confirm_naming_the_invitation(coord_client, study, coordinator):
+    person = participants.add_participant(coordinator, study, "Ann-Marie")
+    invitation = participants.invite(coordinator, person).invitation
+    detail = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    form = detail[detail.index(f"/invitations/{invitation.pk}/"):].split(">")[0]
+    assert "onsubmit=\"return confirm('Revoke the invitation of Ann\\u002DMarie issued " in form
+    assert "Its link stops working. This cannot be undone.')\"" in form
+
+
 def test_header_links_to_the_staff_pages_only_for_who_may_open_them(client, coord_client, study, admin, bot):
     def links(c):
         header = c.get("/").content.decode().split("</header>")[0]
