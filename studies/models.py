@@ -20,7 +20,7 @@ Design:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import cached_property
 from typing import Any
@@ -162,6 +162,17 @@ class Invitation(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    @property
+    def expires_at(self) -> datetime:
+        """When the link stops working (it was signed when the invitation was issued)."""
+        return self.created_at + timedelta(seconds=self.max_age_seconds)
+
+    @property
+    def valid_days(self) -> str:
+        """How long the link is valid, in days as the invite form asks for them (e.g. ``"7"``, ``"0.04"``)."""
+        days = self.max_age_seconds / 86400
+        return f"{days:g}" if days == int(days) else f"{days:.2f}"
 
 
 class Cell(models.Model):

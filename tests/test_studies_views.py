@@ -280,6 +280,16 @@ def test_revoke_asks_to_confirm_naming_the_invitation(coord_client, study, coord
     assert "Its link stops working. This cannot be undone.')\"" in form
 
 
+def test_the_invitations_table_shows_when_a_link_expires(coord_client, study, coordinator):
+    from django.utils import timezone
+
+    person = participants.add_participant(coordinator, study, "Ann")
+    invitation = participants.invite(coordinator, person, 7 * 24 * 3600).invitation
+    detail = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    expires = timezone.localtime(invitation.created_at + timezone.timedelta(days=7)).strftime("%Y-%m-%d %H:%M")
+    assert f"<td>{expires} (valid 7 days)</td>" in detail and "604800" not in detail
+
+
 def test_header_links_to_the_staff_pages_only_for_who_may_open_them(client, coord_client, study, admin, bot):
     def links(c):
         header = c.get("/").content.decode().split("</header>")[0]
