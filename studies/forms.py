@@ -6,9 +6,12 @@ from django import forms
 from environment.errors import SEED_MAX, InvalidSeed, check_seed
 
 from . import pay
+from .attempts import MAX_DEADLINE_CHANGE_MINUTES
 from .errors import StudyError
 from .models import AssignmentPolicy, Participant, Role, SelectionRule, Study
 
+MINUTES_RANGE = (f"A deadline moves by 1 to {MAX_DEADLINE_CHANGE_MINUTES} minutes at a time "
+                 "(a negative number shortens it).")
 ATTEMPT_ACTIONS = ("retry", "reassign", "extend", "force_end", "invalidate", "select")
 
 
@@ -92,7 +95,11 @@ class AttemptActionForm(forms.Form):
     attempt may go to them)."""
     action = forms.ChoiceField(choices=[(a, a) for a in ATTEMPT_ACTIONS])
     reason = forms.CharField(max_length=1000, required=False)
-    minutes = forms.IntegerField(required=False, min_value=-720, max_value=720)
+    minutes = forms.IntegerField(required=False, min_value=-MAX_DEADLINE_CHANGE_MINUTES,
+                                 max_value=MAX_DEADLINE_CHANGE_MINUTES, error_messages={
+                                     "min_value": MINUTES_RANGE + " %(show_value)s is too many.",
+                                     "max_value": MINUTES_RANGE + " %(show_value)s is too many.",
+                                     "invalid": MINUTES_RANGE})
     to = forms.IntegerField(label="Reassign to", required=False, min_value=1)
 
     def __init__(self, *args, study: Study, **kwargs):
@@ -113,8 +120,9 @@ class AttemptActionForm(forms.Form):
     def clean(self):
         data = super().clean()
         action = data.get("action")
-        if action == "extend" and not data.get("minutes"):
-            self.add_error("minutes", "required to change a deadline")
+        if action == "extend" and "minutes" not in self.errors and not data.get("minutes"):
+            self.add_error("minutes", ("Give the minutes to move the deadline by. " if data.get("minutes") is None
+                                       else "0 minutes does not change the deadline. ") + MINUTES_RANGE)
         if action == "reassign" and not data.get("to"):
             self.add_error("to", "choose the participant to reassign to")
         return data

@@ -179,7 +179,23 @@ def test_extend_without_minutes_names_the_field(coord_client, study, bot, cell):
     attempt = assignment.assign(bot.study.created_by, bot, cell)
     html = coord_client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/", {"action": "extend", "reason": "x"},
                              follow=True).content.decode()
-    assert "Minutes: required to change a deadline" in html
+    assert "Minutes: Give the minutes to move the deadline by. A deadline moves by 1 to 720 minutes at a time " \
+           "(a negative number shortens it)." in html
+
+
+def test_extend_by_too_many_minutes_says_the_range_once(coord_client, study, bot, cell):
+    attempt = assignment.assign(bot.study.created_by, bot, cell)
+    html = coord_client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/",
+                             {"action": "extend", "minutes": 99999, "reason": "x"}, follow=True).content.decode()
+    assert "Minutes: A deadline moves by 1 to 720 minutes at a time (a negative number shortens it). 99999 is " \
+           "too many.</" in html
+
+
+def test_extend_by_zero_minutes_says_it_changes_nothing(coord_client, study, bot, cell):
+    attempt = assignment.assign(bot.study.created_by, bot, cell)
+    html = coord_client.post(f"/studies/{study.pk}/attempts/{attempt.pk}/",
+                             {"action": "extend", "minutes": 0, "reason": "x"}, follow=True).content.decode()
+    assert "Minutes: 0 minutes does not change the deadline. A deadline moves by 1 to 720 minutes" in html
 
 
 def test_extending_a_deadline_says_the_new_deadline(coord_client, study, bot, cell, coordinator):
