@@ -90,6 +90,13 @@ def test_duplicate_label_is_refused(study, admin):
         participants.add_participant(admin, study, "A")
 
 
+def test_a_label_differing_only_in_case_and_spaces_is_a_duplicate(study, admin):
+    participants.add_participant(admin, study, "Alice")
+    with pytest.raises(StudyError, match="study 'Study A' already has a participant labelled 'alice'"):
+        participants.add_participant(admin, study, " alice ")
+    assert list(study.participants.values_list("label", flat=True)) == ["Alice"]
+
+
 def test_bad_qualification_is_named(study, admin):
     with pytest.raises(StudyError, match="years_ecommerce must be a whole number, not 'lots'"):
         participants.add_participant(admin, study, "A", {"years_ecommerce": "lots"})
