@@ -446,3 +446,16 @@ def test_monitor_websocket_refuses_a_coordinator_of_another_study():
         return connected, code
 
     assert async_to_sync(run)() == (False, 4403)
+
+
+def test_the_screen_reader_only_text_the_pages_use_is_hidden_by_the_study_stylesheet(coord_client, study):
+    from pathlib import Path
+
+    from django.conf import settings
+
+    assert 'class="sr"' in coord_client.get(f"/studies/{study.pk}/").content.decode()
+    css = (Path(settings.BASE_DIR) / "static" / "studies" / "studies.css").read_text()
+    rule = re.search(r"(?m)^\.sr \{([^}]*)\}", css)
+    assert rule is not None
+    assert all(part in rule.group(1) for part in ("position: absolute", "width: 1px", "height: 1px",
+                                                  "overflow: hidden", "clip: rect(0, 0, 0, 0)"))
