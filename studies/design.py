@@ -101,7 +101,9 @@ def add_member(actor, study: Study, user, role: str) -> StudyMembership:
         raise StudyError("no such user")
     if role not in Role.values:
         raise StudyError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}")
-    membership, _ = StudyMembership.objects.get_or_create(study=study, user=user, role=role)
+    membership, created = StudyMembership.objects.get_or_create(study=study, user=user, role=role)
+    if not created:
+        raise StudyError(f"{user.get_username()} already has the role {role} in this study; nothing was changed")
     audit.record(study, actor, AuditAction.MEMBER_ADDED, user=user.get_username(), role=role)
     return membership
 

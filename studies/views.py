@@ -125,7 +125,7 @@ def member_add(request: HttpRequest, pk: int) -> HttpResponse:
 
     def add(d: dict) -> str:
         design.add_member_by_username(request.user, study, d["username"], d["role"])
-        return f"{d['username']} is now {d['role']}."
+        return f"{d['username']}: role {d['role']} added (any roles they had are kept)."
 
     return _submitted(request, study, forms.MemberForm(request.POST), "members", add)
 

@@ -459,3 +459,24 @@ def test_the_screen_reader_only_text_the_pages_use_is_hidden_by_the_study_styles
     assert rule is not None
     assert all(part in rule.group(1) for part in ("position: absolute", "width: 1px", "height: 1px",
                                                   "overflow: hidden", "clip: rect(0, 0, 0, 0)"))
+
+
+def test_a_second_role_is_added_and_said_so_and_a_role_held_already_is_refused(client, admin, study, coordinator):
+    client.force_login(admin)
+    url = f"/studies/{study.pk}/members/"
+    added = client.post(url, {"username": coordinator.username, "role": Role.REVIEWER}, follow=True)
+    assert f"{coordinator.username}: role reviewer added (any roles they had are kept)." in added.content.decode()
+    again = client.post(url, {"username": coordinator.username, "role": Role.REVIEWER}, follow=True)
+    assert (f"{coordinator.username} already has the role reviewer in this study; nothing was changed"
+            in again.content.decode())
+    assert AuditEvent.objects.filter(study=study, action=AuditAction.MEMBER_ADDED,
+                                     detail__role=Role.REVIEWER).count() == 1
+
+
+def test_a_second_invitation_for_someone_with_an_account_says_it_signs_in_as_them(client, study, coordinator):
+    person = participants.accept(participants.invite(
+        coordinator, participants.add_participant(coordinator, study, "P1"), 3600).token, {})
+    second = participants.invite(coordinator, person, 3600)
+    html = client.get(f"/studies/join/{second.token}/").content.decode()
+    assert "who already has an account" in html and "accepting signs you in as them" in html
+    assert "creates your participant account" not in html
