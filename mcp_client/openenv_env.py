@@ -47,21 +47,35 @@ What this adapter does
     ``MCPToolClient.call_tool`` returns that text.  ``reset``, ``score``, ``stop`` are
     not tools, and calling them is an ``unknown_tool`` (charged one operation).
 
+    Actions: OpenEnv's ``CallToolAction`` / ``ListToolsAction`` (what the server builds
+    from ``{"type": "call_tool", ...}`` / ``{"type": "list_tools"}``), and, in process, the
+    shapes Gymnasium takes, parsed by the same rules: ``{"tool": NAME, "arguments":
+    {...}}`` as a dict or its JSON text, or a ``(name, arguments)`` pair.  Anything else is
+    a malformed action, answered with an error and charged one operation, as in Gymnasium.
+
     Reward: ``reward="dense-relative"`` (default, as for Gymnasium) pays per window the
     dense channel minus the idle store's (idling earns 0); ``reward="composite"`` is 0 on
     every step and, on the step that ends the episode (horizon, suspension, or the ``max_steps`` cap), the official
     composite; ``reward="shaped"`` is the business term clipped to [-2, 1] there
     instead; ``reward="dense"`` is the per-window dense channel in dollars.  The ending
     observation also carries the official score (``score``), whatever the mode.  A cell
-    missing from the calibration file is calibrated on the spot by default here
-    (``calibrate_missing=True``), since the composite needs its constants.  OpenEnv's
+    missing from the calibration file is calibrated on the spot by default
+    (``calibrate_missing=True``, as for Gymnasium: about a second at the first reset of
+    each new cell, once per process), since every mode but ``dense`` needs its
+    constants.  OpenEnv's
     ``Rubric`` (``openenv/core/rubrics``) is not used: a rubric scores (action,
     observation) pairs, while this reward is read off the settled store.
 
     Reset keywords (``reset(seed=..., task=..., task_seed=..., reward=...)``, also
     accepted as extra fields of the server's reset request) follow the session's
     seeding rule; OpenEnv's ``seed`` only chooses a task seed when none is given, and is
-    held to the task seed's rule (:func:`environment.errors.check_seed`).
+    held to the task seed's rule (:func:`environment.errors.check_seed`).  A reset that
+    cannot be played (a seed that is no task seed, an unknown task, reward mode or
+    keyword) raises the core's error (:class:`~environment.errors.StoreBenchError`: an
+    ``InvalidSeed``, a ``TaskFileError``, an :class:`~environment.rl.session.RLConfigError`);
+    the server answers it with HTTP 422 and ``{"detail": MESSAGE, "code": CODE}`` on
+    ``POST /reset``, and with an error message (``{"type": "error", "data": {"message":
+    MESSAGE, ...}}``, OpenEnv's own) in a WebSocket session.
 
 OpenEnv imports ``fastmcp``, the MCP SDK, FastAPI and Gradio when it is imported
 (about 3 s).  So that ``environment`` never loads them by being imported, OpenEnv is
@@ -72,11 +86,12 @@ does :func:`classes`).  Serve it with ``python -m mcp_client.openenv_env``.
 
 from __future__ import annotations
 
+import argparse
 import random
 from typing import TYPE_CHECKING, Any
 
-from environment.errors import check_seed
-from environment.rl.session import DEFAULT_REWARD, Malformed, Session, tool_specs
+from environment.errors import StoreBenchError, check_seed
+from environment.rl.session import DEFAULT_REWARD, REWARD_MODES, Malformed, RLConfigError, Session, tool_specs
 
 __all__ = ["StoreBenchClient", "StoreBenchEnvironment", "StoreBenchObservation", "StoreBenchState",
            "classes", "create_app"]
@@ -168,7 +183,8 @@ def classes() -> dict[str, Any]:
         def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any):
             options: dict[str, Any] = {k: kwargs.pop(k) for k in ("task", "task_seed", "reward") if k in kwargs}
             if kwargs:
-                raise ValueError(f"unknown reset keywords {sorted(kwargs)}; they are task, task_seed, reward")
+                raise RLConfigError(f"unknown reset keywords {sorted(kwargs)}; they are task, task_seed, reward "
+                                    "(besides OpenEnv's seed and episode_id)")
             task, task_seed = self.session.resolve(_Draws(seed), options)
             text = self.session.start(task, task_seed, options.get("reward"))
             ep = self.session.ep
@@ -190,14 +206,16 @@ def classes() -> dict[str, Any]:
             # Any: environment.rl.session.Step fills its slots in a loop, so mypy sees none of them.
             step: Any
             if isinstance(action, CallToolAction):
-                name = action.tool_name
-                step = self.session.act({"tool": name, "arguments": action.arguments})
+                step = self.session.act({"tool": action.tool_name, "arguments": action.arguments})
+            elif isinstance(action, dict | str | bytes | tuple):  # Gymnasium's shapes, parsed by its rules
+                step = self.session.act(action)
             else:
-                name = "?"
                 step = self.session.act(action, Malformed(
                     "malformed_action", f"an action is a CallToolAction or ListToolsAction (OpenEnv's MCP "
-                    f"actions), not {type(action).__name__}; e.g. CallToolAction(tool_name=\"store_status\", "
+                    "actions), or, as for Gymnasium, {\"tool\": NAME, \"arguments\": {...}} as a dict or JSON "
+                    f"text; not {type(action).__name__}; e.g. CallToolAction(tool_name=\"store_status\", "
                     "arguments={})"))
+            name = action.tool_name if isinstance(action, CallToolAction) else step.tool or "?"
             error = None
             if step.malformed:
                 kind = ToolErrorType.TOOL_NOT_FOUND if step.error_code == "unknown_tool" else ToolErrorType.INVALID_ARGS
@@ -255,15 +273,30 @@ def classes() -> dict[str, Any]:
 
 
 def create_app(*, max_concurrent_envs: int = 8, **env_kwargs: Any):
-    """A FastAPI app serving :class:`StoreBenchEnvironment` (one instance per WebSocket session)."""
+    """A FastAPI app serving :class:`StoreBenchEnvironment` (one instance per WebSocket session).
+
+    ``env_kwargs`` go to every instance; one instance is built here first, so a bad one (an
+    unknown task, a seed that is no task seed, an unknown reward mode) raises now, as the
+    core's :class:`~environment.errors.StoreBenchError`, rather than on every reset.  A reset
+    the core refuses is answered with HTTP 422 and ``{"detail": MESSAGE, "code": CODE}``."""
     import functools
 
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
     from openenv.core.env_server.http_server import create_fastapi_app
 
     c = classes()
     factory = functools.partial(c["StoreBenchEnvironment"], **env_kwargs)
-    return create_fastapi_app(factory, c["CallToolAction"], c["StoreBenchObservation"],
-                              max_concurrent_envs=max_concurrent_envs)
+    factory().close()  # checks env_kwargs once, at start-up
+    app = create_fastapi_app(factory, c["CallToolAction"], c["StoreBenchObservation"],
+                             max_concurrent_envs=max_concurrent_envs)
+
+    async def refused(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StoreBenchError), "registered for StoreBenchError only"
+        return JSONResponse(status_code=422, content={"detail": exc.message, "code": str(exc.code)})
+
+    app.add_exception_handler(StoreBenchError, refused)
+    return app
 
 
 def __getattr__(name: str) -> Any:
@@ -272,20 +305,68 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
+PROG = "python -m mcp_client.openenv_env"
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The server's command line (``python -m mcp_client.openenv_env --help``)."""
+    from environment.cli import positive_int, seed_arg
+    from environment.tasks import PUBLIC_SEEDS
+
+    from .cli import port_arg
+
+    seeds = ", ".join(str(s) for s in PUBLIC_SEEDS)
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Serve StoreBench as an OpenEnv environment: an episode is a WebSocket session on /ws "
+                    "(reset, then step with list_tools / call_tool actions); plain HTTP /reset and /step are "
+                    "stateless, one fresh store per request.  A reset may name its own task, task_seed and "
+                    "reward, overriding the options below for that episode.  A refused reset is answered "
+                    "with HTTP 422 and its message.")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 for all)")
+    parser.add_argument("--port", type=port_arg, default=8000, help="TCP port to listen on (default 8000)")
+    parser.add_argument("--task", default=None,
+                        help="task every episode plays unless its reset names one (default: each reset draws "
+                             "one of the training tasks; `storebench tasks list` lists them)")
+    parser.add_argument("--task-seed", type=seed_arg, default=None,
+                        help=f"task seed every episode plays unless its reset names one (default: each reset "
+                             f"draws one of the public seeds {seeds}, chosen by the reset's seed); a seed outside "
+                             "the calibration file is calibrated at its first reset, about a second")
+    parser.add_argument("--reward", default=DEFAULT_REWARD, choices=REWARD_MODES,
+                        help=f"reward mode (default {DEFAULT_REWARD}, as for Gymnasium and the in-process class): "
+                             "dense-relative pays per window the dense channel minus the idle store's; dense the "
+                             "dense channel in dollars; shaped and composite pay once, at the end, the clipped "
+                             "business term or the official composite")
+    parser.add_argument("--max-steps", type=positive_int, default=None,
+                        help="actions per episode before it is cut short and settled (default: twice the task's "
+                             "operations)")
+    parser.add_argument("--max-concurrent-envs", type=positive_int, default=8,
+                        help="WebSocket sessions (episodes) served at once (default 8); a further session is "
+                             "refused until one closes")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    from environment.tasks import get_task
+
+    args = build_parser().parse_args(argv)
+    if args.task is not None:
+        try:
+            get_task(args.task)  # before OpenEnv's import (3 s), so a typo is answered at once
+        except StoreBenchError as exc:
+            print(f"{PROG}: --task: {exc.message}", file=sys.stderr)
+            return 2
+    try:
+        app = create_app(max_concurrent_envs=args.max_concurrent_envs, task=args.task, task_seed=args.task_seed,
+                         reward=args.reward, max_steps=args.max_steps)
+    except StoreBenchError as exc:
+        print(f"{PROG}: {exc.message}", file=sys.stderr)
+        return 2
     import uvicorn
 
-    parser = argparse.ArgumentParser(prog="python -m mcp_client.openenv_env",
-                                     description="Serve StoreBench as an OpenEnv environment.")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--task", default=None)
-    parser.add_argument("--reward", default="composite", choices=("composite", "shaped", "dense"))
-    parser.add_argument("--max-concurrent-envs", type=int, default=8)
-    args = parser.parse_args(argv)
-    app = create_app(max_concurrent_envs=args.max_concurrent_envs, task=args.task, reward=args.reward)
     uvicorn.run(app, host=args.host, port=args.port)
     return 0
 

@@ -19,6 +19,7 @@ from environment.engine.settlement import SHAPED_FLOOR, business_normalized, sco
 from environment.errors import InvalidSeed
 from environment.rl.session import CHARGE_TOOL, PUBLIC_CALIBRATION
 from environment.rl.vector import make_vector_env, run_many
+from environment.tasks import get_task
 from environment.tools.registry import REGISTRY
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +50,11 @@ def play(env, actions, **reset_kw):
     return first, steps
 
 
+def ops(task):
+    """Operations per window of ``task`` (read from its file, which is tuned apart from these tests)."""
+    return get_task(task).ops_per_window
+
+
 def public_cell(task, seed):
     return cell_of(load_calibration(PUBLIC_CALIBRATION)[0], task, seed)
 
@@ -75,9 +81,10 @@ def test_make_reset_gives_prompt_then_store_status():
     prompt = env.unwrapped.episode.task.prompt.strip()
     assert obs.startswith(prompt + "\n\n")
     header, body = obs[len(prompt) + 2:].split("\n", 1)
-    assert header == info["header"] and " | window 1 of 30 | operations left 14 of 14 |" in header
-    assert json.loads(body)["operations_left"] == 14
-    assert (info["task"], info["task_seed"], info["window"], info["operations_left"]) == ("short-runway", 7, 1, 14)
+    n = ops("short-runway")
+    assert header == info["header"] and f" | window 1 of 30 | operations left {n} of {n} |" in header
+    assert json.loads(body)["operations_left"] == n
+    assert (info["task"], info["task_seed"], info["window"], info["operations_left"]) == ("short-runway", 7, 1, n)
     assert env.unwrapped.episode.calls == 0  # store_status is free
     assert len(env.unwrapped.tools) == 29
 
@@ -103,7 +110,7 @@ def test_rewards_are_zero_except_on_window_closing_steps():
     obs, info = env.reset()
     ep = env.unwrapped.episode
     product = ep.products[0].id
-    script = ([act("list_orders", page_size=1)] * 12  # the 12th is the window's last operation
+    script = ([act("list_orders", page_size=1)] * ops("counter-punch")  # the last is the window's last operation
               + [act("get_product", product_id=product), act("store_status"), END]
               + [act("list_returns"), "{not json", act("get_product", product_id="PRD-999")] * 4)
     closed = 0
@@ -126,28 +133,34 @@ def test_malformed_action_is_an_error_observation_costing_one_operation():
     cases = ["not json at all", "[1, 2]", '{"tool": 3}', '{"arguments": {}}',
              '{"tool": "list_orders", "args": {}}', '{"tool": "teleport"}', 42, None,
              '{"tool": "list_orders", "arguments": ' + "[" * 5000 + "]" * 5000 + "}"]
+    per_window = ops("short-runway")
     for case in cases:
-        ops, calls, log = ep.ops_left, ep.calls, len(ep.action_log)
+        left, calls, log, window = ep.ops_left, ep.calls, len(ep.action_log), ep.window
         obs, reward, terminated, truncated, info = env.step(case)
         header, body = obs.split("\n", 1)
         error = json.loads(body)["error"]
         assert error["code"] in ("malformed_action", "unknown_tool") and error["message"]
         assert info["malformed"] and not info["ok"] and info["tool"] is None
-        assert (ep.ops_left, ep.calls, len(ep.action_log)) == (ops - 1, calls + 1, log + 1), case
-        assert f"operations left {ops - 1} of" in header and reward == 0.0
+        assert (ep.calls, len(ep.action_log)) == (calls + 1, log + 1), case
+        # One operation spent: the window's last one closes it, and the next window starts full.
+        assert (ep.window, ep.ops_left) == ((window, left - 1) if left > 1 else (window + 1, per_window)), case
+        assert f"operations left {ep.ops_left} of" in header
+        assert reward == 0.0 or left == 1
         assert ep.action_log[-1]["tool"] == CHARGE_TOOL and "malformed_action" in ep.action_log[-1]["arguments"]
     # A known tool with bad arguments is the core's own refusal, charged by the core.
-    ops = ep.ops_left
+    if ep.ops_left == 1:
+        env.step(END)
+    left = ep.ops_left
     obs, *_ , info = env.step(act("list_orders", page="2"))
     assert json.loads(obs.split("\n", 1)[1])["error"]["code"] == "invalid_argument"
-    assert ep.ops_left == ops - 1 and info["tool"] == "list_orders" and not info["malformed"]
+    assert ep.ops_left == left - 1 and info["tool"] == "list_orders" and not info["malformed"]
 
 
 def test_a_malformed_last_operation_closes_the_window_and_replays():
     env = make("counter-punch", 7)
     env.reset()
     ep = env.unwrapped.episode
-    for _ in range(11):
+    for _ in range(ops("counter-punch") - 1):
         env.step(act("finance_summary"))
     obs, reward, *_ , info = env.step("oops")
     assert info["windows_closed"] == 1 and reward != 0.0
@@ -219,12 +232,12 @@ def test_truncation_at_max_steps_settles_the_store():
 
 
 def test_a_cell_missing_from_the_calibration_has_no_official_score():
-    env = make("short-runway", 999)
+    env = make("short-runway", 999, calibrate_missing=False)
     _, steps = play(env, [])
     info = steps[-1][4]
     assert info["score"] is None and info["calibration_source"] is None
     assert abs(sum(s[1] for s in steps) - info["business_raw"]) < 1e-6
-    with pytest.raises(ValueError, match="calibrate_missing"):
+    with pytest.raises(ValueError, match="construct the environment with calibrate_missing=True"):
         env.reset(options={"reward": "shaped"})  # a configuration error, raised at reset
     obs, info = env.reset()  # the reward option lasted for that reset only
     assert info["reward_mode"] == "dense"
@@ -339,10 +352,11 @@ def test_openenv_reset_refuses_a_seed_that_is_not_a_task_seed(openenv, kw):
 def test_openenv_step_with_something_other_than_an_action_names_the_action_types(openenv):
     env = openenv["StoreBenchEnvironment"](task="short-runway", task_seed=7)
     env.reset()
-    obs = env.step("hello")
+    obs = env.step(42)
     assert obs.error.message.startswith("an action is a CallToolAction or ListToolsAction (OpenEnv's MCP actions), "
-                                        "not str")
-    assert env.session.ep.ops_left == 13  # charged like any malformed action
+                                        "or, as for Gymnasium, {\"tool\": NAME, \"arguments\": {...}} as a dict or "
+                                        "JSON text; not int")
+    assert env.session.ep.ops_left == ops("short-runway") - 1  # charged like any malformed action
 
 
 def test_gymnasium_and_openenv_default_to_the_same_channel(openenv):

@@ -31,6 +31,12 @@ summing to ``business_raw``; ``reward="shaped"`` pays only at the end, the busin
 term clipped to [-2, 1]; ``reward="composite"`` pays only at the end, the official
 composite.
 
+Any task seed plays out of the box: a cell missing from the calibration file (the
+shipped one has seeds 7, 11 and 13) is calibrated on the spot at its first reset
+(``calibrate_missing=True``, the default here as for OpenEnv; about a second per
+new cell, once per process).  Pass ``calibrate_missing=False`` to refuse such cells
+instead (then only ``reward="dense"`` plays them).
+
 ``info`` carries the header, the window, operations left and the step count; once
 the episode has ended, also ``end_reason``, ``business_raw`` (dollars), the dense
 rewards, and ``score``: the official score (``reward_composite`` etc.) graded with
@@ -50,7 +56,7 @@ from gymnasium import spaces
 
 from ..engine import Episode
 from ..tasks import PUBLIC_SEEDS
-from .session import DEFAULT_REWARD, OBSERVATION_CHARSET, Session, tool_specs
+from .session import DEFAULT_REWARD, OBSERVATION_CHARSET, RLConfigError, Session, tool_specs
 
 ENV_ID = "StoreBench-v0"
 #: The longest observation: four times the longest tool result (a 100-row supply catalogue page).
@@ -66,11 +72,12 @@ class StoreBenchEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = DEFAULT_REWARD,
-                 calibration: str | Path | dict[str, Any] | None = "public", calibrate_missing: bool = False,
+                 calibration: str | Path | dict[str, Any] | None = "public", calibrate_missing: bool = True,
                  max_steps: int | None = None, seeds: Sequence[int] = PUBLIC_SEEDS,
                  tasks: Sequence[str] | None = None, render_mode: str | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}")
+            raise RLConfigError(f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                                f"not {render_mode!r}")
         self.render_mode = render_mode
         self.session = Session(task, task_seed, reward=reward, calibration=calibration,
                                calibrate_missing=calibrate_missing, max_steps=max_steps, seeds=seeds,
