@@ -14,13 +14,20 @@ The harness follows the paper's settings:
 * context compaction keeps the last three turns: older turns are dropped from the request
   and replaced by one short note saying how many were dropped (the brief and the opening
   message always stay);
-* a reply without tool calls is answered with a reminder that the shift is running; tool
+* a reply without tool calls is answered with a reminder that the shift is running; after
+  ``max_idle_turns`` (3) such replies in a row the reminder is a last one, and if the next
+  reply has no tool call either the runner stops (``ended_by`` ``"no tool calls"``), rather
+  than spending the rest of the turn cap on a model that has stopped acting; tool
   arguments that are not a JSON object are answered with an error and not sent;
 * tokens (``usage`` of every response) and turns are summed and logged per turn on stderr.
 
 The episode is a graded session (:mod:`mcp_client.sessions`): when it reaches the horizon,
-the turn cap, or the endpoint fails, the runner ends it, which writes its trial folder with the labels ``model``, ``harness``, ``context_policy``, ``max_turns``,
-``turns_taken``, ``metrics`` and ``ended_by``.  Only ``httpx`` is needed, no SDK.
+the turn cap, or the idle limit, or the endpoint fails, the runner ends it, which writes its
+trial folder with the labels ``model``, ``harness``, ``context_policy``, ``max_turns``,
+``turns_taken`` (model turns; the summary's ``turns`` counts store calls), ``metrics`` and
+``ended_by`` (``horizon``, ``turn cap``, ``no tool calls``, ``endpoint error``).  If the
+endpoint never answered a single completion, nothing was played: no trial folder is
+written (``result`` is None) and the command exits 1.  Only ``httpx`` is needed, no SDK.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from environment.cli import positive_int, seed_arg, writable_folder
+from environment.errors import StoreBenchError
 from environment.suite import public_calibration
 
 from .client import episode_client
@@ -49,10 +57,15 @@ __all__ = ["AgentRun", "HARNESS", "add_agent_command", "compact", "play"]
 HARNESS = "storebench-agent"
 MAX_TURNS = 150
 KEEP_TURNS = 3
+MAX_IDLE_TURNS = 3
 OPENING = ("Your shift has started. Run the store with the tools until the shift ends; call store_status "
            "(free) whenever you need to see where things stand.")
 NUDGE = ("The shift is still running and only tool calls act on the store. Continue with the tools, or call "
          "end_window to let the world move on.")
+LAST_NUDGE = ("Last reminder: the shift is still running and only tool calls act on the store. If your next "
+              "reply calls no tool, the run stops here and the store is settled as it stands.")
+ENDED_BY_IDLE = "no tool calls"
+ENDED_BY_ENDPOINT = "endpoint error"
 
 
 class EndpointError(RuntimeError):
@@ -61,15 +74,30 @@ class EndpointError(RuntimeError):
 
 @dataclass
 class AgentRun:
-    """What the runner did: the session it played and its own account."""
+    """What the runner did: the session it played and its own account.
+
+    ``turns_taken`` counts model turns (chat-completions requests answered), as in
+    ``summary.json``; ``result`` is None when no trial folder was written."""
 
     session: Session
-    turns: int = 0
+    turns_taken: int = 0
     tool_calls: int = 0
     metrics: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
                                                              "total_tokens": 0, "requests": 0})
     ended_by: str = ""
     result: dict | None = None
+
+    def all_metrics(self) -> dict[str, int]:
+        """The ``metrics`` label of ``summary.json``: the token counts, requests and tool calls."""
+        return {**self.metrics, "tool_calls": self.tool_calls}
+
+    def summary(self) -> dict[str, Any]:
+        """What the command prints: the score, and the runner's account under ``summary.json``'s names."""
+        result = self.result or {}
+        ep = self.session.episode
+        return {"out": result.get("out"), "reward_composite": result.get("reward_composite"),
+                "pass": result.get("pass"), "turns": len(ep.action_log), "operations_spent": ep.calls,
+                "turns_taken": self.turns_taken, "ended_by": self.ended_by, "metrics": self.all_metrics()}
 
 
 def openai_tools(tools: list[Any]) -> list[dict]:
@@ -110,8 +138,14 @@ async def _complete(http: httpx.AsyncClient, url: str, body: dict) -> dict:
 
 async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str | None = None,
                trials: str | Path = "trials", max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
-               temperature: float | None = None, log: IO[str] | None = None, timeout: float = 300.0) -> AgentRun:
-    """Play ``task`` at ``seed`` with ``model`` behind ``base_url``; write the trial folder."""
+               max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None, log: IO[str] | None = None,
+               timeout: float = 300.0) -> AgentRun:
+    """Play ``task`` at ``seed`` with ``model`` behind ``base_url``; write the trial folder (none if the
+    endpoint never answered a completion)."""
+    if keep_turns < 0:
+        raise StoreBenchError(f"keep_turns must be 0 or more (0 keeps no earlier turn), not {keep_turns}")
+    if max_idle_turns < 1 or max_turns < 1:
+        raise StoreBenchError(f"max_turns and max_idle_turns must be 1 or more, not {max_turns} and {max_idle_turns}")
     log = log or sys.stderr
     calibration, calibration_hash = public_calibration()
     session = Session.open(task, seed, out=Path(trials), state_root=None, calibration=calibration,
@@ -126,14 +160,15 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
         tools = openai_tools(await client.list_tools())
         head = [{"role": "system", "content": brief}, {"role": "user", "content": OPENING}]
         turns: list[list[dict]] = []
+        idle = 0  # replies in a row without a tool call
         try:
-            while run.turns < max_turns and not session.episode.over:
+            while run.turns_taken < max_turns and not session.episode.over:
                 body: dict[str, Any] = {"model": model, "messages": compact(head, turns, keep_turns),
                                         "tools": tools, "tool_choice": "auto"}
                 if temperature is not None:
                     body["temperature"] = temperature
                 data = await _complete(http, url, body)
-                run.turns += 1
+                run.turns_taken += 1
                 run.metrics["requests"] += 1
                 usage = data.get("usage") or {}
                 for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
@@ -149,19 +184,30 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                     run.tool_calls += 1
                     if session.episode.over:
                         break
-                if not calls:
-                    turn.append({"role": "user", "content": NUDGE})
+                idle = 0 if calls else idle + 1
+                if 0 < idle <= max_idle_turns:
+                    turn.append({"role": "user", "content": LAST_NUDGE if idle == max_idle_turns else NUDGE})
                 turns.append(turn)
-                print(f"turn {run.turns}: {len(calls)} tool call(s), window {session.episode.window + 1} of "
+                print(f"turn {run.turns_taken}: {len(calls)} tool call(s), window {session.episode.window + 1} of "
                       f"{session.episode.n_windows}, tokens {run.metrics['prompt_tokens']} in / "
                       f"{run.metrics['completion_tokens']} out", file=log, flush=True)
-            run.ended_by = "horizon" if session.episode.over else "turn cap"
+                if idle > max_idle_turns:
+                    run.ended_by = ENDED_BY_IDLE
+                    print(f"storebench agent: {idle} replies in a row without a tool call, the last after a last "
+                          "reminder; ending the episode", file=log, flush=True)
+                    break
+            else:
+                run.ended_by = "horizon" if session.episode.over else "turn cap"
         except EndpointError as exc:
+            run.ended_by = ENDED_BY_ENDPOINT
+            if run.metrics["requests"] == 0:
+                print(f"storebench agent: {exc}; the endpoint never answered a completion, so nothing was played "
+                      "and no trial was written", file=log, flush=True)
+                return run
             print(f"storebench agent: {exc}; ending the episode", file=log, flush=True)
-            run.ended_by = "endpoint error"
     labels = {"model": model, "harness": HARNESS, "context_policy": f"keep last {keep_turns} turns",
-              "max_turns": max_turns, "turns_taken": run.turns,
-              "metrics": {**run.metrics, "tool_calls": run.tool_calls}, "ended_by": run.ended_by}
+              "max_turns": max_turns, "turns_taken": run.turns_taken, "metrics": run.all_metrics(),
+              "ended_by": run.ended_by}
     run.result = session.end(labels)
     return run
 
@@ -195,13 +241,21 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     writable_folder(args.trials, "--trials")  # before the episode, so a bad path never costs one
     run = asyncio.run(play(args.task, args.seed, model=args.model, base_url=args.base_url,
                            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"), trials=args.trials,
-                           max_turns=args.max_turns, keep_turns=args.keep_turns, temperature=args.temperature))
-    result = run.result or {}
-    summary = {"out": result.get("out"), "reward_composite": result.get("reward_composite"),
-               "pass": result.get("pass"), "turns": run.turns, "tool_calls": run.tool_calls,
-               "ended_by": run.ended_by, "metrics": run.metrics}
-    print(json.dumps(summary, indent=2))
-    return 0 if run.ended_by != "endpoint error" else 1
+                           max_turns=args.max_turns, keep_turns=args.keep_turns, max_idle_turns=args.max_idle_turns,
+                           temperature=args.temperature))
+    print(json.dumps(run.summary(), indent=2))
+    return 0 if run.ended_by != ENDED_BY_ENDPOINT else 1
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give 0 or more")
+    return value
 
 
 def add_agent_command(sub: Any) -> None:
@@ -210,7 +264,9 @@ def add_agent_command(sub: Any) -> None:
         description="The baseline runner: the model gets the merchant's brief as its system prompt and the 29 "
                     "MCP tools as function tools, plays up to --max-turns turns with context compaction keeping "
                     "the last --keep-turns turns, and the episode is graded into a trial folder under --trials "
-                    "(labels: model, harness, token metrics, turns). Exits 1 if the endpoint failed.")
+                    "(labels: model, harness, token metrics, turns). Prints a JSON summary with summary.json's "
+                    "names (turns: store calls; turns_taken: model turns). Exits 1 if the endpoint failed; if it "
+                    "never answered a completion, no trial folder is written.")
     agent.add_argument("--model", required=True, help="model name sent to the endpoint")
     agent.add_argument("--base-url", required=True,
                        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions)")
@@ -219,7 +275,12 @@ def add_agent_command(sub: Any) -> None:
     agent.add_argument("--seed", type=seed_arg, default=7, help="task seed (default 7)")
     agent.add_argument("--trials", default="trials", help="where the trial folder is written (default ./trials)")
     agent.add_argument("--max-turns", type=positive_int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
-    agent.add_argument("--keep-turns", type=int, default=KEEP_TURNS,
-                       help=f"turns kept in context by compaction (default {KEEP_TURNS})")
+    agent.add_argument("--keep-turns", type=non_negative_int, default=KEEP_TURNS,
+                       help=f"earlier turns kept in context by compaction, 0 or more (default {KEEP_TURNS}; 0 "
+                            "sends only the brief, the opening message and a note of what was dropped)")
+    agent.add_argument("--max-idle-turns", type=positive_int, default=MAX_IDLE_TURNS,
+                       help=f"replies in a row without a tool call before the runner gives a last reminder and, "
+                            f"if the next reply calls no tool either, stops with ended_by \"{ENDED_BY_IDLE}\" "
+                            f"(default {MAX_IDLE_TURNS})")
     agent.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
     agent.set_defaults(func=_cmd_agent)
