@@ -67,9 +67,39 @@ def port_arg(text: str) -> int:
     return value
 
 
+# Options that only mean something on one transport: given on the other they would be silently
+# ignored, so they are refused instead.  The HTTP ones default to None here and take the defaults
+# below (HTTP_DEFAULTS) once --http is known, so that giving one is always seen.
+HTTP_ONLY = {"episode": "--episode", "host": "--host", "port": "--port", "allowed_host": "--allowed-host",
+             "max_sessions_per_token": "--max-sessions-per-token", "header_timeout": "--header-timeout",
+             "max_connections": "--max-connections", "state": "--state", "no_fsync": "--no-fsync",
+             "operator_token": "--operator-token"}
+HTTP_DEFAULTS = {"host": "127.0.0.1", "port": 8765, "max_sessions_per_token": 8, "header_timeout": 10.0}
+STDIO_ONLY = {"model": "--model", "harness": "--harness", "labels_file": "--labels-file"}
+
+
+def _given(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
+    return [flag for dest, flag in options.items() if getattr(args, dest) not in (None, False)]
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from environment.tasks import get_task
 
+    http_only, stdio_only = _given(args, HTTP_ONLY), _given(args, STDIO_ONLY)
+    if not args.http and http_only:
+        print(f"storebench: {', '.join(http_only)} only {'applies' if len(http_only) == 1 else 'apply'} to serving "
+              "over HTTP: add --http, or leave "
+              f"{'it' if len(http_only) == 1 else 'them'} out to serve --task/--seed on stdio", file=sys.stderr)
+        return 2
+    if args.http and stdio_only:
+        print(f"storebench: {', '.join(stdio_only)} only {'applies' if len(stdio_only) == 1 else 'apply'} to a "
+              "stdio episode: leave "
+              f"{'it' if len(stdio_only) == 1 else 'them'} out with --http (an HTTP session's labels go through "
+              "the operator API: /operator/sessions and its labels route)", file=sys.stderr)
+        return 2
+    for dest, default in HTTP_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     if args.http:
         episodes = []
         for spec in args.episode or ([f"{args.task}:{args.seed}"] if args.task else []):
@@ -147,35 +177,36 @@ def _add_mcp(sub: Any) -> None:
                     "own bearer token (printed at start); a token reaches its episode only; with an operator "
                     "token, /operator opens, ends, settles and lists sessions; with --state every session's "
                     "calls are kept on disk and a restarted server resumes them. Grading, calibration and "
-                    "reset are never reachable through a tool.")
+                    "reset are never reachable through a tool. An option marked --http (or stdio) is refused on "
+                    "the other transport rather than ignored.")
     mcp.add_argument("--task", help="task id (stdio)")
     mcp.add_argument("--seed", type=seed_arg, help="task seed (stdio)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
                      help="an episode to open at start (repeatable; --http only)")
-    mcp.add_argument("--host", default="127.0.0.1", help="--http: address to listen on (default 127.0.0.1)")
-    mcp.add_argument("--port", type=port_arg, default=8765, help="--http: port (default 8765; 0 picks a free one)")
+    mcp.add_argument("--host", help="--http: address to listen on (default 127.0.0.1)")
+    mcp.add_argument("--port", type=port_arg, help="--http: port (default 8765; 0 picks a free one)")
     mcp.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
                      help="--http: a host name clients use to reach the server (repeatable; or "
                           f"{ALLOWED_HOSTS_ENV}=a,b); needed when listening on 0.0.0.0 behind a real name")
-    mcp.add_argument("--max-sessions-per-token", type=positive_int, default=8,
+    mcp.add_argument("--max-sessions-per-token", type=positive_int,
                      help="--http: live handshake-era MCP sessions one token may hold (default 8)")
-    mcp.add_argument("--header-timeout", type=positive_seconds, default=10.0,
+    mcp.add_argument("--header-timeout", type=positive_seconds,
                      help="--http: seconds a connection has to send a complete request head (default 10)")
     mcp.add_argument("--max-connections", type=positive_int,
                      help="--http: open connections at most (default: half the file-descriptor limit, <= 1000)")
     mcp.add_argument("--state", metavar="DIR", help="--http: keep every session's calls here and resume them "
                                                     "on restart")
     mcp.add_argument("--no-fsync", action="store_true",
-                     help="--state: write each call without fsync (survives the server being killed, not the "
-                          "machine crashing; saves a disk flush per operation)")
+                     help="--http with --state: write each call without fsync (survives the server being killed, "
+                          "not the machine crashing; saves a disk flush per operation)")
     mcp.add_argument("--trials", metavar="DIR", help="where trial folders are written (default ./trials, or "
                                                      "STATE/trials with --state)")
     mcp.add_argument("--no-trial", action="store_true", help="write no trial folder (a throwaway episode)")
     mcp.add_argument("--operator-token", metavar="TOKEN",
                      help=f"--http: serve the operator API behind this bearer token (or set {OPERATOR_TOKEN_ENV})")
-    mcp.add_argument("--model", help="label: the model playing (recorded in summary.json)")
-    mcp.add_argument("--harness", help="label: the harness driving it (recorded in summary.json)")
+    mcp.add_argument("--model", help="stdio: label: the model playing (recorded in summary.json)")
+    mcp.add_argument("--harness", help="stdio: label: the harness driving it (recorded in summary.json)")
     mcp.add_argument("--labels-file", metavar="FILE",
                      help="stdio: a JSON object of labels (e.g. token metrics) read when the episode ends")
     mcp.set_defaults(func=_cmd_mcp)
