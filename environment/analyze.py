@@ -111,7 +111,7 @@ def analyze(folder: str | Path) -> dict[str, Any]:
     quit_early = summary.get("termination") == "stopped" and ep.window < ep.n_windows
     never_restocked_lines = sorted(ran_out - restocked_products)
     return {
-        "task": manifest["task"], "seed": manifest["seed"], "calls": len(actions),
+        "path": str(folder), "task": manifest["task"], "seed": manifest["seed"], "calls": len(actions),
         "windows_played": ep.window, "windows_total": ep.n_windows,
         "never_restocked": not restocks,
         "purchase_orders": len(restocks),

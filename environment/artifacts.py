@@ -9,7 +9,8 @@ with its arguments, enough to replay), ``ledger.jsonl`` (every money movement),
 under ``files`` the SHA-256 of every other file, so a reader can tell an edited
 folder from the one the engine wrote; manifests written before it have no
 ``files``).  Everything is first written to a sibling temporary folder that is renamed into
-place, so a crash never leaves a folder that looks complete.
+place, so a crash never leaves a folder that looks complete, and a write that fails
+removes the temporary folder (no ``.<name>.partial-*`` is left behind).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ArtifactError(f"{path} is missing: is {path.parent} a trial folder written by storebench?") from None
+        raise ArtifactError(not_a_trial_folder(path)) from None
     except (OSError, ValueError) as exc:
         raise ArtifactError(f"{path} cannot be read as JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -74,6 +75,26 @@ def read_action_log(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def trial_folders_in(folder: Path) -> list[Path]:
+    """The trial folders directly inside ``folder`` (each holds a ``score.json`` or a
+    ``manifest.json``), sorted; empty when ``folder`` is not a folder."""
+    try:
+        return sorted(p for p in folder.iterdir()
+                      if p.is_dir() and ((p / "score.json").is_file() or (p / "manifest.json").is_file()))
+    except OSError:
+        return []
+
+
+def not_a_trial_folder(path: Path) -> str:
+    """Why the trial file ``path`` cannot be read when it does not exist: its folder holds trial
+    folders (a batch's output, say), or is perhaps no trial folder at all."""
+    inside = trial_folders_in(path.parent)
+    if inside:
+        count = f"{len(inside)} trial folder" + ("s" if len(inside) > 1 else "")
+        return f"{path.parent} holds {count}, not one trial's files: pass them (e.g. {path.parent}/*)"
+    return f"{path} is missing: is {path.parent} a trial folder written by storebench?"
+
+
 def _jsonl(rows: Iterable[Any]) -> str:
     return "".join(json.dumps(r, separators=(",", ":"), sort_keys=True, default=repr) + "\n" for r in rows)
 
@@ -84,6 +105,18 @@ OBSERVATIONS = "observations.jsonl.gz"
 def file_digest(data: bytes) -> str:
     """How the manifest names a file's content: ``sha256:<hex>``."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def windows_jsonl(ep: Episode) -> str:
+    """``windows.jsonl``: the episode's balances per window, each with its dense-reward delta."""
+    dense = ep.dense_rewards()
+    return _jsonl({**row, "dense_reward_cents": dense[i] if i < len(dense) else None}
+                  for i, row in enumerate(ep.window_log))
+
+
+def events_jsonl(ep: Episode) -> str:
+    """``events.jsonl``: the task's events as the episode applied them."""
+    return _jsonl(ep.event_log)
 
 
 SUMMARY_LABELS = ("model", "harness", "context_policy", "max_turns", "turns_taken", "metrics", "ended_by", "env")
@@ -109,14 +142,6 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise ArtifactError(f"{out} already holds files; choose an empty or new folder")
-    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    dense = ep.dense_rewards()
-    windows = []
-    for i, row in enumerate(ep.window_log):
-        windows.append({**row, "dense_reward_cents": dense[i] if i < len(dense) else None})
     files = {
         "score.json": json.dumps({**result.as_json(), "suite": suite}, indent=2) + "\n",
         "summary.json": json.dumps({
@@ -129,8 +154,8 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
         }, indent=2) + "\n",
         "actions.jsonl": _jsonl(ep.action_log),
         "ledger.jsonl": ep.ledger.to_jsonl(),
-        "windows.jsonl": _jsonl(windows),
-        "events.jsonl": _jsonl(ep.event_log),
+        "windows.jsonl": windows_jsonl(ep),
+        "events.jsonl": events_jsonl(ep),
     }
     payloads = {name: text.encode() for name, text in files.items()}
     if ep.observations is not None:
@@ -142,11 +167,28 @@ def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, wor
         "suite": suite,
         "files": {name: file_digest(data) for name, data in sorted(payloads.items())},
     }, indent=2) + "\n").encode()
-    for name, data in payloads.items():
-        (tmp / name).write_bytes(data)
-    if out.exists():
-        out.rmdir()
-    tmp.replace(out)
+    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    try:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        for name, data in payloads.items():
+            (tmp / name).write_bytes(data)
+        try:
+            tmp.replace(out)  # POSIX renames a folder over an empty one (and refuses a non-empty one)
+        except OSError as exc:
+            if out.is_dir() and any(out.iterdir()):
+                raise ArtifactError(f"{out} already holds files (written while this trial was played); "
+                                    "choose an empty or new folder") from None
+            raise ArtifactError(f"cannot move the trial into {out} ({exc.strerror}); name a folder you can "
+                                "write to") from None
+    except OSError as exc:
+        raise ArtifactError(f"cannot write the trial folder {out} ({exc.strerror}); name a folder you can "
+                            "write to") from None
+    finally:
+        # After a rename the temporary folder is gone; after any failure it goes too, so a failed
+        # write never leaves a .partial-* folder behind.
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
@@ -178,11 +220,22 @@ def checksum_problems(folder: str | Path, manifest: dict[str, Any]) -> list[str]
         if "/" in name or name.startswith("."):
             problems.append(f"manifest.json lists {name!r}, which is not a trial file name")
         elif not path.is_file():
-            problems.append(f"{name} is listed in manifest.json but missing")
+            problems.append(f"{name} is missing: manifest.json lists it with its checksum")
         elif file_digest(path.read_bytes()) != digest:
             problems.append(f"{name} does not match its checksum in manifest.json: the file was changed after "
                             "the trial was written")
     return problems
+
+
+def folder_checksum_problems(folder: str | Path) -> list[str]:
+    """:func:`checksum_problems` of ``folder`` against its own ``manifest.json``; a manifest that
+    is missing or unreadable is named as the one problem."""
+    folder = Path(folder)
+    try:
+        manifest = read_json_object(folder / "manifest.json")
+    except ArtifactError as exc:
+        return [exc.message]
+    return checksum_problems(folder, manifest)
 
 
 def whole_number(value: object, where: str) -> int:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,7 +65,9 @@ def positive_seconds(text: str) -> float:
 
 def writable_folder(path: str | Path, flag: str) -> Path:
     """``path`` as a folder to write into, created if need be, before any work starts;
-    :class:`StoreBenchError` naming ``flag`` when it is a file or cannot be created."""
+    :class:`StoreBenchError` naming ``flag`` when it is a file, cannot be created, or refuses
+    a new folder with a file in it (probed: created and removed at once), so a long run never
+    ends in a write that fails."""
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise StoreBenchError(f"{flag}: {folder} is a file, not a folder; name a folder (it is created if need be)")
@@ -72,6 +76,16 @@ def writable_folder(path: str | Path, flag: str) -> Path:
     except OSError as exc:
         raise StoreBenchError(f"{flag}: cannot create the folder {folder} ({exc.strerror}); name a folder you can "
                               "write to") from None
+    probe: Path | None = None
+    try:
+        probe = Path(tempfile.mkdtemp(prefix=".storebench-write-check-", dir=folder))
+        (probe / "check").write_bytes(b"")
+    except OSError as exc:
+        raise StoreBenchError(f"{flag}: cannot write in the folder {folder} ({exc.strerror}); name a folder you "
+                              "can write to") from None
+    finally:
+        if probe is not None:
+            shutil.rmtree(probe, ignore_errors=True)
     return folder
 
 
@@ -239,6 +253,15 @@ def _cmd_tasks_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def policy_names() -> str:
+    """The policies ``--policy`` takes, for help texts: every anchor, then the calibration checks
+    (:data:`environment.anchors.ANCHORS` and ``CHECKS``, the one list :func:`get_anchor` accepts)."""
+    from .anchors import ANCHORS, CHECKS
+
+    names = [*ANCHORS, *CHECKS]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def _load_calibration_arg(path: str | None) -> tuple[dict[str, Any], str] | tuple[None, None]:
     from .calibration import load_calibration
 
@@ -259,8 +282,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ArtifactError(f"--out {out_path} is a file; name a new or empty folder for the trial")
     if out_path.is_dir() and any(out_path.iterdir()):
         raise ArtifactError(f"--out {out_path} already holds files; choose an empty or new folder")
-    writable_folder(out_path.parent, "--out")
     calibration, cal_hash = _load_calibration_arg(args.calibration)
+    writable_folder(out_path.parent, "--out")  # last: nothing is created for a run refused above
     data = run_trial(args.task, args.seed, args.out, policy=args.policy, calibration=calibration,
                      calibration_hash=cal_hash)
     if args.json:
@@ -278,37 +301,52 @@ def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
 
     task, seed, out, policy, actions_path, calibration, cal_hash = job
     actions = read_actions(actions_path) if actions_path else None
-    return run_trial(task, seed, out, policy=policy, actions=actions, calibration=calibration,
-                     calibration_hash=cal_hash)
+    try:
+        return run_trial(task, seed, out, policy=policy, actions=actions, calibration=calibration,
+                         calibration_hash=cal_hash)
+    except StoreBenchError as exc:  # one cell's refusal (its folder cannot be written) spares the others
+        return {"task": task, "seed": seed, "out": out, "error": exc.message}
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
     from .anchors import get_anchor
-    from .artifacts import read_action_log
+    from .artifacts import ArtifactError, read_action_log
+    from .calibration import cell_of
     from .orchestration import batch_cells, batch_label, batch_summary, expand_tasks
 
+    # Everything is checked before anything is created: a refused batch leaves no --out behind.
     if (args.policy is None) == (args.actions is None):
-        print("storebench: give either --policy or --actions", file=sys.stderr)
-        return 2
+        raise StoreBenchError(("--policy and --actions both given" if args.policy else "neither --policy nor "
+                               "--actions given") + ": give one, a scripted policy or a recorded actions.jsonl")
     if args.policy:
         get_anchor(args.policy)
-    else:
-        read_action_log(Path(args.actions))  # refuse a missing or malformed log before any work
-    writable_folder(args.out, "--out")
-    calibration, cal_hash = _load_calibration_arg(args.calibration)
+    elif not read_action_log(Path(args.actions)):  # a missing or malformed log is refused here too
+        raise ArtifactError(f"--actions {args.actions} holds no recorded calls: give the actions.jsonl of a "
+                            "trial that made at least one call")
     cells = batch_cells(expand_tasks(args.tasks), args.seeds, Path(args.out), batch_label(args.policy, args.actions))
-    jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
-    taken = [j[2] for j in jobs if Path(j[2]).exists() and any(Path(j[2]).iterdir())]
+    calibration, cal_hash = _load_calibration_arg(args.calibration)
+    taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
     if taken:
-        print(f"storebench: {len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out",
-              file=sys.stderr)
-        return 2
+        raise ArtifactError(f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
+    writable_folder(args.out, "--out")
+    for c in cells:
+        if calibration is None:
+            print(f"storebench: {c.task} seed {c.seed}: no --calibration, so the cell is calibrated on the spot",
+                  file=sys.stderr)
+        elif cell_of(calibration, c.task, c.seed) is None:
+            print(f"storebench: {c.task} seed {c.seed} is not in {args.calibration}, so the cell is calibrated on "
+                  "the spot", file=sys.stderr)
+    jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
     started = time.perf_counter()
-    results = []
+    results, failed = [], []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         for i, data in enumerate(pool.map(_batch_one, jobs), start=1):
+            if "error" in data:
+                failed.append(data)
+                print(f"[{i}/{len(jobs)}] {data['out']}: FAILED: {data['error']}", file=sys.stderr, flush=True)
+                continue
             results.append(data)
             print(f"[{i}/{len(jobs)}] {data['out']}: composite {data['reward_composite']:.3f}"
                   f"{' pass' if data['pass'] else ''}", file=sys.stderr, flush=True)
@@ -317,10 +355,13 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     summary = {"trials": counts["trials"], "passed": counts["passed"], "wall_seconds": round(wall, 2),
                "mean_composite": counts["mean_composite"]}
     if args.json:
-        _print_json({**summary, "results": results})
+        _print_json({**summary, "results": results, "failed": failed})
     else:
-        print(json.dumps(summary))
-    return 0
+        trials = f"{summary['trials']} trial" + ("" if summary["trials"] == 1 else "s")
+        print(f"{trials}, {summary['passed']} passed, mean composite {summary['mean_composite']:.3f}, in "
+              f"{wall:.1f} s; trial folders under {args.out}"
+              + (f"; {len(failed)} could not be written (see above)" if failed else ""))
+    return 1 if failed else 0
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -334,19 +375,44 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             print(f"{r.path}: {'replays exactly' if r.matches else 'DOES NOT REPLAY'} ({r.calls} calls)")
             for p in r.problems:
                 print(f"    {p}")
+            for note in r.notes:
+                print(f"    note: {note}")
     return 0 if all(r.matches for r in results) else 1
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from .analyze import analyze
+    from .artifacts import folder_checksum_problems
 
-    reports = [analyze(folder) for folder in args.dirs]
-    if args.json or len(reports) > 1:
+    reports: list[dict[str, Any]] = []
+    for folder in args.dirs:
+        try:
+            report = analyze(folder)
+        except StoreBenchError as exc:
+            if len(args.dirs) == 1:
+                raise
+            print(f"storebench: {exc.message}", file=sys.stderr)  # the other folders are still reported
+            reports.append({"path": str(folder), "error": exc.message})
+            continue
+        changed = folder_checksum_problems(folder)
+        if changed:
+            print(f"storebench: warning: {folder} does not match its manifest ({'; '.join(changed)}); the report "
+                  "reads its files as they are now", file=sys.stderr)
+        reports.append(report)
+    if args.json:
         _print_json(reports if len(reports) > 1 else reports[0])
-    else:
+    elif len(reports) == 1:
         for key, value in reports[0].items():
             print(f"{key.replace('_', ' ')}: {_readable(value)}")
-    return 0
+    else:
+        for n, report in enumerate(reports):
+            print(("\n" if n else "") + report["path"])
+            if "error" in report:
+                print(f"  cannot be analysed: {report['error']}")
+            for key, value in report.items():
+                if key not in ("path", "error"):
+                    print(f"  {key.replace('_', ' ')}: {_readable(value)}")
+    return 2 if any("error" in r for r in reports) else 0
 
 
 def _readable(value: object) -> str:
@@ -376,11 +442,10 @@ def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict[str, Any], flo
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
-    from .calibration import cells_for
-    from .orchestration import expand_tasks, finish_calibration
+    from .orchestration import expand_tasks, finish_calibration, run_cells
 
     task_ids = expand_tasks(args.tasks)
-    cells = cells_for(task_ids, args.seeds)
+    cells = run_cells(task_ids, args.seeds)
     writable_file(args.out, "--out", "public.json")  # before the work, so a bad path never costs a whole calibration
     started = time.perf_counter()
     results: dict[str, dict[int, dict[str, Any]]] = {}
@@ -401,13 +466,25 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         for cell in cells:
             record(_calibrate_one(cell))
-    written = finish_calibration(results, task_ids, args.out)
+    written = finish_calibration(results, task_ids, args.out, failed_beside=True)
     wall = time.perf_counter() - started
     print(written.report.read_text())
-    print(f"wrote {args.out} ({written.digest}) and {written.report} in {wall:.1f} s with {args.workers} worker(s)")
-    for failure in written.failures:
-        print(f"GATE FAILURE: {failure}", file=sys.stderr)
-    return 1 if written.failures else 0
+    if written.failures:
+        for failure in written.failures:
+            print(f"GATE FAILURE: {failure}", file=sys.stderr)
+        kept = "left as it was" if Path(args.out).exists() else "not written"
+        print(f"storebench: {len(written.failures)} gate failure(s), so {args.out} was {kept}; the failed "
+              f"calibration is in {written.path} ({written.digest}) with its report {written.report}, for "
+              "inspection", file=sys.stderr)
+        return 1
+    replaced = ""
+    if written.replaced == written.digest:
+        replaced = f"; it replaced the previous {args.out}, which was identical ({written.replaced})"
+    elif written.replaced is not None:
+        replaced = f"; it replaced the previous {args.out} ({written.replaced})"
+    print(f"wrote {args.out} ({written.digest}) and {written.report} in {wall:.1f} s with {args.workers} worker(s)"
+          + replaced)
+    return 0
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
@@ -420,7 +497,7 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
         _print_json({"all_reproduce": all(r.reproduces for r in results), "trials": [r.as_json() for r in results]})
     else:
         for r in results:
-            if r.composite is None:
+            if r.composite is None or r.task is None or r.seed is None:  # not even its cell could be read
                 print(f"{r.path}: cannot be graded - DOES NOT REPRODUCE")
             else:
                 head = (f"{r.path}: {r.task} seed {r.seed}: composite {r.composite} business {r.business} "
@@ -448,9 +525,13 @@ def _cmd_search(args: argparse.Namespace) -> int:
     result = search(args.method, task.id, args.seed, cell, args.episodes, progress=progress)
     out = {**result.as_json(), "task": task.id, "seed": args.seed, "threshold": cell["threshold"],
            "calibration": source}
-    if not args.json:
-        out.pop("best_so_far")
-    _print_json(out)
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"{args.method} search, {args.episodes} episodes on {task.id} seed {args.seed}: best composite "
+              f"{result.best:.3f} (business {result.best_business:.3f}, reliability {result.best_reliability:.3f}); "
+              f"threshold {cell['threshold']:.3f} ({source}); "
+              f"{'reaches' if result.best >= cell['threshold'] else 'stays below'} the threshold")
     return 0
 
 
@@ -551,9 +632,9 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "trial's artifacts (score.json, actions, ledger, per-window balances).")
     run.add_argument("--task", required=True, help="task id (see `storebench tasks list`)")
     run.add_argument("--seed", required=True, type=seed_arg, help="task seed, e.g. 7, 11 or 13")
-    run.add_argument("--policy", required=True, help="do-nothing, absentee, blast-list, rule-based, smart-triage "
-                                                     "or exploiter")
-    run.add_argument("--out", required=True, help="trial folder to create (must be empty or new)")
+    run.add_argument("--policy", required=True, help=policy_names())
+    run.add_argument("--out", required=True, help="trial folder to create (must be empty or new; its folder "
+                                                  "must be writable, checked before the trial is played)")
     run.add_argument("--calibration", metavar="FILE",
                      help="calibration file for the business zero and scale; without it the cell is calibrated "
                           "on the spot")
@@ -562,32 +643,44 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
 
     batch = sub.add_parser("batch", help="play a policy or a recorded action log on many cells in parallel",
                            description="Play a scripted policy, or replay a recorded action log, on every "
-                                       "task-seed cell given, one worker process per cell, writing one trial "
-                                       "folder each under OUT.")
+                                       "task-seed cell given (each task and seed once), one worker process "
+                                       "per cell, writing one trial folder each under OUT (OUT/TASK-SEED-LABEL). "
+                                       "Progress goes to stderr; the summary (trials, passes, mean composite) to "
+                                       "stdout, as text or with --json as JSON. Exits 1 if a trial could not be "
+                                       "written.")
     batch.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
     batch.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
-    batch.add_argument("--policy", help="do-nothing, absentee, blast-list, rule-based, smart-triage, exploiter "
-                                        "or diligence (give this or --actions)")
-    batch.add_argument("--actions", metavar="FILE", help="an actions.jsonl to replay on every cell")
-    batch.add_argument("--out", required=True, help="folder to hold the trial folders")
+    batch.add_argument("--policy", help=policy_names() + " (give this or --actions)")
+    batch.add_argument("--actions", metavar="FILE", help="an actions.jsonl (at least one call) to replay on every "
+                                                         "cell")
+    batch.add_argument("--out", required=True, help="folder to hold the trial folders (created once every "
+                                                    "argument is checked)")
     batch.add_argument("--workers", type=positive_int, default=2, help="parallel worker processes (default 2)")
-    batch.add_argument("--calibration", metavar="FILE", help="calibration file (else each cell is calibrated)")
-    batch.add_argument("--json", action="store_true", help="print every result as JSON")
+    batch.add_argument("--calibration", metavar="FILE",
+                       help="calibration file; a cell it lacks (or every cell, without it) is calibrated on the "
+                            "spot, with a notice on stderr")
+    batch.add_argument("--json", action="store_true",
+                       help="print the summary and every trial's result as JSON (else one line of text)")
     batch.set_defaults(func=_cmd_batch)
 
     rep = sub.add_parser("replay", help="re-execute trial folders and demand a byte-exact match",
-                         description="Replay each trial's action log in a fresh engine and check the ledger, "
-                                     "the score and every tool result byte for byte. Exits 0 only if all match.")
-    rep.add_argument("dirs", nargs="+", help="trial folders")
+                         description="Check every file of each trial against the checksums in its manifest.json, "
+                                     "then replay its action log in a fresh engine and check the ledger, the "
+                                     "per-window balances, the events, the score and every tool result byte for "
+                                     "byte. Exits 0 only if all match.")
+    rep.add_argument("dirs", nargs="+", help="trial folders (for a batch's output, DIR/*)")
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(func=_cmd_replay)
 
     ana = sub.add_parser("analyze", help="failure-mode report of trial folders (no model in the loop)",
                          description="Replay a trial and report: never restocked, restocked only after running "
                                      "out, partial refunds that escalated, windows skipped or ended early, quit "
-                                     "before the horizon, writes on stale reads.")
-    ana.add_argument("dirs", nargs="+", help="trial folders")
-    ana.add_argument("--json", action="store_true", help="print JSON")
+                                     "before the horizon, writes on stale reads. Several folders are reported one "
+                                     "after another under their paths. A folder whose files do not match its "
+                                     "manifest gets a warning on stderr (the report reads the files as they are).")
+    ana.add_argument("dirs", nargs="+", help="trial folders (for a batch's output, DIR/*)")
+    ana.add_argument("--json", action="store_true",
+                     help="print JSON: one folder's report as an object, several as a list; each names its path")
     ana.set_defaults(func=_cmd_analyze)
 
     cal = sub.add_parser("calibrate", help="run the anchors on task-seed cells, check the gates, write the file",
@@ -595,11 +688,14 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "threshold, and a diligence-only clerk is played as a check; the five gates "
                                      "(ordering, judgment gap, flap margin, exploit suppression, diligence) must "
                                      "hold on every cell. Writes FILE, FILE.sha256 and a report (table and chart) "
-                                     "beside it. Exits 1 if any gate fails, naming the cell and the gate. Takes "
-                                     "about a minute for the 51 public cells with --workers 2 on a two-core machine.")
+                                     "beside it, replacing any earlier FILE (the old hash is printed). If any gate "
+                                     "fails it exits 1 naming the cell and the gate, and leaves FILE as it was: "
+                                     "the failed calibration goes to STEM.failed.json beside it, with its report. "
+                                     "Takes about a minute for the 51 public cells with --workers 2 on a two-core "
+                                     "machine.")
     cal.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
     cal.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
-    cal.add_argument("--out", required=True, help="calibration JSON to write")
+    cal.add_argument("--out", required=True, help="calibration JSON to write (only if every gate holds)")
     cal.add_argument("--workers", type=positive_int, default=1,
                      help="parallel worker processes, one cell each (default 1)")
     cal.set_defaults(func=_cmd_calibrate)
@@ -608,14 +704,15 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                          description="Re-grade trials: recompute business, reliability, composite and pass from "
                                      "each score.json, its ledger and the calibration. Exits 0 only if every "
                                      "trial reproduces.")
-    reg.add_argument("dirs", nargs="+", help="trial folders")
+    reg.add_argument("dirs", nargs="+", help="trial folders (for a batch's output, DIR/*)")
     reg.add_argument("--calibration", required=True, help="calibration file")
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
 
     srch = sub.add_parser("search", help="random search or hill climbing over action sequences",
                           description="Check that cheap search cannot game the composite: play N episodes of "
-                                      "random or hill-climbed action sequences and report the best composite.")
+                                      "random or hill-climbed action sequences and report the best composite "
+                                      "beside the cell's threshold (a line of text, or JSON with --json).")
     srch.add_argument("--method", choices=("random", "hill"), required=True,
                       help="random: independent random action sequences; hill: mutate the best one so far")
     srch.add_argument("--task", default="steady", help="task id (default steady)")
@@ -623,7 +720,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     srch.add_argument("--episodes", type=positive_int, default=300,
                       help="episodes to play (default 300, the paper's; about two minutes on steady)")
     srch.add_argument("--calibration", metavar="FILE", help="calibration file (else the cell is calibrated now)")
-    srch.add_argument("--json", action="store_true", help="include the best-so-far curve")
+    srch.add_argument("--json", action="store_true", help="print JSON, with the best-so-far curve")
     srch.set_defaults(func=_cmd_search)
 
     bench = sub.add_parser("bench", help="measure speed and memory (medians, printed, never asserted)",

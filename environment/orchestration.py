@@ -5,13 +5,13 @@ the jobs app (``jobs/``) runs the same cells as Celery items, one item per cell,
 gathers them when the last one is done.  Only the scheduling differs.  What a run is
 made of lives here, so both read alike and stay alike:
 
-- which cells (``"all"`` expands to every registered task; unknown tasks are refused
-  before any work starts, by :func:`environment.calibration.cells_for`);
+- which cells (``"all"`` expands to every registered task; unknown tasks, and a task or
+  seed named twice, are refused before any work starts, by :func:`run_cells`);
 - where each batch trial is written (``<out>/<task>-<seed>-<label>``, the label being
   the policy's name or the action log's file stem) and what a batch summary says;
 - one calibration cell (the anchors played on the bundled world);
 - the end of a calibration: the document in task order, the file, its report and the
-  gate failures.
+  gate failures (a failed calibration can be kept beside its target instead of over it).
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calibration import GateFailure, calibrate_cell, cells_for, check_gates, document, write_calibration
+from .calibration import GateFailure, calibrate_cell, cells_for, check_gates, document, file_hash, write_calibration
+from .errors import StoreBenchError
 from .report import write_report
 from .tasks import all_tasks, get_task
 from .world import load_world, world_hash
@@ -29,6 +30,18 @@ from .world import load_world, world_hash
 def expand_tasks(tasks: Sequence[str]) -> list[str]:
     """The task ids a run names: ``["all"]`` is every registered task, in registry order."""
     return [t.id for t in all_tasks()] if list(tasks) == ["all"] else list(tasks)
+
+
+def run_cells(task_ids: Iterable[str], seeds: Iterable[int]) -> list[tuple[str, int]]:
+    """The task-seed cells of a run, each once.  A task or seed named twice is refused (the
+    cell would run twice, and a batch would write its trial folder twice), as is an unknown task."""
+    named: tuple[tuple[str, list[Any]], ...] = (("--tasks", list(task_ids)), ("--seeds", [int(s) for s in seeds]))
+    for flag, values in named:
+        repeated = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
+        if repeated:
+            raise StoreBenchError(f"{flag} names {', '.join(map(str, repeated))} more than once: give each once "
+                                  "(every task-seed cell runs once)")
+    return cells_for(named[0][1], named[1][1])
 
 
 # --- batch -------------------------------------------------------------------------------
@@ -47,8 +60,8 @@ def batch_label(policy: str | None, actions: str | Path | None) -> str:
 
 
 def batch_cells(task_ids: Iterable[str], seeds: Iterable[int], root: Path, label: str) -> list[BatchCell]:
-    """One trial per cell, each in its own folder under ``root``."""
-    return [BatchCell(tid, seed, root / f"{tid}-{seed}-{label}") for tid, seed in cells_for(task_ids, seeds)]
+    """One trial per cell, each in its own folder under ``root``; see :func:`run_cells` for what is refused."""
+    return [BatchCell(tid, seed, root / f"{tid}-{seed}-{label}") for tid, seed in run_cells(task_ids, seeds)]
 
 
 def batch_summary(results: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -68,23 +81,38 @@ def calibration_cell(task_id: str, seed: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Calibrated:
-    """A calibration written: the document, the file's hash, the report and the gate failures."""
+    """A calibration written: the document, the file's hash, the report and the gate failures;
+    where the file went and, when it replaced one, the hash of the file it replaced."""
 
     doc: dict[str, Any]
     digest: str
     report: Path
     failures: list[GateFailure]
+    path: Path
+    replaced: str | None = None
+
+
+def failed_path(out: str | Path) -> Path:
+    """Where a calibration that fails its gates is kept instead of ``out``: ``<stem>.failed.json`` beside it."""
+    out = Path(out)
+    stem = out.name[:-5] if out.name.endswith(".json") else out.name
+    return out.with_name(stem + ".failed.json")
 
 
 def finish_calibration(results: Mapping[str, Mapping[int, dict[str, Any]]], task_ids: Iterable[str],
-                       out: str | Path) -> Calibrated:
+                       out: str | Path, *, failed_beside: bool = False) -> Calibrated:
     """Write the calibration of the finished cells (``results[task][seed]``), tasks in the
-    run's order, to ``out`` with its report beside it; check every cell's gates."""
+    run's order, to ``out`` with its report beside it; check every cell's gates.
+
+    With ``failed_beside``, a calibration that fails a gate is written to :func:`failed_path`
+    (with its own report) and ``out`` is left as it was: a failed run never replaces a good file.
+    """
     ordered = {tid: dict(results[tid]) for tid in task_ids if tid in results}
     doc = document(ordered, world_hash())
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    digest = write_calibration(doc, out)
-    report = write_report(doc, out)
     failures = [f for tid, seeds in ordered.items() for seed in sorted(seeds) for f in check_gates(tid, seeds[seed])]
-    return Calibrated(doc, digest, report, failures)
+    path = failed_path(out) if failures and failed_beside else Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replaced = file_hash(path.read_bytes()) if path.is_file() else None
+    digest = write_calibration(doc, path)
+    report = write_report(doc, path)
+    return Calibrated(doc, digest, report, failures, path, replaced)

@@ -391,7 +391,7 @@ def test_cli_calibrate_exits_1_naming_the_cell_and_gate_on_a_gate_failure(tmp_pa
     err = capsys.readouterr().err
     assert code == 1
     assert "GATE FAILURE: counter-punch seed 13: gate exploit-suppression failed" in err
-    assert (tmp_path / "cal.json").exists()  # the file is still written, for inspection
+    assert not (tmp_path / "cal.json").exists()  # kept beside it, for inspection (tests/test_cli_qa_calibrate.py)
 
 
 # --- the CLI: run and regrade ------------------------------------------------------------------

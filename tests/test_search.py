@@ -33,7 +33,8 @@ def test_genomes_are_reproducible_from_their_seed():
 def test_cli_reports_the_best_composite_and_the_threshold():
     proc = subprocess.run([sys.executable, "-m", "environment", "search", "--method", "random", "--task",
                            "counter-punch", "--seed", "11", "--episodes", "3", "--calibration",
-                           str(REPO / "calibration" / "public.json")], cwd=REPO, capture_output=True, text=True)
+                           str(REPO / "calibration" / "public.json"), "--json"], cwd=REPO, capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["method"] == "random" and out["episodes"] == 3

@@ -100,7 +100,9 @@ def test_replay_catches_a_tampered_observation(anchor_trials, tmp_path):
     lines[3] = lines[3].replace("window", "windoe", 1)
     path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     result = replay(folder)
-    assert result.problems == ["observation 4 differs from the recorded tool result"]
+    assert result.problems == ["observations.jsonl.gz does not match its checksum in manifest.json: the file was "
+                               "changed after the trial was written",
+                               "observation 4 differs from the recorded tool result"]
 
 
 def test_cli_replay_exit_codes(anchor_trials, tmp_path):
@@ -158,7 +160,7 @@ def test_analysis_sees_writes_on_stale_reads(tmp_path, calibration):
 
 def test_cli_batch_writes_one_folder_per_cell(tmp_path):
     proc = storebench("batch", "--tasks", "counter-punch", "--seeds", 7, 11, "--policy", "absentee", "--out",
-                      tmp_path / "b", "--workers", 2, "--calibration", CALIBRATION)
+                      tmp_path / "b", "--workers", 2, "--calibration", CALIBRATION, "--json")
     assert proc.returncode == 0, proc.stderr
     folders = sorted(p.name for p in (tmp_path / "b").iterdir())
     assert folders == ["counter-punch-11-absentee", "counter-punch-7-absentee"]

@@ -1,0 +1,232 @@
+"""``storebench run``, ``batch`` and ``search`` after QA: every argument is checked before anything
+is created or played, a trial folder that cannot be written leaves nothing behind, and the
+default output is text (JSON with ``--json``)."""
+from __future__ import annotations
+
+import errno
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from environment import artifacts
+from environment.anchors import ANCHORS, CHECKS
+from environment.artifacts import ArtifactError
+from environment.calibration import cell_of, load_calibration
+from environment.trial import run_trial
+from mcp_client.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+CALIBRATION = REPO / "calibration" / "public.json"
+
+
+def run(capsys, *argv: str | Path) -> tuple[int, str, str]:
+    """``storebench argv`` in process: its exit code, stdout and stderr."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as stop:
+        code = stop.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def cannot_write_in(folder: str) -> str:
+    """What the system says when a folder is created in ``folder`` (``/proc`` refuses it, even to root)."""
+    try:
+        made = tempfile.mkdtemp(dir=folder)
+    except OSError as exc:
+        return exc.strerror
+    Path(made).rmdir()
+    pytest.skip(f"{folder} is writable here")
+
+
+def no_partial_folders(folder: Path) -> bool:
+    return not [p for p in folder.iterdir() if ".partial-" in p.name]
+
+
+# --- item 1: repeated cells; a failed write leaves no .partial-* folder ----------------------------
+
+
+def test_batch_refuses_a_repeated_seed_before_creating_anything(capsys, tmp_path):
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "7", "--policy", "rule-based",
+                          "--out", tmp_path / "b4", "--calibration", CALIBRATION)
+    assert code == 2
+    assert err == "storebench: --seeds names 7 more than once: give each once (every task-seed cell runs once)\n"
+    assert not (tmp_path / "b4").exists()
+
+
+def test_batch_refuses_a_repeated_task(capsys, tmp_path):
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "liquidity", "steady", "--seeds", "7", "--policy",
+                          "absentee", "--out", tmp_path / "b")
+    assert code == 2
+    assert err == "storebench: --tasks names steady more than once: give each once (every task-seed cell runs once)\n"
+
+
+def test_calibrate_refuses_a_repeated_seed_before_any_cell(capsys, tmp_path):
+    code, _out, err = run(capsys, "calibrate", "--tasks", "steady", "--seeds", "7", "11", "7", "--out",
+                          tmp_path / "cal.json")
+    assert code == 2
+    assert err == "storebench: --seeds names 7 more than once: give each once (every task-seed cell runs once)\n"
+
+
+def test_a_trial_folder_filled_while_it_was_played_is_refused_and_leaves_no_partial_folder(monkeypatch, tmp_path):
+    out = tmp_path / "t"
+    real_digest = artifacts.file_digest
+
+    def someone_else_writes_first(data: bytes) -> str:  # runs after the up-front check, before the rename
+        out.mkdir(exist_ok=True)
+        (out / "theirs.txt").write_text("not ours")
+        return real_digest(data)
+
+    monkeypatch.setattr(artifacts, "file_digest", someone_else_writes_first)
+    with pytest.raises(ArtifactError) as refused:
+        run_trial("steady", 7, out, policy="absentee", calibration=load_calibration(CALIBRATION)[0])
+    assert refused.value.message == (f"{out} already holds files (written while this trial was played); choose "
+                                     "an empty or new folder")
+    assert [p.name for p in out.iterdir()] == ["theirs.txt"]  # left as it was
+    assert no_partial_folders(tmp_path)
+
+
+def test_a_trial_write_that_fails_midway_leaves_no_partial_folder(monkeypatch, tmp_path):
+    real_write = Path.write_bytes
+
+    def disk_full_at_the_ledger(self: Path, data: bytes) -> int:
+        if self.name == "ledger.jsonl":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", disk_full_at_the_ledger)
+    with pytest.raises(ArtifactError) as refused:
+        run_trial("steady", 7, tmp_path / "t", policy="absentee", calibration=load_calibration(CALIBRATION)[0])
+    assert refused.value.message == (f"cannot write the trial folder {tmp_path / 't'} (No space left on device); "
+                                     "name a folder you can write to")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- item 2: the output location is probed before any work ---------------------------------------
+
+
+def test_run_refuses_an_output_it_cannot_write_before_playing(capsys, monkeypatch):
+    from environment import trial
+
+    monkeypatch.setattr(trial, "run_trial", lambda *a, **k: pytest.fail("the trial was played"))
+    code, _out, err = run(capsys, "run", "--task", "steady", "--seed", "7", "--policy", "absentee", "--out",
+                          "/proc/x10", "--calibration", CALIBRATION)
+    assert code == 2
+    assert err == (f"storebench: --out: cannot write in the folder /proc ({cannot_write_in('/proc')}); name a "
+                   "folder you can write to\n")
+
+
+def test_batch_refuses_an_output_it_cannot_write_before_playing(capsys):
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--policy", "absentee", "--out",
+                          "/proc", "--calibration", CALIBRATION)
+    assert code == 2
+    assert err == (f"storebench: --out: cannot write in the folder /proc ({cannot_write_in('/proc')}); name a "
+                   "folder you can write to\n")
+
+
+def test_the_write_probe_leaves_nothing_in_a_writable_folder(tmp_path):
+    from environment.cli import writable_folder
+
+    assert writable_folder(tmp_path / "new", "--out") == tmp_path / "new"
+    assert list((tmp_path / "new").iterdir()) == []
+
+
+# --- item 5: a cell calibrated on the spot is said so --------------------------------------------
+
+
+def test_batch_names_each_cell_its_calibration_file_lacks(capsys, tmp_path):
+    doc, _digest = load_calibration(CALIBRATION)
+    assert cell_of(doc, "practice", 7) is None and cell_of(doc, "steady", 7) is not None
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "practice", "--seeds", "7", "--policy", "absentee",
+                          "--out", tmp_path / "b", "--calibration", CALIBRATION, "--workers", "1")
+    assert code == 0
+    notices = [line for line in err.splitlines() if "calibrated on the spot" in line]
+    assert notices == [f"storebench: practice seed 7 is not in {CALIBRATION}, so the cell is calibrated on the spot"]
+
+
+# --- item 10: nothing is created for a refused batch ----------------------------------------------
+
+
+def test_batch_with_an_unknown_task_creates_no_output_folder(capsys, tmp_path):
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "nope", "--seeds", "7", "--policy", "rule-based",
+                          "--out", tmp_path / "b1", "--calibration", CALIBRATION)
+    assert code == 2
+    assert err.startswith("storebench: unknown task 'nope'; known tasks: ")
+    assert not (tmp_path / "b1").exists()
+
+
+def test_batch_with_a_bad_calibration_file_creates_no_output_folder(capsys, tmp_path):
+    bad = tmp_path / "cal.json"
+    bad.write_text("{}")
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--policy", "absentee", "--out",
+                          tmp_path / "b", "--calibration", bad)
+    assert code == 2 and "no 'tasks' table" in err
+    assert not (tmp_path / "b").exists()
+
+
+# --- item 11: an empty action log is refused ------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_batch_refuses_an_action_log_without_calls(capsys, tmp_path, content):
+    log = tmp_path / "EMPTYFILE"
+    log.write_text(content)
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--actions", log, "--out",
+                          tmp_path / "b", "--calibration", CALIBRATION)
+    assert code == 2
+    assert err == (f"storebench: --actions {log} holds no recorded calls: give the actions.jsonl of a trial that "
+                   "made at least one call\n")
+    assert not (tmp_path / "b").exists()
+
+
+def test_batch_refuses_neither_policy_nor_actions(capsys, tmp_path):
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--out", tmp_path / "b")
+    assert code == 2
+    assert err == ("storebench: neither --policy nor --actions given: give one, a scripted policy or a recorded "
+                   "actions.jsonl\n")
+
+
+# --- item 12: one list of policies ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "batch"])
+def test_help_lists_every_policy_that_policy_accepts(capsys, monkeypatch, command):
+    monkeypatch.setenv("COLUMNS", "400")  # one help line per option
+    code, out, _err = run(capsys, command, "--help")
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if line.strip().startswith("--policy")]
+    names = [*ANCHORS, *CHECKS]
+    assert "diligence" in names
+    assert ", ".join(names[:-1]) + " or " + names[-1] in line
+
+
+# --- item 13: text by default, JSON with --json -----------------------------------------------------
+
+
+def test_batch_prints_one_line_of_text_without_json(capsys, tmp_path):
+    code, out, _err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--policy", "absentee", "--out",
+                          tmp_path / "b", "--calibration", CALIBRATION)
+    assert code == 0
+    assert re.fullmatch(rf"1 trial, 0 passed, mean composite \d\.\d{{3}}, in \d+\.\d s; trial folders under "
+                        rf"{re.escape(str(tmp_path / 'b'))}\n", out), out
+
+
+def test_batch_prints_every_result_as_json_with_json(capsys, tmp_path):
+    code, out, _err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--policy", "absentee", "--out",
+                          tmp_path / "b", "--calibration", CALIBRATION, "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert (data["trials"], data["failed"]) == (1, [])
+    assert [r["out"] for r in data["results"]] == [str(tmp_path / "b" / "steady-7-absentee")]
+
+
+def test_search_prints_one_line_of_text_without_json(capsys):
+    code, out, _err = run(capsys, "search", "--method", "random", "--task", "steady", "--seed", "7", "--episodes",
+                          "2", "--calibration", CALIBRATION)
+    assert code == 0
+    assert re.fullmatch(r"random search, 2 episodes on steady seed 7: best composite \d\.\d{3} \(business "
+                        r"\d\.\d{3}, reliability \d\.\d{3}\); threshold \d\.\d{3} \(calibration file\); stays below "
+                        r"the threshold\n", out), out

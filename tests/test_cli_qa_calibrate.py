@@ -1,0 +1,72 @@
+"""``storebench calibrate`` after QA: a calibration that fails a gate never replaces --out (which
+may be the shipped calibration/public.json); it goes beside it as STEM.failed.json with its
+report.  A calibration that passes replaces --out and says so, with the old file's hash."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_calibration import hand_cell
+
+from environment import orchestration
+from environment.calibration import file_hash, load_calibration
+from mcp_client.cli import main
+
+
+def calibrate(capsys, monkeypatch, out: Path, **composites: float) -> tuple[int, str, str]:
+    """``storebench calibrate`` of counter-punch seed 13 in process, its cell made by hand (fast)."""
+    monkeypatch.setattr(orchestration, "calibrate_cell", lambda task, seed, world=None: hand_cell(seed, **composites))
+    code = main(["calibrate", "--tasks", "counter-punch", "--seeds", "13", "--out", str(out), "--workers", "1"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def shipped(tmp_path) -> Path:
+    """A good calibration file already in place, as calibration/public.json is."""
+    out = tmp_path / "public.json"
+    out.write_text('{"tasks": {}}\n')
+    out.with_name("public.json.sha256").write_text(file_hash(out.read_bytes()) + "\n")
+    return out
+
+
+def test_a_failed_calibration_leaves_the_existing_file_as_it_was(capsys, monkeypatch, shipped):
+    before = shipped.read_bytes(), shipped.with_name("public.json.sha256").read_bytes()
+    code, _out, _err = calibrate(capsys, monkeypatch, shipped, exploiter=0.2)
+    assert code == 1
+    assert (shipped.read_bytes(), shipped.with_name("public.json.sha256").read_bytes()) == before
+
+
+def test_a_failed_calibration_goes_beside_it_with_its_report_and_says_where(capsys, monkeypatch, shipped):
+    _code, _out, err = calibrate(capsys, monkeypatch, shipped, exploiter=0.2)
+    failed = shipped.with_name("public.failed.json")
+    doc, digest = load_calibration(failed)
+    assert set(doc["tasks"]) == {"counter-punch"}
+    assert shipped.with_name("public.failed.report.md").exists()
+    assert err.splitlines()[-1] == (f"storebench: 1 gate failure(s), so {shipped} was left as it was; the failed "
+                                    f"calibration is in {failed} ({digest}) with its report "
+                                    f"{shipped.with_name('public.failed.report.md')}, for inspection")
+
+
+def test_a_failed_calibration_to_a_new_path_writes_nothing_there(capsys, monkeypatch, tmp_path):
+    out = tmp_path / "p.json"
+    _code, _out, err = calibrate(capsys, monkeypatch, out, exploiter=0.2)
+    assert not out.exists() and not out.with_name("p.json.sha256").exists()
+    assert f"so {out} was not written; the failed calibration is in {tmp_path / 'p.failed.json'}" in err
+
+
+def test_a_passing_calibration_replaces_the_file_and_names_the_old_hash(capsys, monkeypatch, shipped):
+    old = file_hash(shipped.read_bytes())
+    code, out, _err = calibrate(capsys, monkeypatch, shipped)
+    assert code == 0
+    _doc, digest = load_calibration(shipped)
+    assert digest != old
+    assert out.splitlines()[-1].startswith(f"wrote {shipped} ({digest}) and {shipped.with_name('public.report.md')} "
+                                           "in ")
+    assert out.splitlines()[-1].endswith(f" with 1 worker(s); it replaced the previous {shipped} ({old})")
+    assert not shipped.with_name("public.failed.json").exists()
+
+
+def test_a_passing_calibration_to_a_new_path_mentions_no_replacement(capsys, monkeypatch, tmp_path):
+    code, out, _err = calibrate(capsys, monkeypatch, tmp_path / "cal.json")
+    assert code == 0 and "replaced" not in out
