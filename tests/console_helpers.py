@@ -5,8 +5,12 @@ import uuid
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from environment.tasks import get_task
 from shifts.briefing import BRIEFING_VERSION
 from shifts.models import BriefingAcknowledgement
+
+# Operations a window on the cell of the ``shift`` fixture (conftest.py: counter-punch, seed 7).
+OPS = get_task("counter-punch").ops_per_window
 
 
 def briefed_user(name: str, *, password: bool = True):

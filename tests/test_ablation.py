@@ -37,7 +37,7 @@ def test_cli_ablate_prints_each_anchors_change_and_whether_it_bites():
     out = json.loads(proc.stdout)
     assert out["task"] == "counter-punch" and out["seed"] == 7
     rows = {r["ingredient"].split(" (")[0].split(":")[0]: r for r in out["ingredients"]}
-    assert set(rows) == {"rivals", "terms", "shelf trimmed to 6 days"}
+    assert set(rows) == {"event 1", "rivals", "terms", "shelf trimmed to 6 days"}
     for row in rows.values():
         for anchor, change in row["change"].items():
             assert abs(row["composite"][anchor] - out["base"][anchor] - change) < 1e-9

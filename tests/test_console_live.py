@@ -4,7 +4,7 @@ import uuid
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
-from console_helpers import briefed_user
+from console_helpers import OPS, briefed_user
 from django.conf import settings
 from django.test import Client
 
@@ -47,7 +47,7 @@ def test_owner_gets_the_state_on_connect():
     state = async_to_sync(scenario)()
     assert state["type"] == "state" and state["status"] == "active"
     assert 12 * 3600 - 60 <= state["seconds_left"] <= 12 * 3600
-    assert 'data-ops-left="12"' in state["header_html"]
+    assert f'data-ops-left="{OPS}"' in state["header_html"]
     assert state["url"] == f"/shifts/{shift.pk}/"
 
 
@@ -71,7 +71,7 @@ def test_a_tool_call_pushes_the_new_header():
     shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
 
     _first, pushed = state_and_push_after(shift, session_headers(user), "list_orders", {"page_size": 2})
-    assert 'data-ops-left="11"' in pushed["header_html"]
+    assert f'data-ops-left="{OPS - 1}"' in pushed["header_html"]
 
 
 def test_pause_is_pushed_as_a_status_change():

@@ -8,7 +8,7 @@ import re
 import uuid
 
 import pytest
-from console_helpers import HX, briefed_user, call, ops_left
+from console_helpers import HX, OPS, briefed_user, call, ops_left
 
 from environment.api import arm
 
@@ -36,7 +36,7 @@ def test_a_row_action_is_one_call_and_the_row_reads_done_afterwards(signed_in, s
     call(signed_in, shift, "list_orders", page_size="20")
     reply = call(signed_in, shift, "fulfill_order", order_id="ORD-103315").content.decode()
     assert re.search(r'<p class="outcome" role="status" data-ok="1" data-seq="3">shipped \(#3\)</p>', reply)
-    assert ops_left(reply) == 10
+    assert ops_left(reply) == OPS - 2
     reread = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
     row = rows_of(reread)["ORD-103315"]
     assert 'class="done"' in row and "shipped (#3)" in row and "fulfill_order" not in row
@@ -66,11 +66,15 @@ def test_single_objects_read_as_cards(signed_in, shift):
     assert "Variant rows" in html and 'data-key="PRD-001-XS-BLS"' in html
 
 
-def test_a_refusal_before_the_store_reads_plainly(signed_in, shift):
+def test_a_bad_argument_is_the_stores_refusal_in_plain_words(signed_in, shift):
+    """The MCP layer checks no argument: a price with fractions of a cent reaches the store,
+    which refuses it (and, as for any refusal, spends the operation)."""
+    before = ops_left(call(signed_in, shift, "store_status").content.decode())
     html = call(signed_in, shift, "set_price", product_id="PRD-001", price="1.234").content.decode()
-    assert "Not sent to the store: an argument is not valid" in html
-    assert "price: must have at most two decimal places (whole cents) (you gave &#x27;1.234&#x27;)" in html
+    assert "The store refused this call</b> (invalid_argument)" in html
+    assert "price: must have at most two decimal places (whole cents)" in html
     assert "pydantic" not in html and "[type=" not in html and "For further information" not in html
+    assert ops_left(html) == before - 1
 
 
 def test_a_store_refusal_gives_its_code_and_whole_reason(signed_in, shift):
@@ -131,7 +135,7 @@ def test_purchase_orders_landing_after_close_are_warned_and_lines_have_an_editor
     # what the editor sends: the lines object, one call
     reply = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0001",
                  lines='{"SP-0001-M-BLK": 10, "SP-0001-L-BLK": 8}').content.decode()
-    assert "ordered (#5)" in reply and ops_left(reply) == 8
+    assert "ordered (#5)" in reply and ops_left(reply) == OPS - 4
 
 
 def test_argument_problems_echo_a_value_with_commas_whole_and_not_every_argument_for_a_missing_one():
@@ -156,11 +160,11 @@ def test_argument_problems_shorten_a_long_value():
     assert len(given) == GIVEN_MAX and given.endswith("…")
 
 
-def test_an_id_of_spaces_only_is_blank_and_refused_before_the_store(signed_in, shift):
+def test_an_id_of_spaces_only_is_blank_and_refused_by_the_store_as_missing(signed_in, shift):
     before = ops_left(call(signed_in, shift, "store_status").content.decode())
     html = call(signed_in, shift, "get_order", order_id="   ").content.decode()
-    assert "Not sent to the store: an argument is not valid" in html and "order_id: Field required" in html
-    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before
+    assert "The store refused this call</b> (invalid_argument)" in html and "order_id: is required" in html
+    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before - 1
 
 
 def test_a_list_of_prices_reads_as_money():
@@ -170,23 +174,20 @@ def test_a_list_of_prices_reads_as_money():
     assert cell("skus", ["PRD-001-XS-BLS"]).text == "PRD-001-XS-BLS"
 
 
-def test_lines_that_are_not_json_are_refused_before_the_store_with_the_parsers_reason(signed_in, shift):
+def test_lines_that_are_not_json_are_refused_by_the_store(signed_in, shift):
     before = ops_left(call(signed_in, shift, "store_status").content.decode())
     html = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0004",
                 lines="{SP-0004-XS-BLS: 5}").content.decode()
-    assert "Not sent to the store: an argument is not valid" in html
-    assert ("lines: Input should be a valid dictionary (you gave &#x27;{SP-0004-XS-BLS: 5}&#x27;); "
-            "console help, lines: the text is not valid JSON "
-            "(Expecting property name enclosed in double quotes at line 1 column 2: keys need double quotes). "
-            "Write it as {&quot;SKU&quot;: quantity, ...}") in html  # what an agent reads, then the console's help
-    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before
+    assert "The store refused this call</b> (invalid_argument)" in html
+    assert "lines: input should be a valid dictionary" in html  # what an agent reads
+    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before - 1
 
 
-def test_lines_written_as_json_lines_are_named_as_several_objects(signed_in, shift):
+def test_lines_written_as_json_lines_are_refused_by_the_store(signed_in, shift):
     html = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0004",
                 lines='{"SP-0004-XS-BLS": 5}\n{"SP-0004-S-BLS": 5}').content.decode()
-    assert ("console help, lines: the text is not valid JSON (Extra data at line 2 column 1: give one object, not several "
-            "(no JSON lines)). Write it as {&quot;SKU&quot;: quantity, ...}") in html
+    assert "The store refused this call</b> (invalid_argument)" in html
+    assert "lines: input should be a valid dictionary" in html
 
 
 def test_money_inside_a_grouped_field_reads_as_money():

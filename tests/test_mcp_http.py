@@ -336,7 +336,7 @@ def test_same_calls_over_http_and_in_process_give_byte_identical_ledgers(url, hu
 
     assert http_out == memory_out
     assert [o.is_error for o in http_out] == [not r.ok for r in direct_out]
-    assert over_http.window == in_process.window == direct.window == 3
+    assert over_http.window == in_process.window == direct.window > 1  # the script ends windows
     ledger = over_http.ledger.to_jsonl()
     assert ledger and ledger.count("\n") > 1
     assert ledger.encode() == in_process.ledger.to_jsonl().encode() == direct.ledger.to_jsonl().encode()

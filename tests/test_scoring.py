@@ -44,7 +44,7 @@ def test_composite_is_the_weighted_sum():
 def test_business_raw_is_net_asset_growth_over_opening_capital():
     ep = run_policy(arm("cash-crunch", 7), "blast-list")
     s = score(ep)
-    assert s.business_raw == s.net_assets - Decimal("11000")
+    assert s.business_raw == s.net_assets - Decimal("3000")  # $2,000 cash and a $1,000 deposit
     assert s.net_assets == Decimal(ep.ledger.net_assets()) / 100
 
 

@@ -119,8 +119,9 @@ def test_analysis_of_the_exploiter(anchor_trials):
     assert report["quit_before_horizon"] is True
     assert report["never_restocked"] is True
     assert report["partial_refunds_that_escalated"]["count"] >= 1
-    # counter-punch has 14 windows: the catalogue takes the first two, the exploiter idles until it quits after 4
-    assert report["windows_ended_early"]["count"] >= 2
+    # counter-punch has 14 windows of 5 operations: the catalogue spends the first ones to the last
+    # operation, then the exploiter ends a window with operations left before it quits after 4
+    assert report["windows_ended_early"]["count"] >= 1
 
 
 def test_cli_analysis_reads_as_text(anchor_trials):
