@@ -1,34 +1,31 @@
 """The MCP server: the 29 merchant tools of :data:`environment.tools.REGISTRY`, over MCP.
 
 This module declares no tool.  :func:`build_server` walks the core's registry and, for
-each :class:`~environment.tools.registry.ToolSpec`, generates one async function whose
-signature is derived from ``spec.args.model_fields``: each field becomes a keyword-only
-parameter annotated ``Annotated[<field annotation>, *<field metadata>, Field(description=...)]``
-with the field's default.  The SDK turns that signature into the tool's input schema, so
-the schema an MCP client sees is the core's own pydantic fields (names, types, enums,
-bounds, defaults, descriptions); the one thing a signature cannot say, that unknown
-arguments are refused (the core's ``extra="forbid"``), is added as
-``additionalProperties: false``.  A test checks the published schema equals
-``spec.input_schema()`` for all 29 tools.  Title, description and annotations
-(read-only, destructive, idempotent; never open-world) come from the spec too.  Grading
-and calibration are not tools and are never exposed.
+each :class:`~environment.tools.registry.ToolSpec`, registers one generated async function
+with the SDK.  The tool's published input schema is the core's own, ``spec.input_schema()``
+(names, types, enums, bounds, defaults, descriptions, and ``additionalProperties: false``
+for the core's ``extra="forbid"``), set on the SDK's tool by :func:`published_schema`
+with its top-level keys in the order a schema the SDK generates has them; a test checks
+it for all 29 tools.  Title, description and annotations (read-only, destructive, idempotent;
+never open-world) come from the spec too.  Grading and calibration are not tools and are
+never exposed.
 
-Validation.  The SDK validates arguments against the signature before the function runs,
-and it is lenient: unknown arguments are dropped, ``"7"`` passes as an int, JSON inside a
-string is parsed.  The core is the authority and is strict, so the generated function does
-not use the values the SDK hands it: it forwards the ``arguments`` object exactly as it
-arrived on the wire (``ctx.request_context.params["arguments"]``, a public field of the
-SDK's request context) to ``Episode.call``, which validates strictly, meters the call (a
-refused call spends an operation, like any other), logs it, and answers.  What the SDK
-itself rejects (a value no lax coercion can fix: ``"abc"`` for an int, an enum value not in
-the list, a number out of bounds, a string over its ``maxLength``, a price with fractional
-cents, a missing required argument) never reaches the core: the client gets the SDK's
-``isError`` result (pydantic's text, no store header), no operation is spent and the
-action log does not see it.  The schema and the SDK's check
-are one and the same: carrying the fields' bounds and validators (``Money``) into the
-signature is what makes the published schema the core's, and it is also why the SDK
-refuses what that schema rules out.  ``tests/test_mcp_server.py`` pins down which layer
-answers what.
+Validation is the core's alone.  The SDK validates a call's arguments against the
+function's signature before the function runs, and answers what fails with pydantic's text:
+no store header, no error code, no operation spent, nothing in the action log, so whether a
+refusal cost an operation would depend on which layer refused it.  The generated function
+therefore declares no argument (the SDK's argument model is then empty, and it accepts any
+object: it ignores what it does not declare), and the core sees every call.  The
+``arguments`` object is handed to ``Episode.call`` exactly as it arrived:
+:class:`_StoreServer` overrides ``MCPServer.call_tool``, through which both a wire request
+and an in-process ``server.call_tool()`` pass, and puts the object in a context variable
+for the function of the same call.  ``Episode.call`` validates strictly (``"7"`` is not an
+int; an unknown argument, a missing required one, a value out of bounds are refused),
+meters the call (a refused call spends an operation like any other; ``store_status`` is
+free), logs it and answers with the store header, including once the store has closed.  A
+tool name the registry does not have reaches the core too (:class:`_StoreServer` answers
+it before the SDK's bare ``Unknown tool``): the core refuses it as ``unknown_tool``, naming
+the tools there are, spends no operation and logs it, as the Python API does.
 
 Results.  A successful call returns ``ToolResult.text()``, the store header line then
 compact JSON, as a single text content block (``structured_output=False``: no
@@ -44,19 +41,19 @@ later HTTP front end can read the caller's token from a context variable and ret
 token's episode; :func:`serve_stdio` serves one armed episode.  The core call itself runs
 on a worker thread (``sales_report`` or closing a window takes milliseconds; the event
 loop stays free for other sessions) under a per-episode lock, so calls on one episode are
-serialised exactly as the core expects.  The free ``store_status`` (a few tens of
-microseconds) runs on the event loop itself when the episode's lock is free at once, and
-on a worker thread otherwise.
+serialised exactly as the core expects.  A free call (``store_status``, or a tool name that
+does not exist; a few tens of microseconds) runs on the event loop itself when the
+episode's lock is free at once, and on a worker thread otherwise.
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import anyio.to_thread
 from mcp.server.lowlevel.server import Server
@@ -66,8 +63,7 @@ from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.resources.types import FunctionResource
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, ToolAnnotations
-from pydantic import Field
+from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 
 from environment.engine import Episode
 from environment.engine.episode import ToolResult
@@ -75,19 +71,15 @@ from environment.tools import REGISTRY, ToolSpec
 
 from .sessions import Session
 
-__all__ = ["SERVER_NAME", "build_server", "serve_stdio", "tool_function"]
+__all__ = ["SERVER_NAME", "build_server", "published_schema", "serve_stdio", "tool_function"]
 
 SERVER_NAME = "storebench"
-_CTX = "ctx"  # name of the Context parameter of every generated function (not in any schema)
 
 EpisodeProvider = Callable[[], Episode]
 BriefProvider = Callable[[], str]
 BRIEF_PROMPT = "brief"
 BRIEF_URI = "storebench://brief"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-# Parameter annotations are built at run time from the registry's fields; through this
-# alias mypy does not read them as static type expressions.
-_Annotated: Any = Annotated
 
 
 # --- serialising calls per episode -------------------------------------------------------
@@ -116,83 +108,80 @@ def _call_locked(episode: Episode, name: str, arguments: Any, after: AfterCall |
         return result
 
 
-# --- the arguments as sent ----------------------------------------------------------------
+# --- the core answers every call ------------------------------------------------------------
+
+# The ``arguments`` object of the call being answered, exactly as it arrived (set by
+# _StoreServer.call_tool, read by the generated function of the same call).
+_SENT: ContextVar[Mapping[str, Any] | None] = ContextVar("storebench_sent_arguments", default=None)
 
 
-def _wire_arguments(ctx: Context, validated: dict[str, Any], spec: ToolSpec) -> Any:
-    """The ``arguments`` object exactly as the client sent it.
+class _Core:
+    """How a call reaches ``Episode.call``: the current episode, its lock, the after-call hook."""
 
-    Read from the request context the SDK hands the tool.  Without a request (an
-    in-process ``MCPServer.call_tool()``, which has no wire), fall back to what the SDK
-    validated, minus optional arguments left at a ``None`` default: the only case where
-    the SDK's coercions can reach the core.
-    """
-    try:
-        params = ctx.request_context.params
-    except ValueError:  # "Context is not available outside of a request"
-        params = None
-    if isinstance(params, Mapping):
-        arguments = params.get("arguments")
-        return {} if arguments is None else arguments
-    fields = spec.args.model_fields
-    return {k: v for k, v in validated.items()
-            if not (v is None and k in fields and not fields[k].is_required() and fields[k].default is None)}
+    def __init__(self, episode_provider: EpisodeProvider, after_call: AfterCall | None, inline: bool) -> None:
+        self.episode_provider = episode_provider
+        self.after_call = after_call
+        self.inline = inline
+
+    async def answer(self, name: str, arguments: Mapping[str, Any], *, free: bool) -> ToolResult:
+        """The core's result for ``name`` called with ``arguments``.  A free call (or, with
+        ``inline``, any call) runs on the event loop when the episode's lock is free at once."""
+        episode = self.episode_provider()
+        lock = lock_for(episode)
+        if (free or self.inline) and lock.acquire(blocking=False):
+            # A free call takes well under a millisecond: answered on the event loop when
+            # nobody holds the episode, sparing the hop to a worker thread.
+            try:
+                return _call_locked(episode, name, arguments, self.after_call)
+            finally:
+                lock.release()
+        return await anyio.to_thread.run_sync(_call_locked, episode, name, arguments, self.after_call)
+
+
+def _refusal(result: ToolResult) -> str:
+    """A refusal's text after the SDK's ``Error executing tool <name>: `` prefix."""
+    error = result.error or {}
+    return f"{error.get('code', 'error')}: {error.get('message', '')}\n{result.text()}"
+
+
+def _sent_arguments(name: str) -> Mapping[str, Any]:
+    sent = _SENT.get()
+    if sent is None:
+        raise RuntimeError(f"tool {name!r} was called without going through the store's server (_StoreServer)")
+    return sent
 
 
 # --- one generated function per tool --------------------------------------------------------
 
 
-def _error_text(result: ToolResult) -> str:
-    error = result.error or {}
-    return f"{error.get('code', 'error')}: {error.get('message', '')}\n{result.text()}"
-
-
 def tool_function(spec: ToolSpec, episode_provider: EpisodeProvider,
                   after_call: AfterCall | None = None, *, inline: bool = False) -> Callable[..., Any]:
-    """The async function the SDK registers for ``spec``: its signature is ``spec.args``.
-    With ``inline``, every call (not only the free probe) runs on the event loop when the
-    episode's lock is free at once (see :func:`build_server`)."""
-    on_loop = spec.free or inline
-    fields = spec.args.model_fields
-    if _CTX in fields:
-        raise RuntimeError(f"tool {spec.name!r} has an argument named {_CTX!r}, reserved for the MCP context")
+    """The async function the SDK registers for ``spec``.  It declares no argument, so the
+    SDK's own validation accepts any arguments object; it hands the object as sent (see
+    :class:`_StoreServer`) to the core.  With ``inline``, every call (not only the free
+    probe) runs on the event loop when the episode's lock is free at once (see
+    :func:`build_server`)."""
+    core = _Core(episode_provider, after_call, inline)
 
-    async def call_tool(**kwargs: Any) -> str:
-        ctx = kwargs.pop(_CTX)
-        arguments = _wire_arguments(ctx, kwargs, spec)
-        episode = episode_provider()
-        lock = lock_for(episode)
-        if on_loop and lock.acquire(blocking=False):
-            # The free status probe takes well under a millisecond: answered on the event loop
-            # when nobody holds the episode, sparing the hop to a worker thread.
-            try:
-                result = _call_locked(episode, spec.name, arguments, after_call)
-            finally:
-                lock.release()
-        else:
-            result = await anyio.to_thread.run_sync(_call_locked, episode, spec.name, arguments, after_call)
+    async def call_tool() -> str:
+        result = await core.answer(spec.name, _sent_arguments(spec.name), free=spec.free)
         if not result.ok:
-            raise ToolError(_error_text(result))
+            raise ToolError(_refusal(result))
         return result.text()
-
-    parameters: list[inspect.Parameter] = []
-    annotations: dict[str, Any] = {}
-    for name, field in fields.items():
-        annotation = _Annotated[(field.annotation, *field.metadata,
-                                 Field(description=field.description, json_schema_extra=field.json_schema_extra))]
-        default = inspect.Parameter.empty if field.is_required() else field.default
-        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                            annotation=annotation))
-        annotations[name] = annotation
-    parameters.append(inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=Context))
-    annotations[_CTX] = Context
-    annotations["return"] = str
 
     call_tool.__name__ = call_tool.__qualname__ = spec.name
     call_tool.__doc__ = spec.description
-    call_tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-    call_tool.__annotations__ = annotations
     return call_tool
+
+
+def published_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The input schema a client sees for ``spec``: the core's ``spec.input_schema()``, its keys
+    in the order the SDK gives a schema generated from a signature (``properties``,
+    ``required``, ``type``, then ``additionalProperties``)."""
+    schema = spec.input_schema()
+    closed = schema.pop("additionalProperties")
+    schema["additionalProperties"] = closed
+    return schema
 
 
 def _tool(spec: ToolSpec, episode_provider: EpisodeProvider, after_call: AfterCall | None = None,
@@ -210,13 +199,10 @@ def _tool(spec: ToolSpec, episode_provider: EpisodeProvider, after_call: AfterCa
         ),
         structured_output=False,
     )
-    if tool.context_kwarg != _CTX:
-        raise RuntimeError(f"the SDK did not recognise the context parameter of {spec.name!r}")
-    # The core refuses unknown arguments (extra="forbid"); say so in the published schema,
-    # as spec.input_schema() does, and drop the SDK's generated model title ("<name>Arguments"),
-    # which spec.input_schema() drops too.  Everything else comes from the signature.
-    tool.parameters["additionalProperties"] = False
-    tool.parameters.pop("title", None)
+    if tool.fn_metadata.arg_model.model_fields or tool.context_kwarg is not None:
+        raise RuntimeError(f"the SDK found arguments in the generated function of {spec.name!r}")
+    # The function declares no argument; what a client is told to send is the core's schema.
+    tool.parameters = published_schema(spec)
     return tool
 
 
@@ -240,9 +226,34 @@ class _BriefedServer(Server):
 
 
 class _StoreServer(MCPServer):
-    """The SDK's server, answering ``prompts/get`` for a prompt it does not have as the
-    client's mistake (invalid params, naming the prompts it has), as it answers an unknown
-    resource, instead of an internal error with a traceback in the server's log."""
+    """The SDK's server, with three answers of its own.
+
+    ``call_tool`` (every ``tools/call`` of every transport and era passes through it, and so
+    does an in-process ``server.call_tool()``) keeps the arguments object as sent for the
+    tool's generated function, and hands a tool name the registry does not have to the core,
+    whose refusal (``unknown_tool``, naming the tools, with the store header) is raised like
+    any other: ``Error executing tool <name>: unknown_tool: ...``.  The core spends no
+    operation on it and logs it, as the Python API does.
+
+    ``get_prompt`` answers a prompt it does not have as the client's mistake (invalid params,
+    naming the prompts it has), as the SDK answers an unknown resource, instead of an
+    internal error with a traceback in the server's log.
+    """
+
+    def __init__(self, core: _Core, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._core = core
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> CallToolResult | InputRequiredResult:
+        sent = _SENT.set(arguments)
+        try:
+            if name not in REGISTRY:
+                result = await self._core.answer(name, arguments, free=True)
+                raise ToolError(f"Error executing tool {name}: {_refusal(result)}")
+            return await super().call_tool(name, arguments, context)
+        finally:
+            _SENT.reset(sent)
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
                          context: Context | None = None) -> Any:
@@ -273,9 +284,9 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
     session logs the call and settles at the horizon: :mod:`mcp_client.sessions`).
 
     Tools are built with ``Tool.from_function``, exactly what ``MCPServer.add_tool`` does
-    internally, and handed to the constructor, so the published schema can also carry
-    ``additionalProperties: false``.  ``log_level`` is the SDK's: at ``INFO`` it logs every
-    refused call, with its text, to stderr.
+    internally, and handed to the constructor, so the published schema can be set to the
+    core's.  ``log_level`` is the SDK's: at ``INFO`` it logs every refused call, with its
+    text, to stderr.
 
     ``inline_calls=True`` runs every tool call on the server's event loop (when the
     episode's lock is free at once) instead of a worker thread: for a loop that serves one
@@ -287,7 +298,8 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
     if len({t.name for t in tools}) != len(tools):
         raise RuntimeError("a tool is declared twice")
     current_brief = brief_provider or _default_brief(episode_provider)
-    server = _StoreServer(name=SERVER_NAME, version=_version(), tools=tools, log_level=log_level)
+    server = _StoreServer(_Core(episode_provider, after_call, inline_calls), name=SERVER_NAME,
+                          version=_version(), tools=tools, log_level=log_level)
     lowlevel = server._lowlevel_server  # the SDK keeps no public handle on it
     if type(lowlevel) is not Server:
         raise RuntimeError("the MCP SDK's low-level server is not the class this adapter extends")

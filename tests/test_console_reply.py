@@ -64,7 +64,7 @@ def play(user, shift):
     product = first(products, "product_id") or "PRD-none"
     yield call("get_product", product_id=product)
     yield call("get_product", product_id="nope")  # refused by the store
-    yield call("set_price", product_id=product, price="abc")  # refused before the store
+    yield call("set_price", product_id=product, price="abc")  # refused by the store
     yield call("set_price", product_id=product, price="49.50")
     yield call("set_listing_status", product_id=product, status="active")
     yield call("update_listing_copy", product_id=product, description=TRICKY)

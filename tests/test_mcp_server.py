@@ -1,5 +1,5 @@
 """The MCP adapter: the 29 core tools over MCP, their schemas and annotations, results and
-refusals as an agent reads them, which layer (SDK or core) answers a bad argument, a
+refusals as an agent reads them, that the core (not the SDK) answers every bad argument, a
 stdio round trip, and a latency measurement (printed, not asserted).
 
 pytest-asyncio is not installed; each test drives its client with ``asyncio.run``.
@@ -237,7 +237,7 @@ def test_mcp_and_core_agree_call_for_call():
         else:
             assert text.endswith(direct.text()), name
     assert a.action_log == b.action_log
-    assert a.ledger.net_assets() == b.ledger.net_assets() and a.window == b.window == 1
+    assert a.ledger.net_assets() == b.ledger.net_assets() and a.window == b.window
 
 
 # --- refusals ---------------------------------------------------------------------------------------
@@ -265,22 +265,23 @@ def test_price_out_of_range_is_the_core_error(ep):
         "set_price", {"product_id": product, "price": "-3"}, False, "price_out_of_range")
 
 
-def test_wrong_type_the_sdk_cannot_coerce_is_refused_by_the_sdk(ep):
-    """"abc" for an int page fails the SDK's own (lax) validation: the function never runs,
-    so the core never sees the call: no operation spent, nothing in the action log, no
-    store header, and the text is pydantic's, not the core's."""
+def test_wrong_type_no_coercion_could_fix_reaches_the_core(ep):
+    """"abc" for an int page is refused by the core, not by the SDK's own validation: the
+    store header and the core's error, an operation spent, an action-log entry."""
     calls, log = ep.calls, len(ep.action_log)
     is_error, text = run(call(build_server(lambda: ep), "list_orders", {"page": "abc"}))
     assert is_error
-    assert text.startswith("Error executing tool list_orders: 1 validation error for list_ordersArguments")
-    assert "invalid_argument" not in text and "operations left" not in text
-    assert (ep.calls, len(ep.action_log)) == (calls, log)
+    first, header, body = text.split("\n", 2)
+    assert first == "Error executing tool list_orders: invalid_argument: page: input should be a valid integer"
+    assert header == ep.header_line()
+    assert json.loads(body)["error"]["code"] == "invalid_argument"
+    assert (ep.calls, len(ep.action_log)) == (calls + 1, log + 1)
 
 
 @pytest.mark.parametrize("value", ["7", 7.0, True])
 def test_wrong_type_the_sdk_would_coerce_reaches_the_strict_core(ep, value):
-    """"7" (or 7.0, or true) passes the SDK's lax validation as an int; the function forwards
-    the value as sent and the core, which is strict, refuses it and meters the call."""
+    """"7" (or 7.0, or true), which a lax validator would take as an int, reaches the core as
+    sent; the core, which is strict, refuses it and meters the call."""
     calls = ep.calls
     is_error, text = run(call(build_server(lambda: ep), "list_orders", {"page": value}))
     assert is_error
@@ -291,9 +292,8 @@ def test_wrong_type_the_sdk_would_coerce_reaches_the_strict_core(ep, value):
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_unknown_extra_argument_reaches_the_core_and_is_refused(ep, mode):
-    """The SDK drops unknown arguments from what it validates (its argument model ignores
-    extras), but the generated function forwards the arguments object as sent, so the
-    core's extra="forbid" still refuses the call; in both in-memory protocol eras."""
+    """The generated function forwards the arguments object as sent, unknown arguments and
+    all, so the core's extra="forbid" refuses the call; in both in-memory protocol eras."""
     calls = ep.calls
     is_error, text = run(call(build_server(lambda: ep), "list_orders", {"page_size": 5, "bogus": 1}, mode=mode))
     assert is_error
@@ -316,31 +316,33 @@ def test_arguments_pass_through_exactly(ep):
     ("list_orders", {"page_size": 500}),  # over the schema's maximum
     ("get_product", {}),  # a required argument missing
     ("get_product", {"product_id": "P" * 41}),  # over maxLength
-    ("set_price", {"product_id": "PRD-001", "price": "49.505"}),  # the core's Money validator, run by the SDK
+    ("set_price", {"product_id": "PRD-001", "price": "49.505"}),  # the core's Money validator
 ])
-def test_what_the_schema_rules_out_is_refused_by_the_sdk_first(ep, name, arguments):
-    """The signature carries the fields' types, enums, bounds and validators, so a call the
-    schema rules out fails the SDK's validation before the function runs: isError with
-    pydantic's text, no store header, no operation spent, no action-log entry."""
+def test_what_the_schema_rules_out_is_refused_by_the_core(ep, name, arguments):
+    """A call the published schema rules out is not refused by the SDK first: the core
+    refuses it, as it refuses it from Python, with the store header, an operation spent and
+    an action-log entry."""
+    twin = arm(TASK, SEED)
     calls, log = ep.calls, len(ep.action_log)
     is_error, text = run(call(build_server(lambda: ep), name, arguments))
-    assert is_error
-    assert text.startswith(f"Error executing tool {name}: 1 validation error for {name}Arguments"), text
-    assert "operations left" not in text
-    assert (ep.calls, len(ep.action_log)) == (calls, log)
-    # The core refuses the same arguments too (and would have metered the call).
-    assert ep.call(name, arguments).error["code"] == "invalid_argument"
+    direct = twin.call(name, arguments)
+    assert is_error and direct.error["code"] == "invalid_argument"
+    assert text == f"Error executing tool {name}: invalid_argument: {direct.error['message']}\n{direct.text()}"
+    assert (ep.calls, len(ep.action_log)) == (calls + 1, log + 1)
+    assert ep.action_log[-1] == twin.action_log[-1]
 
 
-def test_in_process_call_without_a_request_uses_the_sdk_values(ep):
-    """MCPServer.call_tool() straight from Python has no wire arguments; the function then
-    falls back to what the SDK validated (coerced, extras dropped).  Documented, not a path
-    any client takes."""
+def test_in_process_call_passes_the_arguments_exactly(ep):
+    """MCPServer.call_tool() straight from Python passes through the same override as a wire
+    request: the core sees the arguments as given ("1" is not coerced, "bogus" is not
+    dropped) and refuses them, raised as the SDK's ToolError."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
     server = build_server(lambda: ep)
-    result = run(server.call_tool("list_orders", {"page": "1", "bogus": 2}))
-    assert not result.is_error
-    assert ep.action_log[-1]["arguments"] == {"page": 1, "page_size": 50, "status": "awaiting_shipment",
-                                              "sort": "deadline"}
+    with pytest.raises(ToolError, match=r"^Error executing tool list_orders: invalid_argument: page: input should "
+                                        r"be a valid integer; bogus: unknown argument\n"):
+        run(server.call_tool("list_orders", {"page": "1", "bogus": 2}))
+    assert ep.action_log[-1]["arguments"] == {"page": "1", "bogus": 2}
 
 
 def test_each_call_asks_the_provider_for_its_episode():

@@ -170,7 +170,8 @@ def test_hostile_json_in_a_purchase_order_is_a_clear_refusal(client, db, lines, 
     response = call(client, shift, "place_purchase_order", supply_product_id="SUP-001", lines=lines)
     html = response.content.decode()
     assert response.status_code == 200
-    assert "refused before the store" in html and 'class="tag err">error' in html
+    assert "The store refused this call</b> (invalid_argument)" in html and 'class="tag err">error' in html
+    assert '<span class="tag">1 operation</span>' in html  # the store refused it: like any refusal, it costs one
     shift.refresh_from_db()
     # The live session survived: a plain call afterwards goes through.
     assert call(client, shift, "list_products").status_code == 200

@@ -121,14 +121,14 @@ def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, l
     page, shift = batch_workspace(context, server, login, "list_products")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=set_price])")
     first, second, third = (rows.nth(i).get_attribute("data-key") for i in range(3))
-    page.fill(f'#result tr[data-key="{second}"] input[name=arg_price]', "1.234")  # refused before the store
+    page.fill(f'#result tr[data-key="{second}"] input[name=arg_price]', "1.234")  # refused by the store
     for key in (first, second, third):
         page.check(f'#result tr[data-key="{key}"] input.pick')
     page.click("#result [data-batch] button.batch-send")
     status = page.locator("#result .batch-status")
     page.wait_for_function("() => /Batch stopped/.test(document.querySelector('#result .batch-status').textContent)")
     text = status.inner_text()
-    assert f"Batch stopped at row {second} (2 of 3)" in text and "did not reach the store" in text
+    assert f"Batch stopped at row {second} (2 of 3)" in text and "This call reached the store." in text
     assert "1 row was not sent" in text
     assert "done" in page.get_attribute(f'#result tr[data-key="{first}"]', "class")
     assert "done" not in (page.get_attribute(f'#result tr[data-key="{third}"]', "class") or "")

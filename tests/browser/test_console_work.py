@@ -158,7 +158,7 @@ def test_keyboard_ship_and_plain_errors(counted, server, login):
     page.locator(f'#result tr[data-key="{key}"] .row-status .outcome').wait_for()
     assert page.locator(f'#result tr[data-key="{key}"]').get_attribute("class") == "done"
 
-    # a bad price: refused before the store, in plain words, no library text or link
+    # a bad price: refused by the store, in plain words, no library text or link
     quick(c, "list_products")
     row = page.locator('#result tr[data-key="PRD-001"]')
     row.locator("input[name=arg_price]").fill("1.234")
