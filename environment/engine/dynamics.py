@@ -197,6 +197,10 @@ def take_units(ep: Episode, order: OrderRec) -> None:
 
 
 def complete_shipment(ep: Episode, order: OrderRec, at: int) -> None:
+    """The order has left: its payout and delivery are scheduled.  Who shipped it is read from
+    the status its shipper set (the platform's AUTO_SHIPPED, the merchant's SHIPPED) and kept
+    on the order, since delivery replaces that status."""
+    order.by_platform = order.status == OrderState.AUTO_SHIPPED
     order.shipped_at = at
     order.settle_at = at + ep.econ.settlement_days * DAY
     ep.schedule(order.settle_at, SETTLEMENT, order.id)

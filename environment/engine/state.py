@@ -108,7 +108,7 @@ class ProductRec:
 class OrderRec:
     __slots__ = ("id", "customer_id", "variant", "quantity", "unit_price", "paid_subcents", "placed_at",
                  "deadline", "status", "shipped_at", "delivered_at", "settle_at", "settled", "receivable",
-                 "on_time", "defective_units", "backorder", "refunded", "unit_cost", "opening")
+                 "on_time", "defective_units", "backorder", "refunded", "unit_cost", "opening", "by_platform")
 
     def __init__(self, id: str, customer_id: str, variant: VariantRec, quantity: int, unit_price: int,
                  paid_subcents: int, placed_at: int, deadline: int, status: OrderState, backorder: bool = False,
@@ -133,6 +133,7 @@ class OrderRec:
         self.refunded = 0
         self.unit_cost = 0
         self.opening = opening
+        self.by_platform = False  # shipped by the platform's carrier, not by the merchant (see complete_shipment)
 
     @property
     def paid_cents(self) -> int:

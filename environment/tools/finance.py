@@ -153,9 +153,9 @@ def sales_report(ep: Episode, args: SalesArgs) -> dict[str, Any]:
 @tool("platform_terms", title="Platform terms", family=Family.FINANCE, kind=ToolKind.READ, idempotent=True)
 def platform_terms(ep: Episode, args: Args) -> dict[str, Any]:
     """The marketplace's terms of trade: commission, payout delay, shipping label and platform
-    fulfilment fees, shipping deadline, fines, return escalation, listing fee and cap, storage
-    charge, liquidation rate at handover, purchase order cancellation, and how the operations
-    budget works."""
+    fulfilment fees, shipping deadline, the platform carrier's daily capacity, fines, return
+    escalation, listing fee and cap, storage charge, liquidation rate at handover, purchase
+    order cancellation, and how the operations budget works."""
     e = ep.econ
     return {
         "commission": f"{e.commission_bp / 100:g}% of what the customer paid, kept by the platform",
@@ -164,7 +164,12 @@ def platform_terms(ep: Episode, args: Args) -> dict[str, Any]:
         "shipping_label_fee": usd(e.label_fee),
         "platform_fulfilment_fee": usd(e.autoship_fee),
         "platform_fulfilment": "an order still unshipped at its deadline is shipped by the platform for its fee "
-                               "(it does not count as shipped on time); with no stock it is cancelled and fined",
+                               "(it does not count as shipped on time), as far as the carrier's daily capacity "
+                               "allows (platform_fulfilment_capacity_per_day in normal conditions, fewer while the "
+                               "carrier is disrupted); an order beyond it stays awaiting shipment past its deadline "
+                               "until the carrier has room the next day (you can still ship it yourself, late); "
+                               "with no stock at its deadline an order is cancelled and fined",
+        "platform_fulfilment_capacity_per_day": e.autoship_capacity_per_day,
         "stockout_cancellation_fine": usd(e.stockout_fine),
         "late_shipment_fine": usd(e.late_ship_fine),
         "seller_cancellation_fine": usd(e.merchant_cancel_fine),

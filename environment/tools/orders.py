@@ -51,8 +51,11 @@ class ListOrdersArgs(PageArgs):
 def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
     """List orders, by default those awaiting shipment with the soonest deadline first. Every
     order must ship within 1 day of being placed; at the deadline the platform ships it for
-    you and charges its fulfilment fee, and an order with no stock to ship is cancelled and
-    fined. Up to 100 rows a page."""
+    you and charges its fulfilment fee, as far as its carrier's daily capacity allows (see
+    platform_terms): an order beyond that capacity stays awaiting shipment past its deadline
+    until the carrier has room the next day, and you can still ship it yourself, late. An
+    order with no stock to ship at its deadline is cancelled and fined. Up to 100 rows a
+    page."""
     if args.status == "awaiting_shipment":
         orders = ep.open_orders()  # the episode's index of open orders, not a scan of the shift's
     else:
@@ -78,9 +81,7 @@ def get_order(ep: Episode, args: OrderArgs) -> dict[str, Any]:
     return {**order_row(ep, o), "customer_id": o.customer_id, "title": o.variant.product.title,
             "size": o.variant.size, "colour": o.variant.colour, "unit_price": usd(o.unit_price),
             "shipped_at": when(o.shipped_at), "delivered_at": when(o.delivered_at),
-            "shipped_by": ("platform" if o.status == OrderState.AUTO_SHIPPED or (o.shipped_at and not o.on_time
-                           and o.status == OrderState.DELIVERED and not o.opening) else
-                           ("you" if o.shipped_at else None)),
+            "shipped_by": None if o.shipped_at is None else ("platform" if o.by_platform else "you"),
             "payout": "paid out" if o.settled else ("pending" if o.receivable else None),
             "refunded": usd(o.refunded), "return_id": ret}
 

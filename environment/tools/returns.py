@@ -56,9 +56,10 @@ class ReturnArgs(Args):
 @tool("get_return", title="Get return", family=Family.RETURNS, kind=ToolKind.READ, args=ReturnArgs,
       idempotent=True)
 def get_return(ep: Episode, args: ReturnArgs) -> dict[str, Any]:
-    """One return in full: the customer's reason, the item and the batch it shipped from, what
-    the customer paid, what has been refunded, what can still be refunded, and when it
-    escalates."""
+    """One return in full: the customer's reason, the item (title, size, colour, quantity),
+    when it was delivered, whether it comes back to stock once the return is resolved (not
+    if it is defective), what the customer paid, what has been refunded, what can still be
+    refunded, and when it escalates."""
     r = get_return_rec(ep, args.return_id)
     return {**return_row(ep, r), "title": r.order.variant.product.title, "size": r.order.variant.size,
             "colour": r.order.variant.colour, "quantity": r.order.quantity,
