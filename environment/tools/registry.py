@@ -9,14 +9,16 @@ server, the browser console and the Python API are thin adapters over
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from enum import StrEnum
 from inspect import cleandoc
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from ..errors import StoreBenchError
 
@@ -57,17 +59,42 @@ class PageArgs(Args):
     page_size: int = Field(50, ge=1, le=100, description="Rows per page, at most 100.")
 
 
+# A dollar amount written as text: an optional "-", an optional "$", ASCII digits, and an
+# optional "." with one or two decimals (more are refused below with the message a number
+# with fractions of a cent gets).  The minus sign is read so that a negative amount reaches
+# the tool, whose own refusal says what is wrong with it (a price out of range, a refund that
+# must be more than zero).  Nothing else: no spaces, no "+", no "_" separators, no exponent,
+# no second "$", no digits other than ASCII 0-9.  JSON numbers (int, float) and a Python
+# Decimal are read as they are.
+_AMOUNT = re.compile(r"-?\$?[0-9]+(?:\.[0-9]+)?", re.ASCII)
+AMOUNT_FORM = 'digits with at most two decimals and an optional leading "$", such as 49.50 or $49.50'
+WHOLE_CENTS = "must have at most two decimal places (whole cents)"
+
+
+def _not_money(message: str) -> PydanticCustomError:
+    """A refused amount.  A custom error, not a ValueError, so the message reads as written,
+    without pydantic's "Value error, " in front."""
+    return PydanticCustomError("money", message)
+
+
 def _money(value: Any) -> Decimal:
+    """A dollar amount from a JSON number, a Python ``Decimal``, or text of the form above."""
     if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        raise ValueError("must be an amount in dollars, such as 49.50")
-    try:
-        amount = Decimal(str(value).strip().lstrip("$"))
-    except InvalidOperation:
-        raise ValueError(f"{value!r} is not an amount in dollars") from None
+        raise _not_money(f"must be an amount in dollars: a number or a string of {AMOUNT_FORM}")
+    if isinstance(value, str):
+        if _AMOUNT.fullmatch(value) is None:
+            raise _not_money(f"{value!r} is not an amount in dollars; write {AMOUNT_FORM}")
+        if len(value.partition(".")[2]) > 2:
+            raise _not_money(WHOLE_CENTS)
+        amount = Decimal(value.replace("$", "", 1))
+    elif isinstance(value, float):
+        amount = Decimal(repr(value))  # the shortest repr: 49.1 is 49.1, not the binary fraction
+    else:
+        amount = Decimal(value)  # an int or a Decimal, exactly (an int of any length)
     if not amount.is_finite() or abs(amount) >= Decimal("1e12"):
-        raise ValueError("must be a finite amount below a trillion dollars")
+        raise _not_money("must be a finite amount below a trillion dollars")
     if amount != amount.quantize(Decimal("0.01")):
-        raise ValueError("must have at most two decimal places (whole cents)")
+        raise _not_money(WHOLE_CENTS)
     return amount
 
 
