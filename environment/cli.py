@@ -466,7 +466,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         for cell in cells:
             record(_calibrate_one(cell))
-    written = finish_calibration(results, task_ids, args.out, failed_beside=True)
+    written = finish_calibration(results, task_ids, args.out)
     wall = time.perf_counter() - started
     print(written.report.read_text())
     if written.failures:

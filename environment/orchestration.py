@@ -100,17 +100,18 @@ def failed_path(out: str | Path) -> Path:
 
 
 def finish_calibration(results: Mapping[str, Mapping[int, dict[str, Any]]], task_ids: Iterable[str],
-                       out: str | Path, *, failed_beside: bool = False) -> Calibrated:
+                       out: str | Path) -> Calibrated:
     """Write the calibration of the finished cells (``results[task][seed]``), tasks in the
     run's order, to ``out`` with its report beside it; check every cell's gates.
 
-    With ``failed_beside``, a calibration that fails a gate is written to :func:`failed_path`
-    (with its own report) and ``out`` is left as it was: a failed run never replaces a good file.
+    A calibration that fails a gate is written to :func:`failed_path` (with its own report)
+    and ``out`` is left as it was: a failed run, from the CLI or a background job, never
+    replaces a good file.
     """
     ordered = {tid: dict(results[tid]) for tid in task_ids if tid in results}
     doc = document(ordered, world_hash())
     failures = [f for tid, seeds in ordered.items() for seed in sorted(seeds) for f in check_gates(tid, seeds[seed])]
-    path = failed_path(out) if failures and failed_beside else Path(out)
+    path = failed_path(out) if failures else Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     replaced = file_hash(path.read_bytes()) if path.is_file() else None
     digest = write_calibration(doc, path)

@@ -19,7 +19,7 @@ from environment.anchors import get_anchor
 from environment.artifacts import ArtifactError, read_action_log
 from environment.calibration import load_calibration
 from environment.cli import writable_folder
-from environment.orchestration import batch_cells, batch_label, batch_summary, expand_tasks
+from environment.orchestration import batch_cells, batch_label, batch_summary, expand_tasks, run_cells
 from environment.trial import run_trial
 
 from .models import Job, JobItem
@@ -39,6 +39,7 @@ def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, pol
     if calibration is not None:
         load_calibration(calibration)  # a bad file is refused now, not in every worker
     task_ids = expand_tasks(tasks)
+    run_cells(task_ids, seeds)  # a repeated task or seed is refused before ``out`` is created
     root = writable_folder(out, "--out").resolve()  # a file here would fail every item in the worker
     cells = batch_cells(task_ids, seeds, root, batch_label(policy, actions))
     taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]

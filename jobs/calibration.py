@@ -60,7 +60,7 @@ def gather(job_id: int) -> Job:
         out = Path(job.params["out"])
         written = finish_calibration(results, job.params["tasks"], out)
         job.status = Job.Status.DONE
-        job.result_path = str(out)
+        job.result_path = str(written.path)  # beside ``out`` when a gate failed: out is left as it was
         job.result_hash = written.digest
         job.summary = {"cells": len(items), "gate_failures": [str(f) for f in written.failures],
                        "report": str(written.report),

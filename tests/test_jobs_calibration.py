@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from environment.cli import main as storebench
+from environment.errors import StoreBenchError
 from jobs import progress, tasks
 from jobs.batch import create_batch_job
 from jobs.models import Job, JobItem
@@ -257,3 +258,23 @@ def test_a_timeout_that_is_not_positive_is_refused_before_any_job(tmp_path, comm
         call_command(command, "--tasks", "counter-punch", "--seeds", "7", *policy, "--out",
                      str(tmp_path / "out.json"), "--timeout", timeout)
     assert not Job.objects.exists()
+
+
+def test_a_calibration_job_that_fails_a_gate_leaves_the_file_it_would_replace(tmp_path):
+    """As ``storebench calibrate``: the practice cell fails its gates, so the job's file goes
+    beside ``out`` as ``cal.failed.json`` and the calibration already at ``out`` is untouched."""
+    out = tmp_path / "cal.json"
+    out.write_text('{"tasks": {}}')
+    job = submit_calibration(["practice"], [7], out)
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.error
+    assert job.summary["gate_failures"] and all(f.startswith("practice seed 7: gate ") for f in job.summary["gate_failures"])
+    assert job.result_path == str(tmp_path / "cal.failed.json") and Path(job.result_path).is_file()
+    assert out.read_text() == '{"tasks": {}}'
+
+
+def test_a_batch_job_with_a_repeated_seed_is_refused_before_its_folder_exists(tmp_path):
+    out = tmp_path / "batch"
+    with pytest.raises(StoreBenchError, match="more than once"):
+        create_batch_job(["steady"], [7, 7], out, policy="rule-based")
+    assert not out.exists() and not Job.objects.exists()
