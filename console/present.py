@@ -381,16 +381,21 @@ def problem_of(call) -> Problem | None:
             except ValueError:
                 error = {}
             if error:
-                return Problem(str(error.get("code", "error")), str(error.get("message", "")),
-                               dict(error.get("details") or {}), reached_store=True)
-    if not call.reached_core:
-        reasons = _argument_problems(text)
-        unparsed = json_problems(call.tool, call.arguments or {})
-        # The MCP layer's reasons stay as an agent reads them; where it only says "not a
-        # dictionary" for the console's text box, the console adds why, marked as its own help.
-        reasons = reasons + [f"console help, {name}: {why}" for name, why in unparsed.items()]
+                code, reason = str(error.get("code", "error")), str(error.get("message", ""))
+                if code == "invalid_argument":
+                    reason = "; ".join([reason, *_json_help(call)])
+                return Problem(code, reason, dict(error.get("details") or {}), reached_store=True)
+    if not call.reached_core:  # a call stored before every call reached the store (the SDK checked arguments)
+        reasons = _argument_problems(text) + _json_help(call)
         return Problem("invalid_argument", "; ".join(reasons) or text, {}, reached_store=False)
     return Problem("error", text, {}, reached_store=call.reached_core)
+
+
+def _json_help(call) -> list[str]:
+    """The store's reason stays as an agent reads it; where it only says "not a valid
+    dictionary" for the console's text box, the console adds why, marked as its own help."""
+    unparsed = json_problems(call.tool, call.arguments or {})
+    return [f"console help, {name}: {why}" for name, why in unparsed.items()]
 
 
 # --- what a shift already knows ----------------------------------------------------------------

@@ -4,10 +4,10 @@ Nothing here declares a tool: the registry is walked once.  Each argument field
 becomes a :class:`FieldSpec` (an input kind, bounds, choices, default, hint), and
 :func:`arguments_from_form` turns a submitted form back into the ``arguments`` object
 sent over MCP.  A value that does not parse (a word in a number box, bad JSON) is
-forwarded as typed, so the MCP layer answers it exactly as it would answer an agent
-(refused before the store, spending nothing); for JSON text, :func:`json_problems` gives
-the page the parser's reason and the form the text should take, which the argument
-check's "not a valid dictionary" does not.
+forwarded as typed, so the store answers it exactly as it would answer an agent (a
+refusal, which spends its operation like any other); for JSON text, :func:`json_problems`
+gives the page the parser's reason and the form the text should take, which the store's
+"not a valid dictionary" does not.
 """
 from __future__ import annotations
 
@@ -198,8 +198,7 @@ def _plain_json_reason(error: json.JSONDecodeError) -> str:
 def json_problems(tool: str, arguments: typing.Mapping[str, Any]) -> dict[str, str]:
     """Field name -> why its text is not JSON the tool can take, for the JSON arguments of
     ``tool`` that went out as the text typed (:func:`_convert` forwards text that does not
-    parse, so the argument check refuses the call before the store).  Says what the text
-    should look like."""
+    parse, so the store refuses the call).  Says what the text should look like."""
     form = tool_forms().get(tool)
     if form is None:
         return {}
@@ -238,7 +237,7 @@ def _convert(field: FieldSpec, raw: str) -> Any:
 
 def arguments_from_form(form: ToolForm, data: typing.Mapping[str, str]) -> dict[str, Any]:
     """The MCP ``arguments`` object for a submitted tool form; blank fields (spaces only
-    included) are omitted, so a required one is refused before the store, spending nothing."""
+    included) are omitted, so the store refuses a call missing a required one."""
     arguments: dict[str, Any] = {}
     for field in form.fields:
         raw = data.get(field.input_name, "")

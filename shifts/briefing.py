@@ -27,7 +27,7 @@ from .models import BriefingAcknowledgement, Shift
 StartGate = Callable[[Any, Shift], StartRefused | None]
 _gates: list[StartGate] = []
 
-BRIEFING_VERSION = "2026-11-29.1"
+BRIEFING_VERSION = "2026-12-02.1"  # the platform auto-ships as its carrier allows, not always on time
 
 # The practice cell every participant gets on acknowledging the briefing (task id, seed):
 # the dedicated practice task (environment/tasks/files/practice/), a short calm store

@@ -9,8 +9,8 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from console_helpers import OPS
 from asgiref.sync import async_to_sync
+from console_helpers import OPS
 from django.utils import timezone
 
 from console import workspace

@@ -180,6 +180,7 @@ def test_lines_that_are_not_json_are_refused_by_the_store(signed_in, shift):
                 lines="{SP-0004-XS-BLS: 5}").content.decode()
     assert "The store refused this call</b> (invalid_argument)" in html
     assert "lines: input should be a valid dictionary" in html  # what an agent reads
+    assert "console help, lines: the text is not valid JSON" in html  # and why, for the text box
     assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before - 1
 
 
@@ -188,6 +189,7 @@ def test_lines_written_as_json_lines_are_refused_by_the_store(signed_in, shift):
                 lines='{"SP-0004-XS-BLS": 5}\n{"SP-0004-S-BLS": 5}').content.decode()
     assert "The store refused this call</b> (invalid_argument)" in html
     assert "lines: input should be a valid dictionary" in html
+    assert "console help, lines: the text is not valid JSON" in html
 
 
 def test_money_inside_a_grouped_field_reads_as_money():
