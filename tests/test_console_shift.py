@@ -5,7 +5,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from console_helpers import call, ops_left
+from console_helpers import OPS, call, ops_left
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
@@ -45,20 +45,20 @@ def test_start_an_assigned_shift_from_home(signed_in, user):
     assert assigned.deadline - assigned.started_at == timedelta(hours=12)
     opening = assigned.calls.get()
     assert opening.tool == "store_status" and not opening.spent_operation
-    assert ops_left(page(signed_in, assigned)) == 12
+    assert ops_left(page(signed_in, assigned)) == OPS
 
 
 def test_store_status_spends_nothing_and_list_orders_spends_one(signed_in, shift):
-    assert ops_left(page(signed_in, shift)) == 12
+    assert ops_left(page(signed_in, shift)) == OPS
     response = call(signed_in, shift, "store_status")
     assert response.status_code == 200
-    assert ops_left(response.content.decode()) == 12
+    assert ops_left(response.content.decode()) == OPS
     response = call(signed_in, shift, "list_orders", page_size="5")
     html = response.content.decode()
-    assert ops_left(html) == 11
+    assert ops_left(html) == OPS - 1
     assert "&quot;rows&quot;" in html  # the JSON result, formatted
     # the next header (a free read) confirms it
-    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == 11
+    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == OPS - 1
     # blank fields are omitted, numbers sent as numbers (as a browser posts only what it has)
     assert ShiftCall.objects.get(shift=shift, tool="list_orders").arguments == {"page_size": 5}
 
@@ -71,7 +71,7 @@ def test_same_call_id_twice_spends_one_operation(signed_in, shift):
     assert 'hx-swap-oob="afterbegin:#history-list"' in first.content.decode()
     assert "#history-list" not in second.content.decode()
     assert ShiftCall.objects.filter(shift=shift, call_id="dup-call-0001").count() == 1
-    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == 11
+    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == OPS - 1
     # without htmx the form posts and redirects to the stored result (refresh-safe)
     third = call(signed_in, shift, "list_orders", call_id="dup-call-0001", htmx=False, page_size="3")
     assert third.status_code == 302 and third["Location"].endswith("?call=2")
@@ -107,11 +107,11 @@ def test_resume_after_restart_continues_from_the_same_state(signed_in, shift):
     cache.clear_cache()  # the server restarts
     after = header_line(call(signed_in, shift, "store_status").content.decode())
     assert after == before
-    assert "window 2 of 14" in after and "operations left 11 of 12" in after
+    assert "window 2 of 14" in after and f"operations left {OPS - 1} of {OPS}" in after
     assert cache._cache[shift.pk].episode.ledger.to_jsonl() == ledger_before
     assert cache.replay_episode(shift).ledger.to_jsonl() == ledger_before
     # and the next operation continues the count
-    assert ops_left(call(signed_in, shift, "list_orders").content.decode()) == 10
+    assert ops_left(call(signed_in, shift, "list_orders").content.decode()) == OPS - 2
 
 
 def test_stale_cache_from_another_process_is_rebuilt(signed_in, shift):
@@ -119,7 +119,7 @@ def test_stale_cache_from_another_process_is_rebuilt(signed_in, shift):
     live = cache._cache[shift.pk]
     live.applied -= 1  # as if another process had stored a call this cache never made
     html = call(signed_in, shift, "store_status").content.decode()
-    assert ops_left(html) == 11
+    assert ops_left(html) == OPS - 1
     assert cache._cache[shift.pk] is not live
 
 
@@ -189,10 +189,10 @@ def test_returns_inbox_shows_the_last_read_with_its_time(signed_in, shift):
     assert 'id="inbox" class="panel" hx-swap-oob="true"' in html
     assert "as read at <b>2026-08-01 00:00 UTC</b>" in html and "RET-" in html
     # re-reading it (the page, the history) spends nothing
-    assert ops_left(page(signed_in, shift)) == 11
+    assert ops_left(page(signed_in, shift)) == OPS - 1
     detail = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX)
     assert detail.status_code == 200 and "list_returns" in detail.content.decode()
-    assert ops_left(page(signed_in, shift)) == 11
+    assert ops_left(page(signed_in, shift)) == OPS - 1
 
 
 def test_load_demo_creates_one_practice_shift(db):
