@@ -32,7 +32,7 @@ TRAIN = ("cash-crunch", "counter-punch", "final-clearance", "season-flip", "shor
 TRAIN_SPEC = {
     "cash-crunch": (15, 6, 6.0, {"starting_cash": Decimal("2000"), "deposit": Decimal("1000"),
                                  "return_escalate_days": 5, "ignored_return_fine": Decimal("10")}),
-    "counter-punch": (7, 4, 6.0, {"return_escalate_days": 3}),
+    "counter-punch": (7, 5, 6.0, {"return_escalate_days": 3, "ignored_return_fine": Decimal("0")}),
     "final-clearance": (15, 5, 20.0, {"salvage_rate": Decimal("0.1"),
                                       "holding_cost_per_unit_day": Decimal("0.045"),
                                       "return_escalate_days": 5, "ignored_return_fine": Decimal("25")}),
@@ -91,7 +91,9 @@ def test_training_tasks_without_competition_or_events():
     assert get_task("cash-crunch").competitors == ()
     for task_id in ("final-clearance", "season-flip"):
         assert get_task(task_id).competitors == ()
-    assert get_task("counter-punch").events == ()
+    (event,) = get_task("counter-punch").events  # traffic a little below normal, announced
+    assert (event.kind, event.at_days, event.factor, event.channel) == (
+        EventKind.DEMAND_MULTIPLIER, 0, 0.9, Channel.ANNOUNCED)
 
 
 def test_counter_punch_brings_one_discounter_on_day_zero():
@@ -178,7 +180,7 @@ def test_cli_lists_all_seventeen_tasks_with_their_figures():
         assert (r["split"], r["days"], r["windows"], r["window_hours"], r["ops_per_window"]) == (
             "train", days, days * 2, 12, ops)
         assert r["competition"] is (task_id == "counter-punch")
-        assert r["events"] == {"cash-crunch": 1, "final-clearance": 1, "season-flip": 2}.get(task_id, 0)
+        assert r["events"] == {"cash-crunch": 1, "counter-punch": 1, "final-clearance": 1, "season-flip": 2}.get(task_id, 0)
     for task_id, (days, windows, hours, ops, n_events, competition) in EVAL_SPEC.items():
         r = rows[task_id]
         assert (r["split"], r["days"], r["windows"], r["window_hours"], r["ops_per_window"], r["events"],
