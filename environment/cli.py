@@ -41,15 +41,22 @@ def seed_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is too small: give 1 or more")
-    return value
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """argparse type: a whole number of ``minimum`` or more."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is too small: give {minimum} or more")
+        return value
+
+    return parse
+
+
+positive_int = whole_number(1)
 
 
 def positive_seconds(text: str) -> float:

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from environment.cli import positive_int, seed_arg, writable_folder
+from environment.cli import positive_int, seed_arg, whole_number, writable_folder
 from environment.errors import StoreBenchError
 from environment.suite import public_calibration
 
@@ -247,17 +247,6 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     return 0 if run.ended_by != ENDED_BY_ENDPOINT else 1
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type: a whole number of 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is too small: give 0 or more")
-    return value
-
-
 def add_agent_command(sub: Any) -> None:
     agent = sub.add_parser(
         "agent", help="play one cell with an LLM behind any OpenAI-compatible chat-completions endpoint",
@@ -275,7 +264,7 @@ def add_agent_command(sub: Any) -> None:
     agent.add_argument("--seed", type=seed_arg, default=7, help="task seed (default 7)")
     agent.add_argument("--trials", default="trials", help="where the trial folder is written (default ./trials)")
     agent.add_argument("--max-turns", type=positive_int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
-    agent.add_argument("--keep-turns", type=non_negative_int, default=KEEP_TURNS,
+    agent.add_argument("--keep-turns", type=whole_number(0), default=KEEP_TURNS,
                        help=f"earlier turns kept in context by compaction, 0 or more (default {KEEP_TURNS}; 0 "
                             "sends only the brief, the opening message and a note of what was dropped)")
     agent.add_argument("--max-idle-turns", type=positive_int, default=MAX_IDLE_TURNS,

@@ -15,11 +15,11 @@ import io
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import chat_stub
 import pytest
+from chat_stub import completion
 
 from environment.brief import brief
 from environment.tasks import get_task
@@ -63,31 +63,11 @@ class Script:
 def endpoint():
     script = Script()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (the standard library's name)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path != "/v1/chat/completions" or self.headers.get("Authorization") != "Bearer k-test":
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                               "choices": [{"index": 0, "message": script.reply(body), "finish_reason": "stop"}],
-                               "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(body: dict) -> tuple[int, bytes]:
+        return completion(script.reply(body), model=body["model"], prompt_tokens=100, completion_tokens=7)
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", script
-    server.shutdown()
-    server.server_close()
+    with chat_stub.endpoint(answer, api_key="k-test") as (base_url, _seen):
+        yield base_url, script
 
 
 def test_the_runner_plays_a_whole_short_cell_and_writes_a_graded_folder(endpoint, tmp_path):

@@ -17,26 +17,14 @@ import json
 import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from chat_stub import completion, endpoint
 
 from mcp_client.agent import LAST_NUDGE, NUDGE, play
 
 REPO = Path(__file__).resolve().parent.parent
 TASK, SEED = "short-runway", 7
-
-# A responder takes the request body and gives (HTTP status, response bytes).
-Responder = Callable[[dict], tuple[int, bytes]]
-
-
-def completion(message: dict) -> tuple[int, bytes]:
-    return 200, json.dumps({"id": "x", "object": "chat.completion", "model": "stub",
-                            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}).encode()
-
 
 def text_only(_body: dict) -> tuple[int, bytes]:
     return completion({"role": "assistant", "content": "I would rather chat."})
@@ -46,35 +34,6 @@ def store_status(_body: dict) -> tuple[int, bytes]:
     return completion({"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "store_status", "arguments": "{}"}},
         {"id": "c2", "type": "function", "function": {"name": "list_orders", "arguments": '{"page_size": 2}'}}]})
-
-
-@contextmanager
-def endpoint(responder: Responder) -> Iterator[tuple[str, list[dict]]]:
-    """A chat-completions stub on 127.0.0.1; yields its base URL and the requests it saw."""
-    seen: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (the standard library's name)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            status, data = responder(body)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def refused_url() -> str:
