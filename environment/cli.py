@@ -318,33 +318,21 @@ def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
 def _cmd_batch(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
-    from .anchors import get_anchor
-    from .artifacts import ArtifactError, read_action_log
     from .calibration import cell_of
-    from .orchestration import batch_cells, batch_label, batch_summary, expand_tasks
+    from .orchestration import batch_summary, plan_batch
 
     # Everything is checked before anything is created: a refused batch leaves no --out behind.
-    if (args.policy is None) == (args.actions is None):
-        raise StoreBenchError(("--policy and --actions both given" if args.policy else "neither --policy nor "
-                               "--actions given") + ": give one, a scripted policy or a recorded actions.jsonl")
-    if args.policy:
-        get_anchor(args.policy)
-    elif not read_action_log(Path(args.actions)):  # a missing or malformed log is refused here too
-        raise ArtifactError(f"--actions {args.actions} holds no recorded calls: give the actions.jsonl of a "
-                            "trial that made at least one call")
-    cells = batch_cells(expand_tasks(args.tasks), args.seeds, Path(args.out), batch_label(args.policy, args.actions))
+    cells = plan_batch(args.tasks, args.seeds, args.out, policy=args.policy, actions=args.actions)
     calibration, cal_hash = _load_calibration_arg(args.calibration)
-    taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
-    if taken:
-        raise ArtifactError(f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
     writable_folder(args.out, "--out")
-    for c in cells:
-        if calibration is None:
-            print(f"storebench: {c.task} seed {c.seed}: no --calibration, so the cell is calibrated on the spot",
-                  file=sys.stderr)
-        elif cell_of(calibration, c.task, c.seed) is None:
-            print(f"storebench: {c.task} seed {c.seed} is not in {args.calibration}, so the cell is calibrated on "
-                  "the spot", file=sys.stderr)
+    if calibration is None:
+        print(f"storebench: no --calibration, so each of the {len(cells)} cells is calibrated on the spot",
+              file=sys.stderr)
+    else:
+        missing = [f"{c.task} seed {c.seed}" for c in cells if cell_of(calibration, c.task, c.seed) is None]
+        if missing:
+            print(f"storebench: not in {args.calibration}, so calibrated on the spot: {', '.join(missing[:5])}"
+                  + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""), file=sys.stderr)
     jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
     started = time.perf_counter()
     results, failed = [], []
@@ -365,9 +353,10 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         _print_json({**summary, "results": results, "failed": failed})
     else:
         trials = f"{summary['trials']} trial" + ("" if summary["trials"] == 1 else "s")
-        print(f"{trials}, {summary['passed']} passed, mean composite {summary['mean_composite']:.3f}, in "
-              f"{wall:.1f} s; trial folders under {args.out}"
-              + (f"; {len(failed)} could not be written (see above)" if failed else ""))
+        mean = "no mean composite" if summary["mean_composite"] is None else \
+            f"mean composite {summary['mean_composite']:.3f}"
+        print(f"{trials}, {summary['passed']} passed, {mean}, in {wall:.1f} s; trial folders under {args.out}"
+              + (f"; {len(failed)} failed (see above)" if failed else ""))
     return 1 if failed else 0
 
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from .anchors import get_anchor
+from .artifacts import ArtifactError, read_action_log
 from .calibration import GateFailure, calibrate_cell, cells_for, check_gates, document, file_hash, write_calibration
 from .errors import StoreBenchError
 from .report import write_report
@@ -64,11 +66,32 @@ def batch_cells(task_ids: Iterable[str], seeds: Iterable[int], root: Path, label
     return [BatchCell(tid, seed, root / f"{tid}-{seed}-{label}") for tid, seed in run_cells(task_ids, seeds)]
 
 
+def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, policy: str | None,
+               actions: str | None) -> list[BatchCell]:
+    """A batch's cells, after every check that can refuse it (the CLI and the batch jobs both
+    call this, before creating anything): one of a policy and a recorded action log, a known
+    policy, a log holding at least one call, known tasks, each task and seed once, and no trial
+    folder already there."""
+    if (policy is None) == (actions is None):
+        raise StoreBenchError(("--policy and --actions both given" if policy else "neither --policy nor "
+                               "--actions given") + ": give one, a scripted policy or a recorded actions.jsonl")
+    if policy is not None:
+        get_anchor(policy)
+    elif not read_action_log(Path(cast(str, actions))):  # a missing or malformed log is refused too
+        raise ArtifactError(f"--actions {actions} holds no recorded calls: give the actions.jsonl of a "
+                            "trial that made at least one call")
+    cells = batch_cells(expand_tasks(list(tasks)), seeds, Path(out), batch_label(policy, actions))
+    taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
+    if taken:
+        raise ArtifactError(f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
+    return cells
+
+
 def batch_summary(results: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Trials, passes and the mean composite of a batch's trial results."""
     rows = list(results)
-    return {"trials": len(rows), "passed": sum(bool(r["pass"]) for r in rows),
-            "mean_composite": round(sum(r["reward_composite"] for r in rows) / max(1, len(rows)), 4)}
+    mean = round(sum(r["reward_composite"] for r in rows) / len(rows), 4) if rows else None
+    return {"trials": len(rows), "passed": sum(bool(r["pass"]) for r in rows), "mean_composite": mean}
 
 
 # --- calibration -------------------------------------------------------------------------

@@ -86,13 +86,17 @@ def replay(folder: str | Path) -> ReplayResult:
     try:
         summary = read_json_object(folder / "summary.json")
         stored_score = read_json_object(folder / "score.json")
-        stored_ledger = (folder / "ledger.jsonl").read_text()
         actions = read_action_log(folder / "actions.jsonl")
     except ArtifactError as exc:
         out.problems.append(f"cannot read the trial: {exc.message}")
         return out
+    try:
+        stored_ledger = (folder / "ledger.jsonl").read_text(encoding="utf-8")
     except OSError as exc:
         out.problems.append(f"cannot read the trial: {folder / 'ledger.jsonl'}: {exc.strerror}")
+        return out
+    except UnicodeDecodeError:
+        out.problems.append(f"cannot read the trial: {folder / 'ledger.jsonl'} is not UTF-8 text")
         return out
     if not isinstance(manifest.get("task"), str) or "seed" not in manifest:
         out.problems.append(f"cannot read the trial: {folder / 'manifest.json'} names no task and seed")

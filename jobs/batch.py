@@ -15,11 +15,10 @@ from pathlib import Path
 
 from django.db import transaction
 
-from environment.anchors import get_anchor
-from environment.artifacts import ArtifactError, read_action_log
+from environment.artifacts import read_action_log
 from environment.calibration import load_calibration
 from environment.cli import writable_folder
-from environment.orchestration import batch_cells, batch_label, batch_summary, expand_tasks, run_cells
+from environment.orchestration import batch_summary, plan_batch
 from environment.trial import run_trial
 
 from .models import Job, JobItem
@@ -30,21 +29,12 @@ def create_batch_job(tasks: list[str], seeds: list[int], out: str | Path, *, pol
     """The job row and one item per trial; bad input (an unknown policy or task, a bad action log or
     calibration, an ``out`` that is a file or cannot be created, trial folders already there) is
     refused before anything is stored."""
-    if (policy is None) == (actions is None):
-        raise ValueError("give either a policy or an action log")
-    if policy is not None:
-        get_anchor(policy)
-    if actions is not None:
-        read_action_log(Path(actions))  # a missing or malformed log is refused before any row
+    # the CLI's checks (environment.orchestration.plan_batch), before any row or folder
+    cells = plan_batch(tasks, seeds, Path(out).resolve(), policy=policy, actions=actions)
     if calibration is not None:
         load_calibration(calibration)  # a bad file is refused now, not in every worker
-    task_ids = expand_tasks(tasks)
-    run_cells(task_ids, seeds)  # a repeated task or seed is refused before ``out`` is created
     root = writable_folder(out, "--out").resolve()  # a file here would fail every item in the worker
-    cells = batch_cells(task_ids, seeds, root, batch_label(policy, actions))
-    taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
-    if taken:
-        raise ArtifactError(f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
+    task_ids = list(dict.fromkeys(c.task for c in cells))
     with transaction.atomic():
         job = Job.objects.create(kind=Job.Kind.BATCH, total=len(cells), params={
             "tasks": task_ids, "seeds": [int(s) for s in seeds], "out": str(root), "policy": policy,

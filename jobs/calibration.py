@@ -17,17 +17,17 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from environment.calibration import cells_for
-from environment.orchestration import calibration_cell, expand_tasks, finish_calibration
+from environment.orchestration import calibration_cell, expand_tasks, finish_calibration, run_cells
 
 from . import progress
 from .models import Job, JobItem
 
 
 def create_calibration_job(tasks: list[str], seeds: list[int], out: str | Path) -> Job:
-    """The job row and one item per cell; refuses unknown tasks before anything is stored."""
+    """The job row and one item per cell; refuses unknown tasks and a task or seed named twice
+    before anything is stored (as ``storebench calibrate`` does)."""
     task_ids = expand_tasks(tasks)
-    cells = cells_for(task_ids, seeds)
+    cells = run_cells(task_ids, seeds)
     with transaction.atomic():
         job = Job.objects.create(kind=Job.Kind.CALIBRATION, total=len(cells),
                                  params={"tasks": task_ids, "seeds": [int(s) for s in seeds],

@@ -79,7 +79,8 @@ STDIO_ONLY = {"model": "--model", "harness": "--harness", "labels_file": "--labe
 
 
 def _given(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
-    return [flag for dest, flag in options.items() if getattr(args, dest) not in (None, False)]
+    """The options given on the command line (a given 0 counts: only None and an unset flag do not)."""
+    return [flag for dest, flag in options.items() if getattr(args, dest) is not None and getattr(args, dest) is not False]
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -113,6 +114,10 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             except InvalidSeed as exc:
                 print(f"storebench: --episode {spec!r}: {exc.message}", file=sys.stderr)
                 return 2
+        if args.no_fsync and not args.state:
+            print("storebench: --no-fsync only applies with --state (it skips flushing the state file): add "
+                  "--state FILE or leave it out", file=sys.stderr)
+            return 2
         operator_token = args.operator_token or os.environ.get(OPERATOR_TOKEN_ENV)
         if operator_token is not None and len(operator_token) < 16:
             print("storebench: the operator token must be at least 16 characters", file=sys.stderr)

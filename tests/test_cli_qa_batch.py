@@ -15,6 +15,7 @@ from environment import artifacts
 from environment.anchors import ANCHORS, CHECKS
 from environment.artifacts import ArtifactError
 from environment.calibration import cell_of, load_calibration
+from environment.errors import StoreBenchError
 from environment.trial import run_trial
 from mcp_client.cli import main
 
@@ -144,7 +145,7 @@ def test_batch_names_each_cell_its_calibration_file_lacks(capsys, tmp_path):
                           "--out", tmp_path / "b", "--calibration", CALIBRATION, "--workers", "1")
     assert code == 0
     notices = [line for line in err.splitlines() if "calibrated on the spot" in line]
-    assert notices == [f"storebench: practice seed 7 is not in {CALIBRATION}, so the cell is calibrated on the spot"]
+    assert notices == [f"storebench: not in {CALIBRATION}, so calibrated on the spot: practice seed 7"]
 
 
 # --- item 10: nothing is created for a refused batch ----------------------------------------------
@@ -230,3 +231,16 @@ def test_search_prints_one_line_of_text_without_json(capsys):
     assert re.fullmatch(r"random search, 2 episodes on steady seed 7: best composite \d\.\d{3} \(business "
                         r"\d\.\d{3}, reliability \d\.\d{3}\); threshold \d\.\d{3} \(calibration file\); stays below "
                         r"the threshold\n", out), out
+
+
+def test_a_batch_whose_every_trial_fails_has_no_mean_and_says_failed(capsys, monkeypatch, tmp_path):
+    import environment.trial
+
+    def refuse(*_args, **_kwargs):
+        raise StoreBenchError("boom")
+
+    monkeypatch.setattr(environment.trial, "run_trial", refuse)  # the workers fork with it
+    code, out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--policy", "absentee", "--out",
+                         tmp_path / "b", "--calibration", CALIBRATION, "--workers", "1")
+    assert code == 1 and "FAILED: boom" in err
+    assert out.startswith("0 trials, 0 passed, no mean composite, in ") and out.endswith("; 1 failed (see above)\n")

@@ -40,3 +40,15 @@ def test_http_refuses_a_stdio_only_label(capsys):
     err = refusal(capsys, "mcp", "--http", "--episode", "steady:7", "--model", "m")
     assert err == ("storebench: --model only applies to a stdio episode: leave it out with --http (an HTTP session's "
                    "labels go through the operator API: /operator/sessions and its labels route)\n")
+
+
+
+def test_port_zero_without_http_is_refused_like_any_other_port(capsys):
+    err = refusal(capsys, "mcp", "--task", "steady", "--seed", "7", "--port", "0")
+    assert err.startswith("storebench: --port only applies to serving over HTTP: add --http")
+
+
+def test_no_fsync_without_state_is_refused(capsys):
+    err = refusal(capsys, "mcp", "--http", "--episode", "steady:7", "--no-fsync")
+    assert err == ("storebench: --no-fsync only applies with --state (it skips flushing the state file): add "
+                   "--state FILE or leave it out\n")

@@ -153,3 +153,12 @@ def test_regrade_of_a_folder_whose_manifest_is_not_json_cannot_be_graded(copy, c
     assert code == 1
     assert out == (f"{copy}: cannot be graded - DOES NOT REPRODUCE\n    {copy / 'manifest.json'} cannot be read as "
                    "JSON: Expecting value: line 1 column 1 (char 0)\n")
+
+
+def test_a_ledger_that_is_not_utf8_is_named_and_the_next_folder_still_replays(capsys, copy, trial):
+    (copy / "ledger.jsonl").write_bytes(b"\xff\xfe\n")
+    result = replay(copy)
+    assert f"cannot read the trial: {copy / 'ledger.jsonl'} is not UTF-8 text" in result.problems
+    code, out, _err = run(capsys, "replay", copy, trial, "--json")
+    reports = json.loads(out)
+    assert code == 1 and [r["matches"] for r in reports["trials"]] == [False, True]

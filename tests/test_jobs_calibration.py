@@ -172,7 +172,7 @@ def test_run_batch_command_writes_the_trials(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "[1/1] done" in printed and '"trials": 1' in printed
     assert (tmp_path / "trials" / "counter-punch-7-absentee" / "score.json").is_file()
-    with pytest.raises(CommandError, match="either a policy or an action log"):
+    with pytest.raises(CommandError, match="neither --policy nor --actions given: give one"):
         call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--out", str(tmp_path / "x"))
 
 
@@ -278,3 +278,17 @@ def test_a_batch_job_with_a_repeated_seed_is_refused_before_its_folder_exists(tm
     with pytest.raises(StoreBenchError, match="more than once"):
         create_batch_job(["steady"], [7, 7], out, policy="rule-based")
     assert not out.exists() and not Job.objects.exists()
+
+
+def test_a_calibration_job_with_a_repeated_seed_is_refused_before_any_row(tmp_path):
+    with pytest.raises(StoreBenchError, match="--seeds names 7 more than once"):
+        submit_calibration(["counter-punch"], [7, 7], tmp_path / "cal.json")
+    assert not Job.objects.exists()
+
+
+def test_a_batch_job_refuses_an_empty_action_log_as_the_cli_does(tmp_path):
+    empty = tmp_path / "actions.jsonl"
+    empty.write_text("")
+    with pytest.raises(StoreBenchError, match="holds no recorded calls"):
+        create_batch_job(["counter-punch"], [7], tmp_path / "out", actions=str(empty))
+    assert not (tmp_path / "out").exists() and not Job.objects.exists()

@@ -34,9 +34,11 @@ class Command(BaseCommand):
         if options["no_wait"]:
             return
         job = follow(job, options["timeout"], self.stdout.write)
-        self.stdout.write(f"wrote {job.result_path} ({job.result_hash})")
-        for failure in job.summary.get("gate_failures", []):
+        failures = job.summary.get("gate_failures", [])
+        for failure in failures:
             self.stderr.write(f"GATE FAILURE: {failure}")
-        if job.summary.get("gate_failures"):
-            raise CommandError("gate failures")
+        if failures:
+            raise CommandError(f"gate failures: the calibration was written to {job.result_path} "
+                               f"({job.result_hash}); {options['out']} was left as it was")
+        self.stdout.write(f"wrote {job.result_path} ({job.result_hash})")
 
