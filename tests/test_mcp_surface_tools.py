@@ -186,3 +186,20 @@ def test_an_int_too_long_for_a_string_is_refused_as_too_large():
     past 4,300 digits), and refused for its size."""
     with pytest.raises(ValueError, match=r"^must be a finite amount below a trillion dollars$"):
         _money(10**5000)
+
+
+def test_an_unknown_category_is_refused_naming_the_shops_categories():
+    ep = arm("steady", 7)
+    result = ep.call("list_products", {"category": "shoes"})
+    assert not result.ok and result.error["code"] == "invalid_argument"
+    known = sorted({p.category for p in ep.products})
+    assert result.error["message"] == f"category 'shoes' is not one of the shop's: {', '.join(known)}"
+    assert ep.call("list_products", {"category": "Knitwear"}).ok  # case as the shop writes it or not
+
+
+def test_purchase_order_lines_are_bounded_in_count_and_key_length():
+    ep = arm("steady", 7)
+    many = ep.call("place_purchase_order", {"supply_product_id": "SP-0001", "lines": {f"K{i}": 1 for i in range(201)}})
+    assert not many.ok and many.error["code"] == "invalid_argument" and "lines" in many.error["message"]
+    long_key = ep.call("place_purchase_order", {"supply_product_id": "SP-0001", "lines": {"K" * 41: 1}})
+    assert not long_key.ok and long_key.error["code"] == "invalid_argument"

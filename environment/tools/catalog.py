@@ -58,7 +58,7 @@ def product_row(ep: Episode, p: ProductRec) -> dict[str, Any]:
 
 class ListProductsArgs(PageArgs):
     status: Literal["active", "inactive", "all"] = Field("all", description="Filter by listing status.")
-    category: str | None = Field(None, description="Only this category, e.g. knitwear.")
+    category: str | None = Field(None, max_length=40, description="Only this category, e.g. knitwear.")
     search: str | None = Field(None, max_length=80, description="Words that must appear in the title.")
     sort: Literal["id", "title", "units_available", "price"] = Field("id", description="Sort order.")
 
@@ -70,6 +70,9 @@ def list_products(ep: Episode, args: ListProductsArgs) -> dict[str, Any]:
     see (the median price of in-stock sizes and colours), and stock. Filter by status,
     category or title words; up to 100 rows a page."""
     words = (args.search or "").lower().split()
+    if args.category and args.category.lower() not in {p.category for p in ep.products}:
+        known = ", ".join(sorted({p.category for p in ep.products}))
+        raise ToolError("invalid_argument", f"category {args.category!r} is not one of the shop's: {known}")
     chosen = []
     for p in ep.products:
         if args.status != "all" and (p.active != (args.status == "active")):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from ..allocation import apportion
 from ..engine.episode import PO_ARRIVAL, Episode
@@ -17,6 +17,7 @@ from .format import usd, when
 from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 MAX_PO_UNITS = 5_000
+MAX_PO_LINES = 200  # a supply product has at most 100 SKUs; a line may name the SKU or the shop variant
 
 
 def size_curve(ep: Episode, sp: SupplyProduct) -> list[float]:
@@ -167,8 +168,9 @@ class PlacePOArgs(Args):
     quantity: int | None = Field(None, ge=1, le=MAX_PO_UNITS,
                                  description="Total units, split over sizes by the standard size curve and evenly "
                                              "over colours. Give this or lines, not both.")
-    lines: dict[str, int] | None = Field(None, description="Units per SKU or shop variant id, e.g. "
-                                         "{\"PRD-001-M-BLK\": 12}. Give this or quantity.")
+    lines: dict[Annotated[str, StringConstraints(max_length=40)], int] | None = Field(
+        None, max_length=MAX_PO_LINES, description="Units per SKU or shop variant id, e.g. "
+        "{\"PRD-001-M-BLK\": 12}. Give this or quantity.")
 
 
 @tool("place_purchase_order", title="Place purchase order", family=Family.SOURCING, kind=ToolKind.WRITE,
