@@ -109,20 +109,16 @@ def test_a_trial_write_that_fails_midway_leaves_no_partial_folder(monkeypatch, t
 # --- item 2: the output location is probed before any work ---------------------------------------
 
 
-def test_run_refuses_an_output_it_cannot_write_before_playing(capsys, monkeypatch):
+@pytest.mark.parametrize(("argv", "out"), [
+    (("run", "--task", "steady"), "/proc/x10"),
+    (("batch", "--tasks", "steady"), "/proc"),
+], ids=["run", "batch"])
+def test_a_command_refuses_an_output_it_cannot_write_before_playing(capsys, monkeypatch, argv, out):
     from environment import trial
 
     monkeypatch.setattr(trial, "run_trial", lambda *a, **k: pytest.fail("the trial was played"))
-    code, _out, err = run(capsys, "run", "--task", "steady", "--seed", "7", "--policy", "absentee", "--out",
-                          "/proc/x10", "--calibration", CALIBRATION)
-    assert code == 2
-    assert err == (f"storebench: --out: cannot write in the folder /proc ({cannot_write_in('/proc')}); name a "
-                   "folder you can write to\n")
-
-
-def test_batch_refuses_an_output_it_cannot_write_before_playing(capsys):
-    code, _out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--policy", "absentee", "--out",
-                          "/proc", "--calibration", CALIBRATION)
+    code, _out, err = run(capsys, *argv, "--seed" if argv[0] == "run" else "--seeds", "7", "--policy", "absentee",
+                          "--out", out, "--calibration", CALIBRATION)
     assert code == 2
     assert err == (f"storebench: --out: cannot write in the folder /proc ({cannot_write_in('/proc')}); name a "
                    "folder you can write to\n")
