@@ -42,8 +42,12 @@ def parse_bands(text: str) -> list[list]:
             low_d, cents_i = Decimal(low.strip()), int(cents.strip())
         except (ValueError, InvalidOperation) as exc:
             raise StudyError(f"a bonus band is 'min_score:pence' (e.g. 0.6:50), not {part!r}") from exc
-        if not Decimal(0) <= low_d <= Decimal(1) or cents_i < 0:
+        if not low_d.is_finite() or not Decimal(0) <= low_d <= Decimal(1) or cents_i < 0:
             raise StudyError(f"bonus band {part!r}: the score must be between 0 and 1 and the pence not negative")
+        same = next((b for b in bands if Decimal(b[0]) == low_d), None)
+        if same is not None:
+            raise StudyError(f"bonus bands {same[0]}:{same[1]} and {part!r} start at the same score; give each "
+                             "score one band")
         bands.append([str(low_d), cents_i])
     return sorted(bands, key=lambda b: Decimal(b[0]))
 
