@@ -11,6 +11,13 @@ request (the episode server of :mod:`mcp_client.http`):
 
     async with episode_client("http://127.0.0.1:8765/mcp", token=token) as client: ...
 
+A URL the client cannot use raises a plain-worded error instead of the SDK's transport
+errors (an ``ExceptionGroup`` around an ``MCPError`` or an httpx ``ConnectError``), on
+connecting or on any later call: :class:`TokenRefused` when the server answered 401 (no
+token, a token it never issued, or the token of an episode that has ended), naming the
+URL and where the right token comes from; :class:`ServerUnreachable` when nothing
+answers at the URL (connection refused, an unknown host), saying to start the server.
+
 :class:`SyncEpisodeClient` keeps one session open across calls for synchronous code (the
 console): a fresh session per call pays the ``initialize`` handshake and the ``tools/list``
 the SDK sends to check a tool's results, several times the cost of the call itself.
@@ -35,9 +42,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import anyio.to_thread
 import httpx2
@@ -45,11 +52,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
 
-__all__ = ["CallOutcome", "EpisodeClient", "SessionClosed", "SyncEpisodeClient", "episode_client", "outcome"]
+__all__ = ["CallOutcome", "EpisodeClient", "EpisodeServerError", "ServerUnreachable", "SessionClosed",
+           "SyncEpisodeClient", "TokenRefused", "episode_client", "outcome"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class CallOutcome(NamedTuple):
@@ -65,17 +76,97 @@ def outcome(result: CallToolResult) -> CallOutcome:
     return CallOutcome(bool(result.is_error), text)
 
 
+class EpisodeServerError(RuntimeError):
+    """An HTTP episode server could not be used: see :class:`TokenRefused` and :class:`ServerUnreachable`."""
+
+
+class TokenRefused(EpisodeServerError):
+    """The episode server answered 401: no token, a token it does not know, or an ended episode's."""
+
+
+class ServerUnreachable(EpisodeServerError):
+    """Nothing answered at the episode server's URL (connection refused, unknown host)."""
+
+
+WHERE_TOKENS_COME_FROM = ("the token `storebench mcp --http` printed beside the episode's URL "
+                          "(\"Authorization: Bearer ...\"), or the \"token\" the operator API answered when it "
+                          "opened the session")
+
+
+class _HttpWatch:
+    """What the HTTP client saw of the episode server, to explain the SDK's generic errors."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url
+        self.token = token
+        self.refusals: list[str] = []  # the server's error_description of each 401, in order
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        if response.status_code == 401:
+            await response.aread()
+            try:
+                description = response.json().get("error_description") or ""
+            except (ValueError, AttributeError):
+                description = ""
+            self.refusals.append(str(description))
+
+    def explain(self, exc: BaseException, refusals_before: int = 0) -> EpisodeServerError | None:
+        """The clear error for ``exc`` (an SDK or httpx error, maybe in a group), or None if it is not one."""
+        leaves = list(_leaves(exc))
+        if len(self.refusals) > refusals_before and all(isinstance(e, (MCPError, httpx2.HTTPError)) for e in leaves):
+            return TokenRefused(self._refused(self.refusals[-1]))
+        if any(isinstance(e, httpx2.TransportError) and not isinstance(e, httpx2.TimeoutException) for e in leaves):
+            return ServerUnreachable(
+                f"cannot reach the MCP server at {self.url} ({_reason(leaves)}): is it running? Start it with "
+                "`storebench mcp --http --port PORT ...` (it prints each episode's URL and token), or check the "
+                "URL's host and port")
+        return None
+
+    def _refused(self, description: str) -> str:
+        head = f"the MCP server at {self.url} refused "
+        if self.token is None:
+            return (head + "the request (401 Unauthorized): no bearer token was sent. Pass the episode's token, "
+                    f"episode_client(url, token=...): {WHERE_TOKENS_COME_FROM}")
+        if description and description != "Authentication required":  # the server's own reason (an ended episode)
+            return head + f"the token (401 Unauthorized): {description}"
+        return (head + "the token (401 Unauthorized): it is not the token of a live episode on that server. Check "
+                f"the token you passed: use {WHERE_TOKENS_COME_FROM}; a server restarted without --state has "
+                "forgotten the tokens it issued before")
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def _reason(leaves: list[BaseException]) -> str:
+    """Why nothing answered, from the OS error under httpx's ``ConnectError`` when there is one."""
+    for leaf in leaves:
+        cause: BaseException | None = leaf
+        for _ in range(10):  # httpx2 -> httpcore2 -> OSError -> ConnectionRefusedError
+            if cause is None:
+                break
+            if isinstance(cause, ConnectionRefusedError):
+                return "connection refused"
+            cause = cause.__cause__ or cause.__context__
+    return next((str(leaf) for leaf in leaves if str(leaf)), "no answer")
+
+
 class EpisodeClient:
     """A connected :class:`mcp.Client`, narrowed to what a merchant needs."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, watch: _HttpWatch | None = None) -> None:
         self.client = client
+        self._watch = watch
 
     async def list_tools(self) -> list[Tool]:
         tools: list[Tool] = []
         cursor: str | None = None
         while True:
-            page = await self.client.list_tools(cursor=cursor)
+            page = await self._explained(self.client.list_tools(cursor=cursor))
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -85,7 +176,20 @@ class EpisodeClient:
         return [tool.name for tool in await self.list_tools()]
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> CallOutcome:
-        return outcome(await self.client.call_tool(name, dict(arguments or {})))
+        return outcome(await self._explained(self.client.call_tool(name, dict(arguments or {}))))
+
+    async def _explained(self, request: Awaitable[T]) -> T:
+        """``request``'s result; over HTTP, a refusal it met is raised as :class:`TokenRefused` and the like."""
+        if self._watch is None:
+            return await request
+        before = len(self._watch.refusals)
+        try:
+            return await request
+        except Exception as exc:
+            clear = self._watch.explain(exc, before)
+            if clear is None:
+                raise
+            raise clear from exc
 
 
 # The SDK's own defaults for its HTTP client (mcp.shared._httpx_utils.create_mcp_http_client):
@@ -98,17 +202,40 @@ async def episode_client(server: MCPServer | StdioServerParameters | Transport |
                          mode: str = "auto", token: str | None = None) -> AsyncIterator[EpisodeClient]:
     """Connect to ``server``; ``mode`` is :class:`mcp.Client`'s (``"auto"`` or ``"legacy"``).
 
-    ``token`` (a URL only) is sent as a bearer token on every HTTP request.
+    ``token`` (a URL only) is sent as a bearer token on every HTTP request.  With a URL, a
+    401 raises :class:`TokenRefused` and an unreachable server :class:`ServerUnreachable`
+    (see the module docstring), whether on connecting or on a later call.
     """
-    if token is None:
+    if not isinstance(server, str):
+        if token is not None:
+            raise TypeError("token= applies to a streamable HTTP URL only")
         async with Client(server, mode=mode) as client:
             yield EpisodeClient(client)
         return
-    if not isinstance(server, str):
-        raise TypeError("token= applies to a streamable HTTP URL only")
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_TIMEOUT) as http:
-        async with Client(streamable_http_client(server, http_client=http), mode=mode) as client:
-            yield EpisodeClient(client)
+    watch = _HttpWatch(server, token)
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    connected = False
+    try:
+        async with httpx2.AsyncClient(headers=headers, timeout=HTTP_TIMEOUT,
+                                      event_hooks={"response": [watch.on_response]}) as http:
+            async with Client(streamable_http_client(server, http_client=http), mode=mode) as client:
+                connected = True
+                yield EpisodeClient(client, watch)
+    except Exception as exc:
+        # A call's clear error (EpisodeClient._explained) comes back wrapped in the SDK's task
+        # groups: unwrap it.  Otherwise only the transport's own failures are explained: an
+        # error the caller's code raised inside the block passes through unchanged.
+        already = next((e for e in _leaves(exc) if isinstance(e, EpisodeServerError)), None)
+        if already is not None:
+            raise already from already.__cause__
+        clear = watch.explain(exc) if not connected or _is_transport_failure(exc) else None
+        if clear is None:
+            raise
+        raise clear from exc
+
+
+def _is_transport_failure(exc: BaseException) -> bool:
+    return all(isinstance(e, (MCPError, httpx2.HTTPError)) for e in _leaves(exc))
 
 
 def _nothing() -> None:

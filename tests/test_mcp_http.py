@@ -28,7 +28,7 @@ from environment.api import arm
 from environment.engine import Episode
 from environment.engine.state import OrderState
 from environment.tools.registry import REGISTRY
-from mcp_client.client import CallOutcome, episode_client
+from mcp_client.client import CallOutcome, ServerUnreachable, TokenRefused, episode_client
 from mcp_client.http import EpisodeHub, UnknownToken, create_app, mcp_url, running
 from mcp_client.server import build_server
 
@@ -264,7 +264,7 @@ def test_a_closed_token_is_401_even_mid_session(url, hub, mode):
         async with episode_client(url, token=token, mode=mode) as client:
             first = await client.call("list_orders", {"page_size": 1})
             hub.close(token)
-            with pytest.raises(BaseException):  # noqa: B017 the client's error for a 401 is generic
+            with pytest.raises(TokenRefused):
                 await client.call("list_orders", {"page_size": 1})
             return first
 
@@ -272,6 +272,65 @@ def test_a_closed_token_is_401_even_mid_session(url, hub, mode):
     assert episode.calls == 1  # the call after closing never reached the episode
     statuses, error = run(statuses_of_attempt(url, {"Authorization": f"Bearer {token}"}, mode))
     assert set(statuses) == {401} and error is not None
+
+
+WHERE_TOKENS_COME_FROM = ("the token `storebench mcp --http` printed beside the episode's URL "
+                          "(\"Authorization: Bearer ...\"), or the \"token\" the operator API answered when it "
+                          "opened the session")
+
+
+async def tool_names_with(url: str, token: str | None, mode: str) -> list[str]:
+    async with episode_client(url, token=token, mode=mode) as client:
+        return await client.tool_names()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_client_says_a_made_up_token_was_refused(url, mode):
+    with pytest.raises(TokenRefused) as caught:
+        run(tool_names_with(url, "x" * 43, mode))
+    assert str(caught.value) == (
+        f"the MCP server at {url} refused the token (401 Unauthorized): it is not the token of a live episode on "
+        f"that server. Check the token you passed: use {WHERE_TOKENS_COME_FROM}; a server restarted without "
+        "--state has forgotten the tokens it issued before")
+
+
+def test_the_client_says_no_token_was_sent(url):
+    with pytest.raises(TokenRefused) as caught:
+        run(tool_names_with(url, None, "auto"))
+    assert str(caught.value) == (
+        f"the MCP server at {url} refused the request (401 Unauthorized): no bearer token was sent. Pass the "
+        f"episode's token, episode_client(url, token=...): {WHERE_TOKENS_COME_FROM}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_client_gives_the_servers_reason_when_the_episode_ended_mid_session(url, hub, mode):
+    token, _episode = hub.open(TASK, SEED_A)
+
+    async def go():
+        async with episode_client(url, token=token, mode=mode) as client:
+            await client.call("store_status")
+            hub.close(token)
+            await client.call("store_status")
+
+    with pytest.raises(TokenRefused) as caught:
+        run(go())
+    assert str(caught.value) == (
+        f"the MCP server at {url} refused the token (401 Unauthorized): the episode behind this token has ended "
+        "(it reached its horizon or the operator ended it) and is graded; ask the operator for a new episode and "
+        "its token")
+
+
+def test_the_client_says_to_start_a_server_that_is_not_running():
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        dead = mcp_url("127.0.0.1", probe.getsockname()[1])
+    with pytest.raises(ServerUnreachable) as caught:
+        run(tool_names_with(dead, "any-token", "auto"))
+    assert str(caught.value) == (
+        f"cannot reach the MCP server at {dead} (connection refused): is it running? Start it with `storebench "
+        "mcp --http --port PORT ...` (it prints each episode's URL and token), or check the URL's host and port")
 
 
 def test_a_handshake_session_belongs_to_its_token(url, pair):
