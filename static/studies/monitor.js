@@ -1,15 +1,44 @@
 // Live monitor: take the rows' HTML from the websocket; while it is open, htmx polling pauses.
+// The action form's shift list is rebuilt from the rows after every update, so a shift
+// assigned since the page loaded can be chosen and one that left the monitor cannot.
 (function () {
   const mode = document.getElementById("monitor-mode");
   const rows = document.getElementById("monitor-rows");
-  if (!mode || !rows || !window.WebSocket) return;
+  if (!mode || !rows) return;
+
+  function syncChoices() {
+    const select = document.getElementById("monitor-attempt");
+    const note = document.getElementById("monitor-choice-note");
+    if (!select) return;
+    const chosen = select.value;
+    const chosenText = chosen ? select.options[select.selectedIndex].textContent : "";
+    const options = [select.options[0]];  // "Choose a shift…"
+    rows.querySelectorAll("tr[data-attempt]").forEach(function (row) {
+      const option = document.createElement("option");
+      option.value = row.dataset.attempt;
+      option.textContent = row.dataset.choice;
+      option.dataset.confirm = row.dataset.confirm;
+      options.push(option);
+    });
+    select.replaceChildren.apply(select, options);
+    const kept = options.some(function (option) { return option.value === chosen; });
+    select.value = kept ? chosen : "";
+    if (chosen && !kept && note) note.textContent = chosenText + " left the monitor (it ended): choose again.";
+  }
+
+  rows.addEventListener("htmx:afterSwap", syncChoices);
+  if (!window.WebSocket) return;
   const scheme = location.protocol === "https:" ? "wss://" : "ws://";
   function connect() {
     const socket = new WebSocket(scheme + location.host + mode.dataset.ws);
     socket.onopen = function () { window.studiesMonitorLive = true; mode.textContent = "live"; };
     socket.onmessage = function (event) {
       const data = JSON.parse(event.data);
-      if (data.html !== undefined) { rows.innerHTML = data.html; if (window.htmx) htmx.process(rows); }
+      if (data.html !== undefined) {
+        rows.innerHTML = data.html;
+        if (window.htmx) htmx.process(rows);
+        syncChoices();
+      }
     };
     socket.onclose = function () {
       window.studiesMonitorLive = false; mode.textContent = "polling";

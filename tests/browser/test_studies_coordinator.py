@@ -24,6 +24,12 @@ ONBOARD_AND_START = SHELL_PRELUDE + (
     "calls.call_tool(a.shift, 'list_orders', {{'page_size': 3}}, 'browser-call-1')\n"
     "calls.call_tool(a.shift, 'end_window', {{}}, 'browser-call-2')\n"
 )
+ASSIGN_AND_CALL = SHELL_PRELUDE + (
+    "from studies import assignment\n"
+    "assignment.create_attempt(None, p, p.study.cells.get(task_id='steady', seed=7))\n"
+    "a = Attempt.objects.get(participant=p, cell__task_id='steady', cell__seed=11)\n"
+    "calls.call_tool(a.shift, 'store_status', {{}}, 'browser-call-3')\n"
+)
 PLAY_RETRY = SHELL_PRELUDE + (
     "a = Attempt.objects.filter(participant=p).order_by('-number').first()\n"
     "lifecycle.begin_shift(a.shift)\n"
@@ -32,9 +38,10 @@ PLAY_RETRY = SHELL_PRELUDE + (
 )
 
 
-def attempt_row(page, label, number):
+def attempt_row(page, label, number, cell="steady/11"):
     return page.locator("section#attempts tr", has=page.locator(f"td:text-is('{label}')")).filter(
-        has=page.locator(f"td:nth-child(2):text-is('{number}')"))
+        has=page.locator(f"td:nth-child(2):text-is('{number}')")).filter(
+        has=page.locator(f"td:nth-child(1):text-is('{cell}')"))
 
 
 def test_coordinator_runs_a_participant_through_a_study(page, browser, server, login, screenshot):
@@ -76,6 +83,14 @@ def test_coordinator_runs_a_participant_through_a_study(page, browser, server, l
     assert "2 of 60" in row.inner_text() and "end_window" in row.inner_text()
     page.wait_for_function("document.getElementById('monitor-mode').textContent === 'live'")
     screenshot(page, "studies-monitor")
+
+    # a cell assigned while the monitor is open joins the action form's list with its row
+    choices = page.locator("#monitor-action select[name=attempt] option")
+    assert f"{label} · steady/7 #1" not in choices.all_inner_texts()
+    server.shell(ASSIGN_AND_CALL.format(label=label))
+    page.wait_for_function(f"[...document.querySelectorAll('#monitor-attempt option')]"
+                           f".some(o => o.textContent === '{label} · steady/7 #1')")
+    assert choices.all_inner_texts().count(f"{label} · steady/11 #1") == 1
 
     # force-end it from the monitor, with a reason
     form = page.locator("#monitor-action form")
@@ -121,7 +136,7 @@ def test_coordinator_runs_a_participant_through_a_study(page, browser, server, l
     manifest = json.loads(archive.read("manifest.json"))
     attempts_csv = archive.read("attempts.csv").decode()
     assert manifest["files"]["attempts.csv"]["rows"] == attempts_csv.count("\n") - 1
-    mine = [line for line in attempts_csv.splitlines() if f",{label}," in line]
+    mine = [line for line in attempts_csv.splitlines() if f",{label}," in line and ",steady/11," in line]
     assert len(mine) == 2 and sum(",true,manual," in line for line in mine) == 1
     screenshot(page, "studies-exports")
     page.click("nav.study-nav >> text=Leaderboard")
