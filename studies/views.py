@@ -172,6 +172,9 @@ def invite(request: HttpRequest, pk: int) -> HttpResponse:
         participant = get_object_or_404(Participant, pk=d["participant"], study=study)
         issued = participants.invite(request.user, participant, d["days"] * 24 * 3600)
         link = request.build_absolute_uri(reverse("studies:join", args=[issued.token]))
+        if participant.user_id is not None:
+            return (f"Invitation link for {participant.label}: {link} ({participant.label} already has an account: "
+                    "whoever opens this link is signed in as them, so send it to them alone)")
         return f"Invitation link for {participant.label}: {link}"
 
     return _submitted(request, study, forms.InviteForm(request.POST), "participants", issue, keep="invite_form")

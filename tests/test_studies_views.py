@@ -480,3 +480,19 @@ def test_a_second_invitation_for_someone_with_an_account_says_it_signs_in_as_the
     html = client.get(f"/studies/join/{second.token}/").content.decode()
     assert "who already has an account" in html and "accepting signs you in as them" in html
     assert "creates your participant account" not in html
+
+
+def test_a_link_issued_for_someone_with_an_account_warns_the_coordinator(coord_client, study, coordinator):
+    person = participants.accept(participants.invite(
+        coordinator, participants.add_participant(coordinator, study, "P1"), 3600).token, {})
+    html = coord_client.post(f"/studies/{study.pk}/invite/", {"participant": person.pk, "days": 3},
+                             follow=True).content.decode()
+    assert re.search(r"Invitation link for P1: http://testserver/studies/join/[^/]+/ \(P1 already has an account: "
+                     r"whoever opens this link is signed in as them, so send it to them alone\)", html)
+
+
+def test_a_first_link_carries_no_account_warning(coord_client, study, coordinator):
+    person = participants.add_participant(coordinator, study, "P1")
+    html = coord_client.post(f"/studies/{study.pk}/invite/", {"participant": person.pk, "days": 3},
+                             follow=True).content.decode()
+    assert "Invitation link for P1: http://testserver/studies/join/" in html and "already has an account" not in html
