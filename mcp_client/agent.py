@@ -206,9 +206,8 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                 return run
             print(f"storebench agent: {exc}; ending the episode", file=log, flush=True)
     labels = {"model": model, "harness": HARNESS, "context_policy": f"keep last {keep_turns} turns",
-              "max_turns": max_turns, "turns_taken": run.turns_taken, "metrics": run.all_metrics(),
-              "ended_by": run.ended_by}
-    run.result = session.end(labels)
+              "max_turns": max_turns, "turns_taken": run.turns_taken, "metrics": run.all_metrics()}
+    run.result = session.end(labels, ended_by=run.ended_by)
     return run
 
 

@@ -41,19 +41,42 @@ def _labels(args: argparse.Namespace) -> dict:
     return labels
 
 
-def _read_labels_file(path: str | None) -> dict:
+def _read_labels_file(path: str | None) -> Any:
     """Labels a harness wrote while it played (token usage, say); read when the session settles."""
     if not path:
-        return {}
+        return None
     if not Path(path).exists():
         print(f"storebench: --labels-file {path} does not exist; labels left out", file=sys.stderr)
-        return {}
+        return None
     try:
-        data = json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text())
     except ValueError as exc:
         print(f"storebench: --labels-file {path} is not JSON ({exc}); labels left out", file=sys.stderr)
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+
+
+def _apply_labels_file(session: Any, path: str | None) -> None:
+    """Add the harness's labels to a stdio session before it settles: they may add labels, never
+    replace the command line's (``--model``, ``--harness``) nor the server's (``env``,
+    ``ended_by``); see :mod:`mcp_client.sessions`.  A file that cannot be used is left out, with a
+    line saying why, and the episode is still settled and written."""
+    from .sessions import SessionError
+
+    data = _read_labels_file(path)
+    if data is None:
+        return
+    if session.settled:
+        print(f"storebench: --labels-file {path} was not read: the episode settled when it reached its horizon, "
+              "before the host hung up", file=sys.stderr)
+        return
+    try:
+        kept = session.add_client_labels(data)
+    except SessionError as exc:
+        print(f"storebench: --labels-file {path}: {exc.message}; labels left out", file=sys.stderr)
+        return
+    if kept:
+        print(f"storebench: --labels-file {path} sets {', '.join(kept)}, which the command line gave; the command "
+              "line's kept", file=sys.stderr)
 
 
 def port_arg(text: str) -> int:
@@ -165,7 +188,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
     session = serve_stdio(args.task, args.seed, trials=None if args.no_trial else args.trials or "trials",
                           labels=_labels(args))
-    result = session.end(_read_labels_file(args.labels_file))
+    _apply_labels_file(session, args.labels_file)
+    result = session.end()
     if result.get("out"):
         print(f"storebench: wrote {result['out']} (composite {result['reward_composite']:.3f})", file=sys.stderr)
     return 0

@@ -15,8 +15,10 @@ Routes (JSON in and out; errors are ``{"error": {"code", "message"}}``)::
     POST /operator/sessions/{id}/end             freeze the store now, settle, revoke the token
     POST /operator/sessions/{id}/settle          settle a session that reached its horizon
 
-Labels (model, harness, token ``metrics`` and the like) are the client's account of
-itself; they land in the trial's ``summary.json`` and are never graded.
+Labels (model, harness, token ``metrics`` and the like) are the operator's account of who
+played; they land in the trial's ``summary.json`` and are never graded.  The server's own
+labels (``env``, ``ended_by``) are refused here: see "Labels and who may set them" in
+:mod:`mcp_client.sessions`.
 """
 
 from __future__ import annotations

@@ -22,6 +22,26 @@ line, freezes the store and settles it the same way.  A settled session writes
 settled and does not serve it again.
 
 Folder names follow the release: ``<task>__s<seed>__<id>``.
+
+Labels and who may set them
+---------------------------
+A trial's labels (``summary.json``: :data:`~environment.artifacts.SUMMARY_LABELS`) come
+from three sides, and a side never overwrites what a side above it set:
+
+1. **the server** (:data:`SERVER_LABELS`): ``env`` (``storebench-mcp``) and ``ended_by``
+   (``horizon``, ``suspended``, ``client``, or the reason the in-process agent runner
+   passes to :meth:`Session.end`) are what the server saw, written when the session
+   settles.  Nobody gives them: :func:`check_labels` refuses them from the operator API, the
+   command line and a labels file alike, so no one can claim an episode ended at its
+   horizon when it was stopped, or came from another environment;
+2. **the operator**: whoever starts the episode (``storebench mcp --model/--harness`` on
+   stdio; the operator API, behind the operator token, over HTTP; the agent runner, which
+   is its own operator).  The operator may set and correct any other label;
+3. **the playing side** (:meth:`Session.add_client_labels`; stdio's ``--labels-file``, which
+   the harness writes while it plays): it may add labels the operator left unset (token
+   ``metrics``, its ``context_policy``), never replace one the operator set: a harness
+   cannot rename the model or claim another harness.  Over HTTP an agent has no way to
+   label at all: no tool takes labels, and its episode token is refused by the operator API.
 """
 
 from __future__ import annotations
@@ -43,8 +63,8 @@ from environment.engine import Episode
 from environment.errors import StoreBenchError
 from environment.trial import play_actions, settle
 
-__all__ = ["CALLS", "META", "SETTLED", "Session", "SessionError", "new_session_id", "restore_session",
-           "session_folder_name"]
+__all__ = ["CALLS", "META", "SERVER_LABELS", "SETTLED", "Session", "SessionError", "check_labels",
+           "new_session_id", "restore_session", "session_folder_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +89,15 @@ def session_folder_name(task_id: str, seed: int, session_id: str) -> str:
 TEXT_LABELS = ("model", "harness", "context_policy", "ended_by", "env")
 COUNT_LABELS = ("max_turns", "turns_taken")
 LABEL_TEXT_MAX = 500  # characters of a text label, or of a text metric
+SERVER_LABELS = ("env", "ended_by")  # what the server saw, written at settlement; never given (module docstring)
+MCP_ENV = "storebench-mcp"
 
 
 def check_labels(labels: Any) -> dict:
-    """Labels as the operator gives them: an object with known keys only, each of its type
-    (text; a whole count; ``metrics`` an object of numbers or short texts), every number finite,
-    so that ``summary.json`` stays JSON."""
+    """Labels as the operator or the playing side gives them: an object with known keys only,
+    none of the server's own (:data:`SERVER_LABELS`), each of its type (text; a whole count;
+    ``metrics`` an object of numbers or short texts), every number finite, so that
+    ``summary.json`` stays JSON."""
     if labels is None:
         return {}
     if not isinstance(labels, dict):
@@ -82,6 +105,11 @@ def check_labels(labels: Any) -> dict:
     unknown = sorted(set(labels) - set(SUMMARY_LABELS))
     if unknown:
         raise SessionError(f"unknown label(s) {', '.join(unknown)}; known: {', '.join(SUMMARY_LABELS)}")
+    servers = [key for key in SERVER_LABELS if key in labels]
+    if servers:
+        raise SessionError(f"label(s) {', '.join(servers)} are the server's own: env is {MCP_ENV} and ended_by is "
+                           "how the episode ended (horizon, suspended or client), written when it settles; leave "
+                           f"{'it' if len(servers) == 1 else 'them'} out")
     for key, value in labels.items():
         if key in TEXT_LABELS and not (value is None or _short_text(value)):
             raise SessionError(f"label {key} must be a text of at most {LABEL_TEXT_MAX} characters")
@@ -204,8 +232,21 @@ class Session:
                 meta["labels"] = self.labels
                 _write_json(self.state / META, meta)
 
-    def end(self, labels: dict | None = None) -> dict:
-        """The client or the operator ends the session: freeze the store, settle, return the score."""
+    def add_client_labels(self, labels: Any) -> list[str]:
+        """Labels the playing side reports about itself (stdio's ``--labels-file``): checked as
+        any, added where the operator set nothing, never replacing an operator's label (see
+        the module docstring).  Returns the keys left out because the operator had set them."""
+        labels = check_labels(labels)
+        with self._lock:
+            kept = sorted(key for key in labels if self.labels.get(key) is not None)
+            self.set_labels({key: value for key, value in labels.items() if key not in kept})
+        return kept
+
+    def end(self, labels: dict | None = None, *, ended_by: str = "client") -> dict:
+        """The client or the operator ends the session: freeze the store, settle, return the score.
+
+        ``labels`` are the operator's; ``ended_by`` is recorded as the server's own label (the
+        in-process agent runner says why it stopped: ``turn cap``, ``no tool calls``...)."""
         with self._lock:
             if labels:
                 self.set_labels(labels)
@@ -214,10 +255,11 @@ class Session:
             if not self.episode.over:
                 self._append([STOP], sync=True)
                 self.episode.stop()
-            return self._settle(ended_by="client")
+            return self._settle(ended_by=ended_by)
 
     def _settle(self, *, ended_by: str) -> dict:
-        labels = {"env": "storebench-mcp", "ended_by": ended_by, **self.labels}
+        labels = {"env": MCP_ENV, "ended_by": ended_by,
+                  **{key: value for key, value in self.labels.items() if key not in SERVER_LABELS}}
         folder = self.folder
         if folder is None:  # no out folder: nothing is written
             self.result = {"out": None}
@@ -266,7 +308,13 @@ def restore_session(state: Path, *, out: Path | None, calibration: dict | None =
     stopped = bool(rows) and rows[-1] == STOP
     play_actions(episode, [r for r in rows if r != STOP], stop=stopped)
     try:
-        labels = check_labels(meta.get("labels"))
+        stored = meta.get("labels")
+        if isinstance(stored, dict) and any(key in stored for key in SERVER_LABELS):
+            # kept by a server from before the server's labels were its own: set again at settlement
+            logger.warning("%s: label(s) %s left out on resume: the server sets them", state,
+                           ", ".join(key for key in SERVER_LABELS if key in stored))
+            stored = {key: value for key, value in stored.items() if key not in SERVER_LABELS}
+        labels = check_labels(stored)
     except SessionError as exc:  # kept by a server from before labels were checked
         logger.warning("%s: labels left out on resume: %s", state, exc.message)
         labels = {}

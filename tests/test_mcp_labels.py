@@ -1,0 +1,133 @@
+"""Who may set a trial's labels (``mcp_client.sessions``, "Labels and who may set them").
+
+The server's own labels (``env``, ``ended_by``) are refused from everyone else; the
+operator's (``--model``, ``--harness`` on stdio) are never replaced by what the playing
+side reports (stdio's ``--labels-file``); a labels file the server cannot use is left out
+with a line saying why, and the episode is still graded and written.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from environment.api import arm
+from mcp_client.client import episode_client
+from mcp_client.http import EpisodeHub, create_app, running
+from mcp_client.sessions import META, Session, SessionError, restore_session
+
+REPO = Path(__file__).resolve().parent.parent
+TASK = "short-runway"
+OPERATOR = "operator-secret-for-tests-0123456789"
+SERVERS_OWN = ("label(s) ended_by are the server's own: env is storebench-mcp and ended_by is how the episode "
+               "ended (horizon, suspended or client), written when it settles; leave it out")
+
+
+def summary_of(trials: Path) -> dict:
+    (folder,) = trials.iterdir()
+    return json.loads((folder / "summary.json").read_text())
+
+
+def stdio_hang_up(tmp_path: Path, labels: object) -> subprocess.CompletedProcess:
+    """``storebench mcp`` on stdio with --model/--harness and a labels file, whose host hangs up at once."""
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps(labels))
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_client", "mcp", "--task", TASK, "--seed", "7", "--trials", str(tmp_path / "trials"),
+         "--model", "fake-model", "--harness", "pytest", "--labels-file", str(path)],
+        cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+
+
+def test_the_servers_own_labels_are_refused_from_the_operator():
+    session = Session.open(TASK, 7, out=None, state_root=None)
+    with pytest.raises(SessionError) as caught:
+        session.set_labels({"ended_by": "horizon"})
+    assert caught.value.message == SERVERS_OWN
+    assert session.labels == {}
+
+
+def test_the_operator_api_refuses_a_forged_ended_by():
+    hub = EpisodeHub()
+    with running(create_app(hub, operator_token=OPERATOR)) as port:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {OPERATOR}"},
+                           timeout=30) as http:
+            opened = http.post("/operator/sessions", json={"task": TASK, "seed": 7}).json()
+            forged = http.post(f"/operator/sessions/{opened['id']}/labels", json={"ended_by": "horizon"})
+    assert forged.status_code == 400
+    assert forged.json()["error"] == {"code": "session_error", "message": SERVERS_OWN}
+
+
+def test_the_playing_side_adds_labels_but_never_replaces_the_operators():
+    session = Session.open(TASK, 7, out=None, state_root=None, labels={"model": "fake-model", "harness": "pytest"})
+    kept = session.add_client_labels({"model": "human expert", "harness": "console", "metrics": {"total_tokens": 7}})
+    assert kept == ["harness", "model"]
+    assert session.labels == {"model": "fake-model", "harness": "pytest", "metrics": {"total_tokens": 7}}
+
+
+def test_a_stdio_labels_file_cannot_rename_the_model_or_the_harness(tmp_path):
+    done = stdio_hang_up(tmp_path, {"model": "human expert", "harness": "console", "metrics": {"total_tokens": 7}})
+    assert done.returncode == 0, done.stderr
+    assert (f"storebench: --labels-file {tmp_path / 'labels.json'} sets harness, model, which the command line "
+            "gave; the command line's kept\n") in done.stderr
+    summary = summary_of(tmp_path / "trials")
+    assert (summary["model"], summary["harness"], summary["metrics"]) == ("fake-model", "pytest", {"total_tokens": 7})
+
+
+def test_a_stdio_labels_file_cannot_say_how_the_episode_ended(tmp_path):
+    done = stdio_hang_up(tmp_path, {"ended_by": "horizon"})
+    assert done.returncode == 0, done.stderr
+    assert f"storebench: --labels-file {tmp_path / 'labels.json'}: {SERVERS_OWN}; labels left out\n" in done.stderr
+    summary = summary_of(tmp_path / "trials")
+    assert (summary["ended_by"], summary["env"], summary["termination"]) == ("client", "storebench-mcp", "stopped")
+
+
+def test_a_stdio_labels_file_the_server_refuses_still_leaves_the_graded_folder(tmp_path):
+    done = stdio_hang_up(tmp_path, {"colour": "blue"})
+    assert done.returncode == 0, done.stderr
+    assert (f"storebench: --labels-file {tmp_path / 'labels.json'}: unknown label(s) colour; known: model, harness, "
+            "context_policy, max_turns, turns_taken, metrics, ended_by, env; labels left out\n") in done.stderr
+    assert summary_of(tmp_path / "trials")["model"] == "fake-model"
+
+
+def test_a_stdio_episode_that_settled_at_its_horizon_says_its_labels_file_was_not_read(tmp_path):
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"metrics": {"total_tokens": 7}}))
+    params = StdioServerParameters(
+        command=sys.executable, cwd=str(REPO),
+        args=["-m", "mcp_client", "mcp", "--task", TASK, "--seed", "7", "--trials", str(tmp_path / "trials"),
+              "--labels-file", str(labels)])
+    log = tmp_path / "stderr.txt"
+
+    async def go():
+        with log.open("w") as errlog:
+            async with episode_client(stdio_client(params, errlog=errlog)) as client:
+                for _ in range(arm(TASK, 7).n_windows):
+                    await client.call("end_window")
+
+    asyncio.run(go())
+    for _ in range(600):  # the server prints once its host has hung up
+        if "storebench: wrote" in log.read_text():
+            break
+        time.sleep(0.05)
+    assert (f"storebench: --labels-file {labels} was not read: the episode settled when it reached its horizon, "
+            "before the host hung up\n") in log.read_text()
+    assert summary_of(tmp_path / "trials")["ended_by"] == "horizon"
+
+
+def test_a_resumed_session_leaves_out_server_labels_an_older_server_stored(tmp_path):
+    session = Session.open(TASK, 7, out=None, state_root=tmp_path, labels={"model": "m"})
+    session.close_log()
+    meta = json.loads((tmp_path / session.id / META).read_text())
+    meta["labels"] = {"model": "m", "ended_by": "horizon"}
+    (tmp_path / session.id / META).write_text(json.dumps(meta))
+    resumed, _digest = restore_session(tmp_path / session.id, out=None)
+    resumed.close_log()
+    assert resumed.labels == {"model": "m"}
