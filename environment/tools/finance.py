@@ -46,6 +46,17 @@ def finance_summary(ep: Episode, args: Args) -> dict[str, Any]:
             "stock_units": ep.stock_units, "stock_at_cost": usd(ep.inventory_cost())}
 
 
+# Every kind of entry the store's ledger can hold (the engine posts no other).  A kind filter
+# outside these is refused, as list_products refuses a category the shop does not have.
+LEDGER_KINDS = frozenset({
+    "opening_cash", "opening_deposit", "opening_receivable", "opening_in_transit",
+    "sale", "payout", "shipping_label", "autoship_fee", "late_ship_fine", "stockout_cancel", "stockout_fine",
+    "merchant_cancel", "merchant_cancel_fine", "refund", "escalated_refund", "ignored_return_fine",
+    "insertion_fee", "holding_cost", "po_payment", "po_received", "po_cancelled", "po_cancel_refund",
+    "po_voided", "po_voided_refund", "unshipped_cancel", "unshipped_fine", "po_salvage", "liquidation",
+})
+
+
 class LedgerArgs(PageArgs):
     account: Literal["cash", "receivable", "in_transit", "deposit", "all"] = Field(
         "all", description="Only entries on this account: cash, receivable (sales awaiting payout), in_transit "
@@ -58,14 +69,18 @@ class LedgerArgs(PageArgs):
 def ledger_entries(ep: Episode, args: LedgerArgs) -> dict[str, Any]:
     """The store's money ledger since you took over, newest first: every sale, payout, fee,
     fine, refund and purchase, with the account it moved. Up to 100 rows a page."""
+    kind = args.kind.lower() if args.kind else None
+    if kind is not None and kind not in LEDGER_KINDS:
+        raise ToolError("invalid_argument", f"kind {args.kind!r} is not one of the ledger's: "
+                        + ", ".join(sorted(LEDGER_KINDS)))
     rows = []
     for seq in range(len(ep.ledger.entries) - 1, -1, -1):
-        at, window, account, kind, amount, ref = ep.ledger.entries[seq]
+        at, window, account, entry_kind, amount, ref = ep.ledger.entries[seq]
         if args.account != "all" and account != args.account:
             continue
-        if args.kind and kind != args.kind:
+        if kind is not None and entry_kind != kind:
             continue
-        rows.append((seq, at, window, account, kind, amount, ref))
+        rows.append((seq, at, window, account, entry_kind, amount, ref))
     out = page_of(rows, args)
     out["rows"] = [{"entry": seq + 1, "at": when(at), "window": window + 1, "account": str(account),
                     "kind": kind, "amount": usd(amount), "ref": ref}
