@@ -9,9 +9,95 @@ import json
 from pathlib import Path
 
 from environment.api import arm
+from environment.engine import Episode
+from environment.engine.state import OrderRec, OrderState
 from environment.tools.finance import LEDGER_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _competing_order(ep: Episode) -> tuple[OrderRec, int]:
+    """End windows until an open order has stock on hand for itself, but not once the open
+    orders for the same variant due before it have had theirs; with the units they need."""
+    while not ep.over:
+        ahead: dict[str, int] = {}
+        for o in sorted(ep.open_orders(), key=lambda o: (o.deadline, o.id)):
+            need = ahead.get(o.variant.id, 0)
+            if need and o.variant.on_hand >= o.quantity and o.variant.on_hand < need + o.quantity:
+                return o, need
+            ahead[o.variant.id] = need + o.quantity
+        ep.call("end_window")
+    raise AssertionError("precondition: an open order whose stock earlier orders need")
+
+
+def _backordered_variant(ep: Episode):
+    """End windows until a variant has more units reserved by open orders than on hand."""
+    while not ep.over:
+        short = [v for v in ep.variants if v.reserved > v.on_hand]
+        if short:
+            return short[0]
+        ep.call("end_window")
+    raise AssertionError("precondition: a variant with backordered units")
+
+
+# --- 1. whether an order can ship, and what a variant can still sell ------------------------------
+
+
+def test_get_order_says_the_stock_on_hand_is_needed_first_by_earlier_orders():
+    ep = arm("steady", 7)
+    order, need = _competing_order(ep)
+    data = ep.call("get_order", {"order_id": order.id}).data
+    assert (data["in_stock"], data["earlier_orders_need"], data["in_stock_in_turn"]) == (True, need, False)
+
+
+def test_list_orders_gives_each_open_order_the_units_earlier_orders_need():
+    ep = arm("steady", 7)
+    order, need = _competing_order(ep)
+    rows = ep.call("list_orders", {"page_size": 100}).data["rows"]
+    row = next(r for r in rows if r["order_id"] == order.id)
+    assert (row["in_stock"], row["earlier_orders_need"], row["in_stock_in_turn"]) == (True, need, False)
+
+
+def test_a_shipped_order_has_no_stock_fields():
+    ep = arm("steady", 7)
+    shipped = next(o for o in sorted(ep.orders.values(), key=lambda o: o.id) if o.status != OrderState.OPEN)
+    data = ep.call("get_order", {"order_id": shipped.id}).data
+    assert (data["in_stock"], data["earlier_orders_need"], data["in_stock_in_turn"]) == (None, None, None)
+
+
+def test_a_backordered_variant_shows_nothing_available_and_its_backorder():
+    ep = arm("steady", 7)
+    v = _backordered_variant(ep)
+    rows = ep.call("get_product", {"product_id": v.product.id}).data["variant_rows"]
+    row = next(r for r in rows if r["variant_id"] == v.id)
+    assert (row["on_hand"], row["reserved"], row["available"], row["backordered"]) == (
+        v.on_hand, v.reserved, 0, v.reserved - v.on_hand)
+
+
+def test_list_inventory_by_product_counts_backordered_units_beside_the_net_available():
+    ep = arm("steady", 7)
+    v = _backordered_variant(ep)
+    row = ep.call("list_inventory", {"product_id": v.product.id}).data["rows"][0]
+    variants = v.product.variants
+    on_hand, reserved = sum(x.on_hand for x in variants), sum(x.reserved for x in variants)
+    assert (row["available"], row["backordered"]) == (
+        on_hand - reserved, sum(max(0, x.reserved - x.on_hand) for x in variants))
+
+
+def test_list_inventory_filters_products_by_the_units_their_variants_can_still_sell():
+    """A product whose backordered units net out its free ones has nothing 'available' net,
+    yet a unit of another size or colour can still sell: it is in stock, not sold out."""
+    ep = arm("short-runway", 7)
+    while not ep.over:
+        p = next((p for p in ep.products if sum(v.available for v in p.variants) <= 0
+                  and any(v.available > 0 for v in p.variants)), None)
+        if p is not None:
+            break
+        ep.call("end_window")
+    assert p is not None, "precondition: a product whose backorders net out its free units"
+    sold_out = {r["product_id"] for r in ep.call("list_inventory", {"only": "out_of_stock", "page_size": 100}).data["rows"]}
+    some = {r["product_id"] for r in ep.call("list_inventory", {"only": "in_stock", "page_size": 100}).data["rows"]}
+    assert p.id not in sold_out and p.id in some
 
 
 # --- 3. the ledger's kind filter ---------------------------------------------------------------------

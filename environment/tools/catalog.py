@@ -25,6 +25,16 @@ def get_product_rec(ep: Episode, product_id: str) -> ProductRec:
     return product
 
 
+def free_units(v: VariantRec) -> int:
+    """Units of ``v`` available to sell: on hand less reserved for open orders, never below zero."""
+    return max(0, v.on_hand - v.reserved)
+
+
+def backordered_units(v: VariantRec) -> int:
+    """Units open orders for ``v`` need beyond what is on hand (orders placed with no stock behind them)."""
+    return max(0, v.reserved - v.on_hand)
+
+
 def incoming_by_variant(ep: Episode) -> dict[int, int]:
     incoming: dict[int, int] = {}
     for po in ep.pos.values():
@@ -97,8 +107,8 @@ class ProductArgs(Args):
 
 def variant_row(v: VariantRec, incoming: dict[int, int]) -> dict[str, Any]:
     return {"variant_id": v.id, "size": v.size, "colour": v.colour, "price": usd(v.price),
-            "on_hand": v.on_hand, "reserved": v.reserved, "available": v.available,
-            "incoming": incoming.get(v.idx, 0), "unit_cost": usd(v.unit_cost),
+            "on_hand": v.on_hand, "reserved": v.reserved, "available": free_units(v),
+            "backordered": backordered_units(v), "incoming": incoming.get(v.idx, 0), "unit_cost": usd(v.unit_cost),
             "batches": [{"batch": lot.po_id, "units": lot.units} for lot in v.lots if lot.units]}
 
 
@@ -106,8 +116,10 @@ def variant_row(v: VariantRec, incoming: dict[int, int]) -> dict[str, Any]:
       idempotent=True)
 def get_product(ep: Episode, args: ProductArgs) -> dict[str, Any]:
     """One product in full: listing copy, status, every size-colour variant with its price,
-    stock on hand, reserved by open orders, available to sell, incoming on purchase orders,
-    unit cost and the batches it came from, and the supply products that restock it."""
+    stock on hand, reserved by open orders, available to sell (on hand less reserved, never
+    below zero), backordered (units open orders need beyond what is on hand), incoming on
+    purchase orders, unit cost and the batches it came from, and the supply products that
+    restock it."""
     p = get_product_rec(ep, args.product_id)
     incoming = incoming_by_variant(ep)
     sources = []

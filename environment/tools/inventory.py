@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..engine.episode import Episode
-from .catalog import get_product_rec, incoming_by_variant, variant_row
+from .catalog import backordered_units, free_units, get_product_rec, incoming_by_variant, variant_row
 from .format import usd
 from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
@@ -22,9 +22,15 @@ class ListInventoryArgs(PageArgs):
 @tool("list_inventory", title="List inventory", family=Family.INVENTORY, kind=ToolKind.READ,
       args=ListInventoryArgs, idempotent=True)
 def list_inventory(ep: Episode, args: ListInventoryArgs) -> dict[str, Any]:
-    """Stock levels. By product (default): units on hand, reserved for open orders, available,
-    incoming on purchase orders, and how many variants are sold out. By variant: the same per
-    size and colour. Filter to sold-out, low or in-stock rows; up to 100 rows a page."""
+    """Stock levels. By variant (size and colour): units on hand, reserved for open orders,
+    available to sell (on hand less reserved, never below zero), backordered (units open
+    orders need beyond what is on hand: those orders cannot all ship unless stock lands) and
+    incoming on purchase orders. By product (default): the same summed over its variants,
+    except that available is on hand less reserved, so one variant's backordered units count
+    against the others' stock and it can be below zero (available plus backordered is what
+    the variants can still sell); plus how many variants are sold out. The filter counts the
+    units the variants can still sell: out_of_stock none, low 2 or fewer, in_stock some. Up
+    to 100 rows a page."""
     incoming = incoming_by_variant(ep)
     products = [get_product_rec(ep, args.product_id)] if args.product_id else ep.products
 
@@ -33,22 +39,19 @@ def list_inventory(ep: Episode, args: ListInventoryArgs) -> dict[str, Any]:
                 or (args.only == "low" and available <= 2) or (args.only == "in_stock" and available > 0))
 
     if args.level == "variant":
-        chosen = [v for p in products for v in p.variants if keep(v.available)]
+        chosen = [v for p in products for v in p.variants if keep(free_units(v))]
         return page_of(chosen, args, lambda v: variant_row(v, incoming))
-    kept = []  # the filter needs only the totals; a row is written out for the page shown
-    for p in products:
-        on_hand = sum(v.on_hand for v in p.variants)
-        reserved = sum(v.reserved for v in p.variants)
-        if keep(on_hand - reserved):
-            kept.append((p, on_hand, reserved))
-    out = page_of(kept, args)
+    kept = [p for p in products if keep(sum(free_units(v) for v in p.variants))]
+    out = page_of(kept, args)  # a row is written out for the page shown only
     out["rows"] = [{
         "product_id": p.id, "title": p.title, "status": "active" if p.active else "inactive",
-        "on_hand": on_hand, "reserved": reserved, "available": on_hand - reserved,
+        "on_hand": (on_hand := sum(v.on_hand for v in p.variants)),
+        "reserved": (reserved := sum(v.reserved for v in p.variants)), "available": on_hand - reserved,
+        "backordered": sum(backordered_units(v) for v in p.variants),
         "incoming": sum(incoming.get(v.idx, 0) for v in p.variants),
-        "variants": len(p.variants), "variants_sold_out": sum(v.available <= 0 for v in p.variants),
+        "variants": len(p.variants), "variants_sold_out": sum(free_units(v) == 0 for v in p.variants),
         "stock_value_at_cost": usd(sum(lot.units * lot.unit_cost for v in p.variants for lot in v.lots)),
-    } for p, on_hand, reserved in out["rows"]]
+    } for p in out["rows"]]
     return out
 
 
@@ -73,7 +76,7 @@ def dispose_stock(ep: Episode, args: DisposeArgs) -> dict[str, Any]:
     if args.batch is not None and not lots:
         raise ToolError("unknown_batch", f"{v.id} holds no units of batch {args.batch!r}", batch=args.batch)
     in_scope = sum(lot.units for lot in lots)
-    free = v.available
+    free = free_units(v)
     if args.quantity > min(in_scope, free):
         raise ToolError("not_enough_stock", f"{v.id} has {free} unreserved units ({in_scope} in scope); "
                         f"cannot dispose of {args.quantity}", available=free, in_scope=in_scope)
@@ -87,4 +90,4 @@ def dispose_stock(ep: Episode, args: DisposeArgs) -> dict[str, Any]:
         if not left:
             break
     return {"variant_id": v.id, "disposed": args.quantity, "cost_written_off": usd(value),
-            "on_hand": v.on_hand, "available": v.available}
+            "on_hand": v.on_hand, "available": free_units(v)}

@@ -22,13 +22,29 @@ STATUS_GROUPS = {
 }
 
 
-def order_row(ep: Episode, o: OrderRec) -> dict[str, Any]:
+def needed_first(ep: Episode, orders: list[OrderRec]) -> dict[str, int]:
+    """For each open order of ``orders``: the units that open orders for the same variant due
+    before it (soonest deadline first, as the platform ships them; ties by id) still need."""
+    wanted = {o.variant.idx for o in orders if o.status == OrderState.OPEN}
+    ahead: dict[int, int] = {}
+    out: dict[str, int] = {}
+    for o in sorted((o for o in ep.open_orders() if o.variant.idx in wanted), key=lambda o: (o.deadline, o.id)):
+        out[o.id] = ahead.get(o.variant.idx, 0)
+        ahead[o.variant.idx] = out[o.id] + o.quantity
+    return out
+
+
+def order_row(ep: Episode, o: OrderRec, first: dict[str, int]) -> dict[str, Any]:
+    """``first`` is :func:`needed_first` of a list holding ``o``."""
+    is_open = o.status == OrderState.OPEN
     return {
         "order_id": o.id, "status": str(o.status), "placed_at": when(o.placed_at), "deadline": when(o.deadline),
-        "hours_to_deadline": round((o.deadline - ep.now) / HOUR, 1) if o.status == OrderState.OPEN else None,
+        "hours_to_deadline": round((o.deadline - ep.now) / HOUR, 1) if is_open else None,
         "product_id": o.variant.product.id, "variant_id": o.variant.id, "quantity": o.quantity,
         "total_paid": usd(o.paid_cents),
-        "in_stock": o.variant.on_hand >= o.quantity if o.status == OrderState.OPEN else None,
+        "in_stock": o.variant.on_hand >= o.quantity if is_open else None,
+        "earlier_orders_need": first[o.id] if is_open else None,
+        "in_stock_in_turn": o.variant.on_hand >= first[o.id] + o.quantity if is_open else None,
     }
 
 
@@ -54,8 +70,12 @@ def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
     you and charges its fulfilment fee, as far as its carrier's daily capacity allows (see
     platform_terms): an order beyond that capacity stays awaiting shipment past its deadline
     until the carrier has room the next day, and you can still ship it yourself, late. An
-    order with no stock to ship at its deadline is cancelled and fined. Up to 100 rows a
-    page."""
+    order with no stock to ship at its deadline is cancelled and fined. For an order awaiting
+    shipment, in_stock says whether the units on hand cover it, so that fulfill_order can ship
+    it now; earlier_orders_need counts the units that open orders for the same variant due
+    before it still need (shipping this one first takes units they are counting on); and
+    in_stock_in_turn says whether the units on hand cover those orders and this one. Up to 100
+    rows a page."""
     if args.status == "awaiting_shipment":
         orders = ep.open_orders()  # the episode's index of open orders, not a scan of the shift's
     else:
@@ -65,7 +85,10 @@ def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
         orders.sort(key=lambda o: (o.deadline, o.id))
     else:
         orders.sort(key=lambda o: (-o.placed_at, o.id))
-    return page_of(orders, args, lambda o: order_row(ep, o))
+    out = page_of(orders, args)
+    first = needed_first(ep, out["rows"])
+    out["rows"] = [order_row(ep, o, first) for o in out["rows"]]
+    return out
 
 
 class OrderArgs(Args):
@@ -74,11 +97,11 @@ class OrderArgs(Args):
 
 @tool("get_order", title="Get order", family=Family.ORDERS, kind=ToolKind.READ, args=OrderArgs, idempotent=True)
 def get_order(ep: Episode, args: OrderArgs) -> dict[str, Any]:
-    """One order in full: customer, item, price paid, deadline, shipping and delivery, payout
-    status, refunds and any return."""
+    """One order in full: customer, item, price paid, deadline, whether stock covers it (as in
+    list_orders), shipping and delivery, payout status, refunds and any return."""
     o = get_order_rec(ep, args.order_id)
     ret = next((r.id for r in ep.returns.values() if r.order is o), None)
-    return {**order_row(ep, o), "customer_id": o.customer_id, "title": o.variant.product.title,
+    return {**order_row(ep, o, needed_first(ep, [o])), "customer_id": o.customer_id, "title": o.variant.product.title,
             "size": o.variant.size, "colour": o.variant.colour, "unit_price": usd(o.unit_price),
             "shipped_at": when(o.shipped_at), "delivered_at": when(o.delivered_at),
             "shipped_by": None if o.shipped_at is None else ("platform" if o.by_platform else "you"),
