@@ -5,12 +5,13 @@ one form.  Each test checks one behaviour against the store's own state.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from environment.api import arm
 from environment.engine import Episode
-from environment.engine.state import OrderRec, OrderState
+from environment.engine.state import OrderRec, OrderState, POState
 from environment.tools.finance import LEDGER_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,3 +121,36 @@ def test_every_kind_in_the_release_ledgers_is_a_kind_the_filter_knows():
     kinds = {json.loads(line)["kind"] for path in (ROOT / "fixtures" / "release-trajectories").glob("*/ledger.jsonl")
              for line in path.read_text().splitlines()}
     assert kinds and kinds <= LEDGER_KINDS, kinds - LEDGER_KINDS
+
+
+# --- 2. a vendor's on-time record ----------------------------------------------------------------------
+
+
+def test_supplier_profile_gives_the_share_of_received_purchase_orders_that_landed_by_their_eta():
+    ep = arm("steady", 7)
+    received = [po for po in ep.world.purchase_orders if po.vendor_id == "VND-01" and po.received_at is not None]
+    on_time = sum(po.received_at <= po.eta for po in received)
+    data = ep.call("supplier_profile", {"vendor_id": "VND-01"}).data
+    assert (data["purchase_orders_received"], data["purchase_orders_on_time"], data["on_time_delivery_record"]) == (
+        len(received), on_time, f"{round(100 * on_time / len(received))}%")
+
+
+def test_supplier_profile_does_not_read_the_vendors_hidden_chance_of_delay():
+    ep = arm("steady", 7)
+    before = ep.call("supplier_profile", {"vendor_id": "VND-01"}).data
+    ep.vendors = {**ep.vendors, "VND-01": dataclasses.replace(ep.vendors["VND-01"], on_time_rate=0.123)}
+    assert ep.call("supplier_profile", {"vendor_id": "VND-01"}).data == before
+
+
+def test_supplier_profile_counts_the_shifts_own_purchase_orders_once_received():
+    ep = arm("steady", 7)
+    po = min(ep.pos.values(), key=lambda p: p.id)  # on its way when the shift begins
+    before = ep.call("supplier_profile", {"vendor_id": po.vendor_id}).data
+    while po.status != POState.RECEIVED:
+        assert not ep.over, "precondition: the purchase order lands within the shift"
+        ep.call("end_window")
+    after = ep.call("supplier_profile", {"vendor_id": po.vendor_id}).data
+    landed = [p for p in ep.pos.values() if p.vendor_id == po.vendor_id and p.status == POState.RECEIVED]
+    assert (after["purchase_orders_received"], after["purchase_orders_on_time"]) == (
+        before["purchase_orders_received"] + len(landed),
+        before["purchase_orders_on_time"] + sum(p.received_at <= p.eta for p in landed))

@@ -108,17 +108,25 @@ class VendorArgs(Args):
 @tool("supplier_profile", title="Supplier profile", family=Family.SOURCING, kind=ToolKind.READ, args=VendorArgs,
       idempotent=True)
 def supplier_profile(ep: Episode, args: VendorArgs) -> dict[str, Any]:
-    """A vendor's profile: country, tier, current lead time, minimum order, its record of
-    delivering on time and of defect returns on the shop's past orders, and whether it is
-    still trading."""
+    """A vendor's profile: country, tier, current lead time, minimum order, its record on the
+    shop's past purchase orders (how many were received, how many of those landed by their
+    expected arrival, as a share), defect returns per 100 orders of its lines, and whether it
+    is still trading."""
     vendor = ep.vendors.get(args.vendor_id)
     if vendor is None:
         raise ToolError("unknown_vendor", f"no vendor {args.vendor_id!r}", vendor_id=args.vendor_id)
     record = vendor_record(ep.world)[vendor.id]
+    # What the shop has seen, never the vendor's hidden chance of delay: the history's purchase
+    # orders and those received since the shift began (the history's received ones are not in ep.pos).
+    mine = [p for p in ep.pos.values() if p.vendor_id == vendor.id and p.received_at is not None]
+    received = record["pos"] + len(mine)
+    on_time = record["on_time"] + sum(p.received_at is not None and p.received_at <= p.eta for p in mine)
     return {"vendor_id": vendor.id, "name": vendor.name, "country": vendor.country, "city": vendor.city,
             "tier": str(vendor.tier), "founded": vendor.founded, "lead_days": ep.lead_days(vendor.id),
-            "moq": ep.moq(vendor.id), "on_time_delivery_record": f"{round(vendor.on_time_rate * 100)}%",
-            "purchase_orders_received": record["pos"], "defect_returns_per_100_sold":
+            "moq": ep.moq(vendor.id),
+            "on_time_delivery_record": f"{round(100 * on_time / received)}%" if received else None,
+            "purchase_orders_received": received, "purchase_orders_on_time": on_time,
+            "defect_returns_per_100_sold":
                 round(100 * record["defects"] / record["sold"], 1) if record["sold"] else None,
             "trading": vendor.id not in ep.failed_vendors,
             "supply_products": sorted(sp.id for sp in ep.world.supply_products if sp.vendor_id == vendor.id)}
@@ -143,16 +151,18 @@ _RECORDS: dict[int, dict[str, Any]] = {}
 
 
 def vendor_record(world: World) -> dict[str, Any]:
-    """Observed history per vendor (received POs, units sold, defect returns), computed once."""
+    """Observed history per vendor (received POs and how many landed by their ETA, units sold,
+    defect returns), computed once."""
     key = id(world)
     if key not in _RECORDS:
         sps = world.by_id("supply_products")
         products = world.by_id("products")
         orders = world.by_id("orders")
-        rec = {v.id: {"pos": 0, "sold": 0, "defects": 0} for v in world.vendors}
+        rec = {v.id: {"pos": 0, "on_time": 0, "sold": 0, "defects": 0} for v in world.vendors}
         for po in world.purchase_orders:
             if po.received_at is not None:
                 rec[po.vendor_id]["pos"] += 1
+                rec[po.vendor_id]["on_time"] += po.received_at <= po.eta
         vendor_of = {v.id: sps[products[v.product_id].supply_product_id].vendor_id for v in world.variants}
         for o in world.orders:
             rec[vendor_of[o.variant_id]]["sold"] += 1
