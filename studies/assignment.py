@@ -15,7 +15,9 @@ once cannot both take a cell's last place, and the one that loses is told the tr
 
 Policies (:func:`assign_next`) choose only among people who can start a scored shift
 now: not bots, invitation accepted, current consent given (a bot is never asked: a script gives no consent), briefing acknowledged and
-practice shift finished, and no open attempt.
+practice shift finished, and no open attempt.  Attempts whose shift has ended are settled
+first (:func:`studies.settling.settle_ended`): the console ends a shift without touching
+its attempt, and a finished person is not busy.
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ from .notifications import schedule_assignment_notice
 from .participants import needs_consent
 from .permissions import Action, require
 from .policies import CellLoad, Person, choose
+from .settling import settle_ended
 
 QUOTA_STATUSES = (*OPEN_STATUSES, *COMPLETED_STATUSES)
 
@@ -72,6 +75,7 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
         raise StudyError(PRACTICE_REFUSAL.format(task=cell.task_id))
     if needs_consent(participant):
         raise StudyError(f"participant {participant.label} has not accepted the current consent text")
+    settle_ended(Attempt.objects.filter(participant=participant, cell=cell))
     with transaction.atomic():
         # Lock order: the cell, then the participant (every caller takes them this way).
         cell = Cell.objects.select_for_update().select_related("study").get(pk=cell.pk)
@@ -154,6 +158,7 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
     policy = policy or study.policy
     if participants is None:
         participants = study.participants.exclude(user=None).filter(withdrawn_at=None, returned_at=None)
+    settle_ended(Attempt.objects.filter(study=study, participant__in=[p.pk for p in participants]))
     busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
     available = [p for p in participants if p.pk not in busy and can_start(p, include_bots=include_bots)]
     cells = list(study.cells.all())

@@ -1,10 +1,10 @@
-"""An attempt's life after assignment: settling with its shift, retries, reassignments,
-deadline changes, forced ends, invalidation and selection.
+"""An attempt's life after assignment: retries, reassignments, deadline changes, forced
+ends, invalidation and selection.
 
 The shift domain (:mod:`shifts`) owns a shift's play and grading.  Pages read an
 attempt's outcome through its shift (:attr:`studies.models.Attempt.outcome`, a join:
 nothing is copied on a page view).  The outcome is recorded on the attempt by
-:func:`settle`, a write that the coordinator's actions and the export job run: it
+:func:`studies.settling.settle`, a write that the coordinator's actions and the export job run: it
 locks the attempt's row and records only while the attempt is still open, so a
 decision made meanwhile (an invalidation, an abandonment) is never overwritten.  An
 attempt graded with a calibration whose hash differs from the study's is invalid.
@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from shifts.ending import end_if_due, end_shift
+from shifts.ending import end_shift
 from shifts.lifecycle import move_deadline
 from shifts.models import Shift
 
@@ -27,8 +27,6 @@ from .assignment import abandon_unstarted, create_attempt
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
-    OPEN_STATUSES,
-    SCORE_FIELDS,
     Attempt,
     AttemptKind,
     AttemptStatus,
@@ -36,9 +34,9 @@ from .models import (
     Participant,
     SelectionRule,
     Study,
-    outcome_of,
 )
 from .permissions import Action, require
+from .settling import settle, settle_study
 
 RUNNING = (Shift.Status.ACTIVE, Shift.Status.PAUSED)  # started and not ended: the deadline runs
 MAX_DEADLINE_CHANGE_MINUTES = 12 * 60
@@ -49,42 +47,6 @@ def _reason(reason: str, what: str) -> str:
     if not reason:
         raise StudyError(f"a reason is required to {what}")
     return reason
-
-
-def settle(attempt: Attempt) -> Attempt:
-    """Record the shift's outcome on the attempt (the deadline enforced first); returns the
-    attempt as stored.  Idempotent; never changes an attempt that is no longer open."""
-    end_if_due(attempt.shift)
-    with transaction.atomic():
-        locked = Attempt.objects.select_for_update().select_related("shift", "study").get(pk=attempt.pk)
-        if locked.status not in OPEN_STATUSES:
-            return locked
-        outcome = outcome_of(locked)
-        if outcome.status == locked.status and not outcome.is_completed and outcome.status != AttemptStatus.INVALID:
-            return locked
-        if outcome.status == AttemptStatus.ASSIGNED:
-            return locked
-        locked.status = outcome.status
-        locked.release = outcome.release
-        if outcome.composite is not None:
-            locked.end_reason = outcome.end_reason
-            locked.completed_at = outcome.completed_at
-            locked.calibration_hash = outcome.calibration_hash
-            locked.composite = outcome.composite
-            locked.passed = outcome.passed
-            for name in SCORE_FIELDS:
-                setattr(locked, name, outcome.components[name])
-        locked.save()
-        if outcome.status == AttemptStatus.INVALID:
-            audit.record(locked.study, None, AuditAction.CALIBRATION_MISMATCH, attempt=locked,
-                         reason=locked.end_reason)
-    return locked
-
-
-def settle_study(study: Study) -> None:
-    """:func:`settle` every open attempt of ``study`` (a write: jobs and actions only)."""
-    for attempt in Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).select_related("shift"):
-        settle(attempt)
 
 
 def _managed(actor, attempt: Attempt) -> Attempt:

@@ -21,8 +21,8 @@ from shifts import briefing
 from shifts.models import Shift, ShiftCall
 from shifts.results import result_of
 
-from .attempts import settle
 from .models import Attempt
+from .settling import settle
 
 HX = {"HX-Request": "true"}
 

@@ -35,7 +35,7 @@ from .permissions import Action, require
 
 def parse_bands(text: str) -> list[list]:
     """``"0.6:50, 0.8:150"`` -> ``[["0.6", 50], ["0.8", 150]]`` (sorted by threshold)."""
-    bands = []
+    bands: list[list] = []
     for part in [p.strip() for p in (text or "").split(",") if p.strip()]:
         try:
             low, cents = part.split(":")
@@ -44,7 +44,7 @@ def parse_bands(text: str) -> list[list]:
             raise StudyError(f"a bonus band is 'min_score:pence' (e.g. 0.6:50), not {part!r}") from exc
         if not low_d.is_finite() or not Decimal(0) <= low_d <= Decimal(1) or cents_i < 0:
             raise StudyError(f"bonus band {part!r}: the score must be between 0 and 1 and the pence not negative")
-        same = next((b for b in bands if Decimal(b[0]) == low_d), None)
+        same = next((b for b in bands if Decimal(str(b[0])) == low_d), None)
         if same is not None:
             raise StudyError(f"bonus bands {same[0]}:{same[1]} and {part!r} start at the same score; give each "
                              "score one band")

@@ -5,12 +5,12 @@ from celery import shared_task
 from django.db import transaction
 from django.utils import timezone
 
-from .attempts import settle_study
 from .exports import job_dir, write_export
 from .figures import Filters
 from .models import ExportJob
 from .notifications import notify, sweep_notices  # noqa: F401  (registers the notice tasks)
 from .rehearsal import run_rehearsal  # noqa: F401  (registers the rehearsal task)
+from .settling import settle_study
 
 
 @shared_task(acks_late=True)

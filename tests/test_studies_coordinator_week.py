@@ -323,3 +323,18 @@ def test_a_running_shift_shows_its_time_so_far_to_the_coach(client, study, coord
     person = client.get(f"/studies/{study.pk}/participants/{bot.pk}/").content.decode()
     row = person[person.index('id="person-attempts"'):].split("</tr>")[1]
     assert f"<td>{active} s</td>" in row or f"<td>{active + 1} s</td>" in row
+
+
+def test_a_participant_who_finished_a_shift_gets_the_next_cell_without_a_coordinator(client, linked):
+    _enter(client, linked)
+    person = linked.participants.get()
+    client.post("/briefing/", {"version": BRIEFING_VERSION})
+    _play(client, Shift.objects.get(participant=person.user, is_practice=True).pk)
+    client.post("/studies/me/next/")
+    first = Attempt.objects.get(participant=person)
+    _play(client, first.shift_id)
+    response = client.post("/studies/me/next/")
+    second = Attempt.objects.filter(participant=person).exclude(pk=first.pk).get()
+    assert response["Location"] == f"/shifts/{second.shift_id}/"
+    first.refresh_from_db()
+    assert first.status == AttemptStatus.SUBMITTED and first.composite is not None

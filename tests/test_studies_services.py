@@ -5,6 +5,7 @@ from decimal import Decimal
 import pytest
 from django.core import signing
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, coordinator, make_user, other_study, study  # noqa: F401
 
 from shifts.models import Shift
@@ -179,6 +180,18 @@ def test_second_open_attempt_on_a_cell_is_refused_with_a_clear_error(study, admi
     assignment.assign(admin, bot, cell)
     with pytest.raises(StudyError, match=r"participant bot-1 already has an open attempt on cell steady/7 \(attempt #1, assigned\)"):
         assignment.assign(admin, bot, cell)
+
+
+def test_an_attempt_whose_shift_ran_out_of_time_is_settled_before_the_open_attempt_check(study, admin, bot, cell):
+    cell.quota = 3
+    cell.save()
+    first = assignment.assign(admin, bot, cell)
+    now = timezone.now()  # started 12 hours ago (a bot's briefing is its script's business)
+    Shift.objects.filter(pk=first.shift_id).update(status=Shift.Status.ACTIVE, started_at=now - timedelta(hours=12),
+                                                   deadline=now - timedelta(minutes=1))
+    second = assignment.assign(admin, bot, cell)
+    first.refresh_from_db()
+    assert first.status == AttemptStatus.TIMED_OUT and second.number == 2
 
 
 def test_database_refuses_two_open_attempts_by_one_person_on_one_cell(study, admin, bot, cell):

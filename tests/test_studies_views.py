@@ -257,7 +257,7 @@ def test_monitor_shows_a_running_shift(coord_client, study, bot, cell, coordinat
 def test_monitor_action_starts_on_no_shift_and_is_refused_if_left(coord_client, study, bot, cell, coordinator):
     attempt = assignment.assign(coordinator, bot, cell)
     html = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
-    assert '<select name="attempt" required><option value="" selected>Choose a shift…</option><option value' in html
+    assert '<select name="attempt" id="monitor-attempt" required><option value="" selected>Choose a shift…</option><option value' in html
     response = coord_client.post(f"/studies/{study.pk}/monitor/act/",
                                  {"attempt": "", "action": "force_end", "reason": "wrong row"}, follow=True)
     assert "Shift: choose the shift to act on" in response.content.decode()

@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from shifts.models import Shift
 from studies import attempts as attempt_actions
+from studies import settling
 from studies.assignment import create_attempt
 from studies.design import _load, create_study, default_calibration_path
 from studies.figures import Filters
@@ -81,7 +82,7 @@ def build(admin) -> tuple:
             status=Shift.Status.ENDED, started_at=now, ended_at=now + timedelta(seconds=n),
             score_composite=composite, score_components=components, calibration_hash=study.calibration_hash,
             end_reason="submitted", passed=composite >= cell.threshold)
-    attempt_actions.settle_study(study)
+    settling.settle_study(study)
     attempt_actions.select_by_rule(admin, study, "latest", "benchmark fixture")
     return study, len(cells), Attempt.objects.filter(study=study).count()
 
