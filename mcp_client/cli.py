@@ -150,7 +150,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                   f"(--operator-token or {OPERATOR_TOKEN_ENV}) to open sessions through the operator API",
                   file=sys.stderr)
             return 2
-        from .http import host_security, serve_http
+        from .http import host_security, serve_http, settle_at_exit
         from .limits import ServerLimits
 
         allowed_hosts = list(args.allowed_host or []) + [
@@ -173,10 +173,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                                              max_sessions_per_token=args.max_sessions_per_token,
                                              **({"max_connections": args.max_connections}
                                                 if args.max_connections else {})))
-        if args.state is None:  # nothing durable: settle what is still open rather than lose it
-            for session in hub.sessions():
-                if not session.settled:
-                    session.end()
+        # Stopped (Ctrl-C, SIGTERM): with nothing durable, settle what is still open rather than lose it;
+        # either way say where this run's trial folders went.
+        settle_at_exit(hub, durable=args.state is not None)
         return 0
     if args.task is None or args.seed is None:
         print("storebench: stdio serving needs --task and --seed", file=sys.stderr)

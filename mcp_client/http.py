@@ -48,7 +48,9 @@ protection accepts only local ``Host`` headers; a real host name needs
 
 :func:`serve_http` is the entry point for the CLI: it binds the socket first (so port 0
 works and the printed URL is the real one), opens the listed episodes, prints one line
-per episode with its URL and token, and runs uvicorn until interrupted.
+per episode with its URL and token, and runs uvicorn until interrupted (Ctrl-C or SIGTERM);
+:func:`settle_at_exit` then settles what is open (without ``--state``) and names each
+trial folder written, as the stdio server does.
 The benchmark (a store call against a no-op tool over both transports) is in
 :mod:`benchmarks.mcp`.
 """
@@ -59,6 +61,7 @@ import contextlib
 import hashlib
 import itertools
 import secrets
+import signal
 import socket
 import sys
 import threading
@@ -91,7 +94,7 @@ from .server import LogLevel, build_server, lock_for
 from .sessions import Session, SessionError, restore_session
 
 __all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownSession", "UnknownToken", "authenticated_app",
-           "create_app", "episode_provider", "mcp_url", "running", "serve_http"]
+           "create_app", "episode_provider", "mcp_url", "running", "serve_http", "settle_at_exit"]
 
 MCP_PATH = "/mcp"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -154,6 +157,8 @@ class EpisodeHub:
         if self.state is not None:
             (self.state / "sessions").mkdir(parents=True, exist_ok=True)
             self._restore()
+        # Sessions a previous server settled: their folders were not written by this one.
+        self.settled_at_start = frozenset(s.id for s in self._sessions.values() if s.settled)
 
     # --- opening and restoring ---
 
@@ -537,7 +542,8 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
                operator_token: str | None = None, allowed_hosts: Iterable[str] = (),
                limits: ServerLimits | None = None, fsync: bool = True, write_trials: bool = True) -> EpisodeHub:
     """Open ``episodes`` (``(task, seed)`` pairs), print each one's URL and token, serve until
-    interrupted (Ctrl-C); return the hub, whose episodes are as played.
+    interrupted (Ctrl-C or SIGTERM: either returns normally); return the hub, whose episodes
+    are as played (the caller settles them: :func:`settle_at_exit`).
 
     One line per episode on ``out`` (stdout by default)::
 
@@ -570,7 +576,56 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     if operator_token:
         print(f"operator API  {url[:-len(MCP_PATH)]}{OPERATOR_PATH}/sessions", file=out, flush=True)
     try:
-        _uvicorn_server(app, log_level, limits).run(sockets=[sock])
+        with _stop_signals_kept():
+            _uvicorn_server(app, log_level, limits).run(sockets=[sock])
     finally:
         sock.close()
     return hub
+
+
+@contextlib.contextmanager
+def _stop_signals_kept() -> Iterator[None]:
+    """While uvicorn serves, SIGINT and SIGTERM only stop it, so that the caller settles and reports.
+
+    uvicorn catches both to shut down gracefully, then puts back the handlers it found and
+    raises the signal again: with Python's defaults a SIGTERM then killed the process before
+    the open sessions were settled (their trial folders lost), and a SIGINT left as a
+    ``KeyboardInterrupt``.  The handlers installed here are the ones it puts back: they note
+    nothing and return, so :func:`serve_http` returns normally.  Main thread only (signals
+    cannot be handled elsewhere)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stopped(_sig: int, _frame: Any) -> None:
+    """The signal handler uvicorn re-raises into once it has shut down: the server has stopped already."""
+
+
+def settle_at_exit(hub: EpisodeHub, *, durable: bool, err: IO[str] | None = None) -> list[Session]:
+    """After :func:`serve_http` returns (Ctrl-C, SIGTERM): settle the sessions still open unless
+    ``durable`` (a ``--state`` folder keeps them for the next start), and say on ``err``
+    (stderr) where each trial folder settled in this run went, as stdio's ``storebench mcp``
+    does: ``storebench: wrote <folder> (composite 0.512)``.  Returns the sessions settled now."""
+    err = err or sys.stderr
+    settled_now = []
+    for session in hub.sessions():
+        if durable or session.settled:
+            continue
+        session.end()
+        settled_now.append(session)
+    for session in hub.sessions():
+        if session.settled and session.result and session.result.get("out") and session.id not in hub.settled_at_start:
+            print(f"storebench: wrote {session.result['out']} (composite {session.result['reward_composite']:.3f})",
+                  file=err, flush=True)
+    live = [s for s in hub.sessions() if not s.settled]
+    if durable and live:
+        print(f"storebench: {len(live)} live session(s) kept in {hub.state}; start the server again with --state "
+              f"{hub.state} to resume them", file=err, flush=True)
+    return settled_now
