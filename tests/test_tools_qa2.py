@@ -13,6 +13,7 @@ from environment.api import arm
 from environment.engine import Episode
 from environment.engine.state import OrderRec, OrderState, POState
 from environment.tools.finance import LEDGER_KINDS
+from environment.tools.format import usd
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,3 +155,21 @@ def test_supplier_profile_counts_the_shifts_own_purchase_orders_once_received():
     assert (after["purchase_orders_received"], after["purchase_orders_on_time"]) == (
         before["purchase_orders_received"] + len(landed),
         before["purchase_orders_on_time"] + sum(p.received_at <= p.eta for p in landed))
+
+
+# --- 5. the discount on an order -------------------------------------------------------------------------
+
+
+def test_get_order_shows_the_discount_between_the_unit_price_and_what_was_paid():
+    ep = arm("steady", 7)
+    o = next(o for o in sorted(ep.orders.values(), key=lambda o: o.id) if o.paid_subcents < o.unit_price * 100)
+    data = ep.call("get_order", {"order_id": o.id}).data
+    assert (data["unit_price"], data["discount"], data["total_paid"]) == ("43.00", "8.60", "34.40")
+
+
+def test_get_order_shows_a_zero_discount_on_an_order_paid_in_full():
+    ep = arm("steady", 7)
+    o = next(o for o in sorted(ep.orders.values(), key=lambda o: o.id)
+             if o.paid_subcents == o.unit_price * o.quantity * 100)
+    data = ep.call("get_order", {"order_id": o.id}).data
+    assert (data["discount"], data["total_paid"]) == ("0.00", usd(o.unit_price * o.quantity))

@@ -97,12 +97,15 @@ class OrderArgs(Args):
 
 @tool("get_order", title="Get order", family=Family.ORDERS, kind=ToolKind.READ, args=OrderArgs, idempotent=True)
 def get_order(ep: Episode, args: OrderArgs) -> dict[str, Any]:
-    """One order in full: customer, item, price paid, deadline, whether stock covers it (as in
-    list_orders), shipping and delivery, payout status, refunds and any return."""
+    """One order in full: customer, item, unit price, the discount taken off unit price times
+    quantity (a promotion or a loyalty credit) and what the customer paid after it,
+    deadline, whether stock covers it (as in list_orders), shipping and delivery, payout
+    status, refunds and any return."""
     o = get_order_rec(ep, args.order_id)
     ret = next((r.id for r in ep.returns.values() if r.order is o), None)
     return {**order_row(ep, o, needed_first(ep, [o])), "customer_id": o.customer_id, "title": o.variant.product.title,
             "size": o.variant.size, "colour": o.variant.colour, "unit_price": usd(o.unit_price),
+            "discount": usd(o.unit_price * o.quantity - o.paid_cents),
             "shipped_at": when(o.shipped_at), "delivered_at": when(o.delivered_at),
             "shipped_by": None if o.shipped_at is None else ("platform" if o.by_platform else "you"),
             "payout": "paid out" if o.settled else ("pending" if o.receivable else None),
