@@ -94,11 +94,14 @@ def reassignment_candidates(study: Study) -> list[Participant]:
     return list(study.participants.filter(withdrawn_at=None, returned_at=None).exclude(user=None))
 
 
-def reassignment_targets(study: Study, attempt: Attempt | None = None) -> list[Participant]:
+def reassignment_targets(study: Study, attempt: Attempt | None = None,
+                         candidates: list[Participant] | None = None) -> list[Participant]:
     """Whom the study's pages offer as a reassignment's target: those :func:`reassign`
     accepts for ``attempt``; without an attempt (one list for every attempt, as on the
-    monitor), those it accepts for any attempt, i.e. people and never a bot."""
-    candidates = reassignment_candidates(study)
+    monitor), those it accepts for any attempt, i.e. people and never a bot.  A page
+    listing many attempts reads ``candidates`` (:func:`reassignment_candidates`) once."""
+    if candidates is None:
+        candidates = reassignment_candidates(study)
     if attempt is None:
         return [p for p in candidates if not p.is_bot]
     return [p for p in candidates if reassign_refusal(attempt, p) is None]
