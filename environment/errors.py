@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     ARTIFACT_ERROR = "artifact_error"
     CALIBRATION_INVALID = "calibration_invalid"
     HELD_OUT_INVALID = "held_out_invalid"
+    INVALID_CONFIG = "invalid_config"
     INVALID_SEED = "invalid_seed"
     TASK_FILE_INVALID = "task_file_invalid"
     UNKNOWN_POLICY = "unknown_policy"

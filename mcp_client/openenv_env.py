@@ -73,7 +73,8 @@ What this adapter does
     cannot be played (a seed that is no task seed, an unknown task, reward mode or
     keyword) raises the core's error (:class:`~environment.errors.StoreBenchError`: an
     ``InvalidSeed``, a ``TaskFileError``, an :class:`~environment.rl.session.RLConfigError`);
-    the server answers it with HTTP 422 and ``{"detail": MESSAGE, "code": CODE}`` on
+    the server answers it with HTTP 422 and ``{"detail": MESSAGE, "code": CODE}`` (the
+    error's code: ``invalid_seed``, ``task_file_invalid``, ``invalid_config``) on
     ``POST /reset``, and with an error message (``{"type": "error", "data": {"message":
     MESSAGE, ...}}``, OpenEnv's own) in a WebSocket session.
 

@@ -137,8 +137,15 @@ def test_a_reset_with_an_unknown_task_is_answered_422(client):
 def test_a_reset_with_an_unknown_keyword_is_answered_422(client):
     response = client.post("/reset", json={"tsk": "short-runway"})
     assert response.status_code == 422
-    assert response.json()["detail"] == ("unknown reset keywords ['tsk']; they are task, task_seed, reward "
-                                         "(besides OpenEnv's seed and episode_id)")
+    assert response.json() == {"detail": "unknown reset keywords ['tsk']; they are task, task_seed, reward "
+                                         "(besides OpenEnv's seed and episode_id)", "code": "invalid_config"}
+
+
+def test_a_reset_with_an_unknown_reward_mode_is_answered_422_with_its_code(client):
+    response = client.post("/reset", json={"reward": "money"})
+    assert response.status_code == 422
+    assert response.json() == {"detail": "reward must be one of dense-relative, dense, shaped, composite, not "
+                                         "'money'", "code": "invalid_config"}
 
 
 def test_a_refused_reset_in_a_websocket_session_answers_the_message(client):

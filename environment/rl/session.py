@@ -92,7 +92,8 @@ at reset (:class:`RLConfigError`) unless ``reward="dense"``, which needs no cons
 The official score is reported only when constants exist; otherwise it is ``None``.
 
 Configuration errors (a reward mode, a reset option, a step cap, a missing cell)
-are :class:`RLConfigError`: part of the core's error tree and still a ``ValueError``.
+are :class:`RLConfigError` (code ``invalid_config``): part of the core's error tree and still a
+``ValueError``.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ _calibration_files: dict[str, dict[str, Any] | None] = {}
 class RLConfigError(StoreBenchError, ValueError):
     """An adapter was configured or reset with something it cannot play (a ``ValueError`` too)."""
 
-    code = ErrorCode.STOREBENCH_ERROR
+    code = ErrorCode.INVALID_CONFIG
 _calibrated_on_the_spot: dict[tuple[str, int], dict[str, Any]] = {}
 
 
