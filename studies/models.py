@@ -393,6 +393,8 @@ class AuditAction(models.TextChoices):
     BONUS_FILE = "bonus_file", "Bonus file downloaded"
     IMPORTED = "imported", "Participants imported"
     WITHDRAWN = "withdrawn", "Participant withdrawn"
+    REHEARSED = "rehearsed", "Rehearsal finished"
+    REHEARSAL_FAILED = "rehearsal_failed", "Rehearsal failed"
 
 
 class AppendOnlyError(Exception):

@@ -12,6 +12,7 @@ from shifts.naming import names_of
 from .attempts import reassignment_candidates, reassignment_targets
 from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
+from .rehearsal import last_outcome
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Overview:
     attempts: list
     invitations: list
     selected: int
+    rehearsal: AuditEvent | None  # how the latest rehearsal ended, if one did
 
 
 def study_overview(actor, study: Study) -> Overview:
@@ -47,7 +49,7 @@ def study_overview(actor, study: Study) -> Overview:
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
-                    selected=sum(1 for a in attempts if a.is_selected))
+                    selected=sum(1 for a in attempts if a.is_selected), rehearsal=last_outcome(study))
 
 
 def audit_log(actor, study: Study) -> list[AuditEvent]:

@@ -20,7 +20,7 @@ from django.db import transaction
 
 from shifts.models import Shift
 
-from . import bots
+from . import audit, bots
 from .assignment import assign_next, quota_used
 from .errors import StudyError
 from .models import OPEN_STATUSES, Attempt, AuditAction, AuditEvent, Participant, Study
@@ -121,12 +121,34 @@ def schedule(actor, study: Study, count: int, skill: str) -> int:
     return playing
 
 
+def last_outcome(study: Study) -> AuditEvent | None:
+    """How the study's latest rehearsal ended (its audit event), for the rehearsal panel."""
+    return (AuditEvent.objects.filter(study=study, action__in=(AuditAction.REHEARSED, AuditAction.REHEARSAL_FAILED))
+            .order_by("-created_at", "-id").first())
+
+
 @shared_task(acks_late=True)
 def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str, rehearsal_id: str = "") -> int:
     """Idempotent: a redelivered task (acks_late) counts what rehearsal ``rehearsal_id``
-    already assigned and only tops it up to ``count`` (see :func:`rehearse`)."""
+    already assigned and only tops it up to ``count`` (see :func:`rehearse`).
+
+    Its end is audited either way (``rehearsed`` with the attempts played, or
+    ``rehearsal_failed`` with the reason), so the study page can say what became of a
+    rehearsal it only scheduled; a failure that is not the study's refusal is a bug, and
+    is raised again after it is recorded."""
     study = Study.objects.filter(pk=study_id).first()
     actor = get_user_model().objects.filter(pk=actor_id).first()
     if study is None or actor is None:
         return 0
-    return len(rehearse(actor, study, count, skill, rehearsal_id))
+    try:
+        played = rehearse(actor, study, count, skill, rehearsal_id)
+    except StudyError as refusal:
+        audit.record(study, actor, AuditAction.REHEARSAL_FAILED, reason=str(refusal), rehearsal=rehearsal_id or None)
+        return 0
+    except Exception as bug:
+        audit.record(study, actor, AuditAction.REHEARSAL_FAILED, rehearsal=rehearsal_id or None,
+                     reason=f"internal error ({type(bug).__name__}: {bug}); the server log has the traceback")
+        raise
+    audit.record(study, actor, AuditAction.REHEARSED, rehearsal=rehearsal_id or None, played=len(played),
+                 reason=f"{len(played)} rehearsal attempt(s) played by {skill} bots")
+    return len(played)

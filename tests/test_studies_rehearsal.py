@@ -1,6 +1,8 @@
 """A rehearsal from the study page: bots play a study that has a consent text (a
 script gives no consent, so none is asked of it or recorded for it), and a rehearsal
 that could give no bot a cell is refused with the reason instead of claiming it started."""
+import re
+
 import pytest
 from test_studies_support import admin, bot, coordinator, study  # noqa: F401
 
@@ -111,3 +113,33 @@ def test_the_end_page_of_a_study_shift_links_that_studys_page(client, study, adm
     client.force_login(bot.user)
     html = client.get(f"/shifts/{played.shift_id}/").content.decode()
     assert f'on <a href="/studies/me/?study={study.pk}">your study page</a>' in html
+
+
+def test_the_study_page_says_a_rehearsal_finished_and_how_many_attempts_it_played(
+        client, study, coordinator, django_capture_on_commit_callbacks):
+    client.force_login(coordinator)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "idle"})
+    html = client.get(f"/studies/{study.pk}/").content.decode()
+    assert re.search(r'<p id="rehearsal-outcome" class="hint">Last rehearsal, \d{4}-\d\d-\d\d \d\d:\d\d: finished: '
+                     r"2 rehearsal attempt\(s\) played by idle bots\.</p>", html)
+
+
+def test_a_rehearsal_refused_inside_its_task_is_reported_on_the_study_page(client, study, coordinator):
+    assert rehearsal.run_rehearsal(study.pk, coordinator.pk, 2, "bad-skill", "r1") == 0
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/").content.decode()
+    assert re.search(r'<p id="rehearsal-outcome" class="error">Last rehearsal, [^:]+:\d\d: failed: unknown bot skill '
+                     r"&#x27;bad-skill&#x27;; choose one of idle, novice, clerk, expert\.</p>", html)
+
+
+def test_a_rehearsal_that_crashes_is_recorded_as_failed_and_raised(study, coordinator, monkeypatch):
+    def broken(*args, **kwargs):
+        raise KeyError("cell")
+
+    monkeypatch.setattr(rehearsal, "rehearse", broken)
+    with pytest.raises(KeyError):
+        rehearsal.run_rehearsal(study.pk, coordinator.pk, 1, "idle", "r2")
+    event = rehearsal.last_outcome(study)
+    assert (event.action, event.reason, event.detail) == (
+        "rehearsal_failed", "internal error (KeyError: 'cell'); the server log has the traceback", {"rehearsal": "r2"})
