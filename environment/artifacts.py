@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, overload
@@ -227,15 +228,40 @@ def checksum_problems(folder: str | Path, manifest: dict[str, Any]) -> list[str]
     return problems
 
 
+@dataclass(frozen=True)
+class CheckedManifest:
+    """A trial folder's ``manifest.json`` and what its checksums say about the folder's files."""
+
+    manifest: dict[str, Any]  # {} when the folder has none and none was required
+    problems: list[str]  # :func:`checksum_problems`: files changed or missing against the manifest
+
+    @property
+    def has_checksums(self) -> bool:
+        """False for a manifest written before per-file checksums were kept (or no manifest)."""
+        return "files" in self.manifest
+
+
+def read_checked_manifest(folder: str | Path, *, required: bool = True) -> CheckedManifest:
+    """Read ``folder``'s ``manifest.json`` and check every file it lists against its checksum:
+    the one reading and check behind ``replay``, ``regrade`` and ``analyze``, so their wording is
+    the same.  A manifest that cannot be read raises :class:`ArtifactError` naming the file; a
+    missing one too when ``required``, else it reads as ``{}`` with no problems (the release's
+    layout has none)."""
+    folder = Path(folder)
+    path = folder / "manifest.json"
+    if not required and not path.exists():
+        return CheckedManifest({}, [])
+    manifest = read_json_object(path)
+    return CheckedManifest(manifest, checksum_problems(folder, manifest))
+
+
 def folder_checksum_problems(folder: str | Path) -> list[str]:
     """:func:`checksum_problems` of ``folder`` against its own ``manifest.json``; a manifest that
     is missing or unreadable is named as the one problem."""
-    folder = Path(folder)
     try:
-        manifest = read_json_object(folder / "manifest.json")
+        return read_checked_manifest(folder).problems
     except ArtifactError as exc:
         return [exc.message]
-    return checksum_problems(folder, manifest)
 
 
 def whole_number(value: object, where: str) -> int:

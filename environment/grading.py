@@ -18,9 +18,9 @@ from typing import Any
 from .artifacts import (
     ArtifactError,
     cell_from_folder_name,
-    checksum_problems,
     finite_number,
     read_action_log,
+    read_checked_manifest,
     read_json_object,
     whole_number,
 )
@@ -121,8 +121,8 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
         out.problems.append(exc.message)
         return out
     summary = read_json_object(folder / "summary.json") if (folder / "summary.json").exists() else {}
-    manifest_path = folder / "manifest.json"
-    manifest = read_json_object(manifest_path) if manifest_path.exists() else {}
+    checked = read_checked_manifest(folder, required=False)
+    manifest = checked.manifest
     named = cell_from_folder_name(folder)
     out.task = stored.get("task") or summary.get("task") or manifest.get("task") or (named and named[0])
     if stored.get("seed") is not None:
@@ -143,7 +143,7 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
                             f"file: re-grade against the file the trial was graded with, or calibrate the cell "
                             f"(storebench calibrate --tasks {out.task} --seeds {out.seed} --out FILE)")
         return out
-    tampered = checksum_problems(folder, manifest)
+    tampered = checked.problems
     if tampered:
         for problem in tampered[:-1]:
             out.problems.append(problem)

@@ -1,7 +1,7 @@
 """``storebench replay DIR``: re-execute a trial's action log and demand an exact match.
 
 Every file the manifest lists must match its checksum there (the check
-:func:`environment.grading.regrade` makes, :func:`~environment.artifacts.checksum_problems`),
+:func:`environment.grading.regrade` makes, :func:`~environment.artifacts.read_checked_manifest`),
 so an edited ``summary.json`` or a deleted ``observations.jsonl.gz`` is named.  Then a
 fresh episode of the same task and seed plays the recorded calls in order; the
 resulting ledger, per-window balances and events must equal ``ledger.jsonl``,
@@ -27,9 +27,9 @@ from .artifacts import (
     OBSERVATIONS,
     ArtifactError,
     cell_from_folder_name,
-    checksum_problems,
     events_jsonl,
     read_action_log,
+    read_checked_manifest,
     read_json_object,
     whole_number,
     windows_jsonl,
@@ -73,12 +73,13 @@ def replay(folder: str | Path) -> ReplayResult:
     try:
         if not folder.is_dir():
             raise ArtifactError(f"{folder} is not a folder")
-        manifest = read_json_object(folder / "manifest.json")
+        checked = read_checked_manifest(folder)
     except ArtifactError as exc:
         out.problems.append(f"cannot read the trial: {exc.message}")
         return out
-    out.problems += checksum_problems(folder, manifest)
-    if "files" not in manifest:
+    manifest = checked.manifest
+    out.problems += checked.problems
+    if not checked.has_checksums:
         out.notes.append("manifest.json records no file checksums (written before they were kept), so "
                          "summary.json was not checked")
     if any(p.startswith(f"{name} is missing") for name in NEEDED for p in out.problems):

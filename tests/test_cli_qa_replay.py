@@ -162,3 +162,35 @@ def test_a_ledger_that_is_not_utf8_is_named_and_the_next_folder_still_replays(ca
     code, out, _err = run(capsys, "replay", copy, trial, "--json")
     reports = json.loads(out)
     assert code == 1 and [r["matches"] for r in reports["trials"]] == [False, True]
+
+
+# --- one reading and check of the manifest ----------------------------------------------------------------------
+
+
+def test_read_checked_manifest_names_an_edited_file_and_keeps_the_manifest(copy):
+    from environment.artifacts import read_checked_manifest
+
+    path = copy / "summary.json"
+    path.write_text(path.read_text().replace('"steady"', '"other"', 1))
+    checked = read_checked_manifest(copy)
+    assert checked.problems == [CHANGED.format("summary.json")]
+    assert checked.manifest == json.loads((copy / "manifest.json").read_text()) and checked.has_checksums
+
+
+def test_replay_and_regrade_both_take_the_manifests_problems_from_read_checked_manifest(copy, monkeypatch, capsys):
+    """The one function that reads and checks a manifest: what it says is what both commands say."""
+    from environment import artifacts, grading
+    from environment import replay as replaying
+
+    planted = "ledger.jsonl does not match its checksum in manifest.json: planted by the test"
+
+    def checked(folder, *, required=True):
+        real = artifacts.read_checked_manifest(folder, required=required)
+        return artifacts.CheckedManifest(real.manifest, [planted])
+
+    monkeypatch.setattr(replaying, "read_checked_manifest", checked)
+    monkeypatch.setattr(grading, "read_checked_manifest", checked)
+    code, out, _err = run(capsys, "replay", copy)
+    assert code == 1 and out.splitlines()[1] == f"    {planted}"
+    regraded = grading.regrade(copy, load_calibration(CALIBRATION)[0])
+    assert regraded.problems[-1] == f"{planted}; refusing to grade an edited folder"
