@@ -41,6 +41,9 @@ OPERATOR_PATH = "/operator"
 
 
 MAX_BODY = 64 * 1024
+REFUSED = ("the operator API refused the request (401): send the operator token the server was started with "
+           "(--operator-token or STOREBENCH_OPERATOR_TOKEN) as \"Authorization: Bearer <token>\"; an episode's "
+           "token is not accepted here")
 
 
 class BodyTooLarge(StoreBenchError):
@@ -89,9 +92,7 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
     def guarded(handler):
         async def endpoint(request: Request) -> JSONResponse:
             if not authorised(request):
-                return JSONResponse({"error": {"code": "unauthorised",
-                                               "message": "the operator API needs the operator token as a bearer "
-                                                          "token"}},
+                return JSONResponse({"error": {"code": "unauthorised", "message": REFUSED}},
                                     status_code=401, headers={"WWW-Authenticate": "Bearer"})
             try:
                 return await handler(request)

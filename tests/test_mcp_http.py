@@ -333,6 +333,17 @@ def test_the_client_says_to_start_a_server_that_is_not_running():
         "mcp --http --port PORT ...` (it prints each episode's URL and token), or check the URL's host and port")
 
 
+def test_the_operator_api_says_which_token_it_wants_when_it_refuses_one():
+    hub = EpisodeHub()
+    with running(create_app(hub, operator_token="operator-secret-for-tests-0123456789")) as port:
+        refused = httpx2.get(f"http://127.0.0.1:{port}/operator/sessions", headers={"Authorization": "Bearer wrong"})
+    assert refused.status_code == 401
+    assert refused.json()["error"]["message"] == (
+        "the operator API refused the request (401): send the operator token the server was started with "
+        "(--operator-token or STOREBENCH_OPERATOR_TOKEN) as \"Authorization: Bearer <token>\"; an episode's token "
+        "is not accepted here")
+
+
 def test_a_handshake_session_belongs_to_its_token(url, pair):
     """The SDK binds an Mcp-Session-Id to the credential that opened it (its client_id is
     unique per token): token B presenting A's session gets 404, as if it did not exist."""
