@@ -9,6 +9,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from environment.api import arm
 from environment.engine import Episode
 from environment.engine.state import OrderRec, OrderState, POState
@@ -173,3 +175,50 @@ def test_get_order_shows_a_zero_discount_on_an_order_paid_in_full():
              if o.paid_subcents == o.unit_price * o.quantity * 100)
     data = ep.call("get_order", {"order_id": o.id}).data
     assert (data["discount"], data["total_paid"]) == ("0.00", usd(o.unit_price * o.quantity))
+
+
+# --- 6. ids with spaces around them or in lower case -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,field,given,canonical", [
+    ("get_order", "order_id", " ord-103172 ", "ORD-103172"),
+    ("get_product", "product_id", "prd-001\n", "PRD-001"),
+    ("get_return", "return_id", "\tRet-20484", "RET-20484"),
+    ("supplier_profile", "vendor_id", "vnd-01", "VND-01"),
+    ("supply_product_detail", "supply_product_id", " sp-0001", "SP-0001"),
+])
+def test_an_id_is_read_without_surrounding_spaces_and_in_any_case(name, field, given, canonical):
+    ep = arm("steady", 7)
+    assert ep.call(name, {field: given}).data[field] == canonical
+
+
+def test_fulfill_order_ships_the_order_named_in_lower_case():
+    ep = arm("steady", 7)
+    o = next(o for o in sorted(ep.open_orders(), key=lambda o: o.id) if o.variant.on_hand >= o.quantity)
+    assert ep.call("fulfill_order", {"order_id": f" {o.id.lower()} "}).data["order_id"] == o.id
+    assert o.status == OrderState.SHIPPED
+
+
+@pytest.mark.parametrize("name,arguments,message", [
+    ("get_order", {"order_id": "ord-1"},
+     "no order 'ORD-1' open or recent; list_orders shows the ids (they look like ORD-103400)"),
+    ("get_product", {"product_id": "PRD-999"},
+     "no product 'PRD-999'; list_products shows the ids (they look like PRD-001)"),
+    ("sales_report", {"product_id": "PRD-999"},
+     "no product 'PRD-999'; list_products shows the ids (they look like PRD-001)"),
+    ("get_return", {"return_id": "RET-1"},
+     "no return 'RET-1'; list_returns shows the ids (they look like RET-20500)"),
+    ("dispose_stock", {"variant_id": "PRD-001-Q-XXX", "quantity": 1},
+     "no variant 'PRD-001-Q-XXX'; get_product lists a product's variants (they look like PRD-001-M-BLK)"),
+    ("set_price", {"product_id": "PRD-001", "variant_id": "PRD-002-XS-BLS", "price": "10.00"},
+     "'PRD-002-XS-BLS' is not a variant of PRD-001; get_product lists its variants (such as PRD-001-XS-BLS)"),
+    ("supply_product_detail", {"supply_product_id": "SP-9999"},
+     "no supply product 'SP-9999'; search_supply_catalog shows the ids (they look like SP-0042)"),
+    ("supplier_profile", {"vendor_id": "VND-99"},
+     "no vendor 'VND-99'; search_supply_catalog names each supply product's vendor (ids look like VND-07)"),
+    ("cancel_purchase_order", {"po_id": "PO-1"},
+     "no purchase order 'PO-1'; list_purchase_orders shows the ids (they look like PO-5800)"),
+])
+def test_an_unknown_id_is_refused_naming_it_and_how_ids_look(name, arguments, message):
+    ep = arm("steady", 7)
+    assert ep.call(name, arguments).error["message"] == message

@@ -12,7 +12,7 @@ from ..engine.episode import Episode
 from ..engine.ledger import Account
 from ..engine.state import POState, ProductRec, VariantRec
 from .format import usd, when
-from .registry import Args, Family, PageArgs, Price, ToolError, ToolKind, page_of, tool
+from .registry import Args, EntityId, Family, PageArgs, Price, ToolError, ToolKind, page_of, tool
 
 MIN_PRICE, MAX_PRICE = 100, 100_000
 
@@ -20,7 +20,8 @@ MIN_PRICE, MAX_PRICE = 100, 100_000
 def get_product_rec(ep: Episode, product_id: str) -> ProductRec:
     product = ep.product_by_id.get(product_id)
     if product is None:
-        raise ToolError("unknown_product", f"no product {product_id!r}; list_products shows the ids",
+        raise ToolError("unknown_product", f"no product {product_id!r}; list_products shows the ids (they look like "
+                        "PRD-001)",
                         product_id=product_id)
     return product
 
@@ -102,7 +103,7 @@ def list_products(ep: Episode, args: ListProductsArgs) -> dict[str, Any]:
 
 
 class ProductArgs(Args):
-    product_id: str = Field(..., max_length=40, description="A product id such as PRD-001.")
+    product_id: EntityId = Field(..., max_length=40, description="A product id such as PRD-001.")
 
 
 def variant_row(v: VariantRec, incoming: dict[int, int]) -> dict[str, Any]:
@@ -134,9 +135,9 @@ def get_product(ep: Episode, args: ProductArgs) -> dict[str, Any]:
 
 
 class SetPriceArgs(Args):
-    product_id: str = Field(..., max_length=40, description="The product to reprice.")
+    product_id: EntityId = Field(..., max_length=40, description="The product to reprice.")
     price: Price = Field(..., description="New price in dollars, 1.00 to 1000.00, e.g. 49.50.")
-    variant_id: str | None = Field(None, max_length=60,
+    variant_id: EntityId | None = Field(None, max_length=60,
                                    description="Reprice only this variant; omit to reprice every variant.")
 
 
@@ -154,7 +155,8 @@ def set_price(ep: Episode, args: SetPriceArgs) -> dict[str, Any]:
     if args.variant_id is not None:
         targets = [v for v in p.variants if v.id == args.variant_id]
         if not targets:
-            raise ToolError("unknown_variant", f"{args.variant_id!r} is not a variant of {p.id}",
+            raise ToolError("unknown_variant", f"{args.variant_id!r} is not a variant of {p.id}; get_product lists "
+                            f"its variants (such as {p.variants[0].id})",
                             variant_id=args.variant_id)
     else:
         targets = p.variants
@@ -222,7 +224,7 @@ def update_listing_copy(ep: Episode, args: CopyArgs) -> dict[str, Any]:
 
 
 class ListSupplyArgs(Args):
-    supply_product_id: str = Field(..., max_length=40, description="An unlisted supply product, e.g. SP-0150.")
+    supply_product_id: EntityId = Field(..., max_length=40, description="An unlisted supply product, e.g. SP-0150.")
     price: Price = Field(..., description="Shelf price in dollars for every variant, 1.00 to 1000.00.")
 
 
@@ -235,7 +237,8 @@ def list_supply_product(ep: Episode, args: ListSupplyArgs) -> dict[str, Any]:
     sp = ep.supply_products.get(args.supply_product_id)
     if sp is None:
         raise ToolError("unknown_supply_product", f"no supply product {args.supply_product_id!r}; "
-                        "search_supply_catalog shows the ids", supply_product_id=args.supply_product_id)
+                        "search_supply_catalog shows the ids (they look like SP-0042)",
+                        supply_product_id=args.supply_product_id)
     if not ep.is_unlisted_supply(sp.id):
         listed = sp.product_id or ep.listed_supply.get(sp.id)
         raise ToolError("already_listed", f"{sp.id} already restocks product {listed}; to republish that "

@@ -16,8 +16,9 @@ from ..engine.ledger import Account
 from ..engine.state import OrderState
 from ..simtime import DAY, HOUR
 from ..world.model import World
+from .catalog import get_product_rec
 from .format import usd, when
-from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
+from .registry import Args, EntityId, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 
 @tool("finance_summary", title="Finance summary", family=Family.FINANCE, kind=ToolKind.READ, idempotent=True)
@@ -103,7 +104,7 @@ class SalesArgs(PageArgs):
     days: int = Field(7, ge=1, le=550, description="Look back this many days from now (history included).")
     group_by: Literal["product", "category", "variant", "day"] = Field(
         "product", description="One row per product, category, variant (size and colour) or day.")
-    product_id: str | None = Field(None, max_length=40, description="Only this product.")
+    product_id: EntityId | None = Field(None, max_length=40, description="Only this product.")
 
 
 @tool("sales_report", title="Sales report", family=Family.FINANCE, kind=ToolKind.READ, args=SalesArgs,
@@ -113,8 +114,8 @@ def sales_report(ep: Episode, args: SalesArgs) -> dict[str, Any]:
     history), by product, category, variant or day, best sellers first. Demand for sold-out
     sizes is not recorded: shoppers who found nothing to buy leave no trace. Up to 100 rows a
     page."""
-    if args.product_id and args.product_id not in ep.product_by_id:
-        raise ToolError("unknown_product", f"no product {args.product_id!r}", product_id=args.product_id)
+    if args.product_id:
+        get_product_rec(ep, args.product_id)  # refuses an unknown product as get_product does
     since = ep.now - args.days * DAY
     times, rows = history_sales(ep.world)
     agg: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])

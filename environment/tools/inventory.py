@@ -9,12 +9,12 @@ from pydantic import Field
 from ..engine.episode import Episode
 from .catalog import backordered_units, free_units, get_product_rec, incoming_by_variant, variant_row
 from .format import usd
-from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
+from .registry import Args, EntityId, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 
 class ListInventoryArgs(PageArgs):
     level: Literal["product", "variant"] = Field("product", description="One row per product or per variant.")
-    product_id: str | None = Field(None, max_length=40, description="Only this product's variants or row.")
+    product_id: EntityId | None = Field(None, max_length=40, description="Only this product's variants or row.")
     only: Literal["all", "out_of_stock", "low", "in_stock"] = Field(
         "all", description="out_of_stock: nothing available; low: 2 units or fewer available; in_stock: some.")
 
@@ -56,7 +56,7 @@ def list_inventory(ep: Episode, args: ListInventoryArgs) -> dict[str, Any]:
 
 
 class DisposeArgs(Args):
-    variant_id: str = Field(..., max_length=60, description="The variant to take units from.")
+    variant_id: EntityId = Field(..., max_length=60, description="The variant to take units from.")
     quantity: int = Field(..., ge=1, le=10_000, description="Units to dispose of.")
     batch: str | None = Field(None, max_length=40,
                               description="Take them from this batch only (see get_product); omit for oldest first.")
@@ -70,7 +70,8 @@ def dispose_stock(ep: Episode, args: DisposeArgs) -> dict[str, Any]:
     cannot be disposed of."""
     v = ep.variant_by_id.get(args.variant_id)
     if v is None:
-        raise ToolError("unknown_variant", f"no variant {args.variant_id!r}; get_product lists a product's variants",
+        raise ToolError("unknown_variant", f"no variant {args.variant_id!r}; get_product lists a product's variants "
+                        "(they look like PRD-001-M-BLK)",
                         variant_id=args.variant_id)
     lots = [lot for lot in v.lots if lot.units and (args.batch is None or lot.po_id == args.batch)]
     if args.batch is not None and not lots:

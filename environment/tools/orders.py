@@ -12,7 +12,7 @@ from ..engine.ledger import Account
 from ..engine.state import OrderRec, OrderState
 from ..simtime import HOUR
 from .format import usd, when
-from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
+from .registry import Args, EntityId, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 STATUS_GROUPS = {
     "awaiting_shipment": {OrderState.OPEN},
@@ -51,7 +51,8 @@ def order_row(ep: Episode, o: OrderRec, first: dict[str, int]) -> dict[str, Any]
 def get_order_rec(ep: Episode, order_id: str) -> OrderRec:
     o = ep.orders.get(order_id)
     if o is None:
-        raise ToolError("unknown_order", f"no order {order_id!r} open or recent; list_orders shows the ids",
+        raise ToolError("unknown_order", f"no order {order_id!r} open or recent; list_orders shows the ids "
+                        "(they look like ORD-103400)",
                         order_id=order_id)
     return o
 
@@ -92,7 +93,7 @@ def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
 
 
 class OrderArgs(Args):
-    order_id: str = Field(..., max_length=40, description="An order id such as ORD-103400.")
+    order_id: EntityId = Field(..., max_length=40, description="An order id such as ORD-103400.")
 
 
 @tool("get_order", title="Get order", family=Family.ORDERS, kind=ToolKind.READ, args=OrderArgs, idempotent=True)

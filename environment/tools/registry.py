@@ -109,6 +109,17 @@ Price = Annotated[Decimal, BeforeValidator(_money),
                   Field(json_schema_extra={"minimum": float(PRICE_RANGE[0]), "maximum": float(PRICE_RANGE[1])})]
 RefundAmount = Annotated[Decimal, BeforeValidator(_money), Field(json_schema_extra={"minimum": 0.01})]
 
+def _canonical_id(value: Any) -> Any:
+    """An id as the store writes it: every id is upper case with no spaces around it
+    (ORD-103400, PRD-001-M-BLK, SP-0042), so " ord-103400 " names the same order.  Anything
+    but a string is left to the field's own type check."""
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+# The id of an order, product, variant, return, supply product, vendor or purchase order.
+# Read as the store writes it (see _canonical_id); the schema is a plain string.
+EntityId = Annotated[str, BeforeValidator(_canonical_id)]
+
 # A tool's handler: the live episode and the tool's own validated arguments model in, the
 # result out (the arguments type is each tool's subclass of Args, hence Any here).
 Handler = Callable[["Episode", Any], dict[str, Any]]

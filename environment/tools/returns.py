@@ -11,7 +11,7 @@ from ..engine.episode import Episode
 from ..engine.state import ReturnRec, ReturnState
 from ..simtime import HOUR
 from .format import usd, when
-from .registry import Args, Family, PageArgs, RefundAmount, ToolError, ToolKind, page_of, tool
+from .registry import Args, EntityId, Family, PageArgs, RefundAmount, ToolError, ToolKind, page_of, tool
 
 
 def return_row(ep: Episode, r: ReturnRec) -> dict[str, Any]:
@@ -27,7 +27,8 @@ def return_row(ep: Episode, r: ReturnRec) -> dict[str, Any]:
 def get_return_rec(ep: Episode, return_id: str) -> ReturnRec:
     r = ep.returns.get(return_id)
     if r is None:
-        raise ToolError("unknown_return", f"no return {return_id!r}; list_returns shows the ids", return_id=return_id)
+        raise ToolError("unknown_return", f"no return {return_id!r}; list_returns shows the ids (they look like "
+                        "RET-20500)", return_id=return_id)
     return r
 
 
@@ -50,7 +51,7 @@ def list_returns(ep: Episode, args: ListReturnsArgs) -> dict[str, Any]:
 
 
 class ReturnArgs(Args):
-    return_id: str = Field(..., max_length=40, description="A return id such as RET-20500.")
+    return_id: EntityId = Field(..., max_length=40, description="A return id such as RET-20500.")
 
 
 @tool("get_return", title="Get return", family=Family.RETURNS, kind=ToolKind.READ, args=ReturnArgs,

@@ -14,7 +14,7 @@ from ..simtime import DAY, HOUR
 from ..world.generate import size_weight
 from ..world.model import SupplyProduct, World
 from .format import usd, when
-from .registry import Args, Family, PageArgs, ToolError, ToolKind, page_of, tool
+from .registry import Args, EntityId, Family, PageArgs, ToolError, ToolKind, page_of, tool
 
 MAX_PO_UNITS = 5_000
 MAX_PO_LINES = 200  # a supply product has at most 100 SKUs; a line may name the SKU or the shop variant
@@ -29,7 +29,7 @@ def get_supply(ep: Episode, sp_id: str) -> SupplyProduct:
     sp: SupplyProduct | None = ep.supply_products.get(sp_id)
     if sp is None:
         raise ToolError("unknown_supply_product", f"no supply product {sp_id!r}; search_supply_catalog shows the "
-                        "ids", supply_product_id=sp_id)
+                        "ids (they look like SP-0042)", supply_product_id=sp_id)
     return sp
 
 
@@ -51,7 +51,7 @@ def supply_row(ep: Episode, sp: SupplyProduct) -> dict[str, Any]:
 class SearchSupplyArgs(PageArgs):
     query: str | None = Field(None, max_length=80, description="Words that must appear in the title.")
     category: str | None = Field(None, max_length=40, description="Only this category.")
-    vendor_id: str | None = Field(None, max_length=20, description="Only this vendor.")
+    vendor_id: EntityId | None = Field(None, max_length=20, description="Only this vendor.")
     country: str | None = Field(None, max_length=40, description="Only vendors in this country.")
     listed: Literal["any", "in_shop", "not_in_shop"] = Field("any", description="Whether it restocks a shop product.")
 
@@ -82,7 +82,7 @@ def search_supply_catalog(ep: Episode, args: SearchSupplyArgs) -> dict[str, Any]
 
 
 class SupplyArgs(Args):
-    supply_product_id: str = Field(..., max_length=40, description="A supply product id such as SP-0042.")
+    supply_product_id: EntityId = Field(..., max_length=40, description="A supply product id such as SP-0042.")
 
 
 @tool("supply_product_detail", title="Supply product detail", family=Family.SOURCING, kind=ToolKind.READ,
@@ -102,7 +102,7 @@ def supply_product_detail(ep: Episode, args: SupplyArgs) -> dict[str, Any]:
 
 
 class VendorArgs(Args):
-    vendor_id: str = Field(..., max_length=20, description="A vendor id such as VND-07.")
+    vendor_id: EntityId = Field(..., max_length=20, description="A vendor id such as VND-07.")
 
 
 @tool("supplier_profile", title="Supplier profile", family=Family.SOURCING, kind=ToolKind.READ, args=VendorArgs,
@@ -114,7 +114,8 @@ def supplier_profile(ep: Episode, args: VendorArgs) -> dict[str, Any]:
     is still trading."""
     vendor = ep.vendors.get(args.vendor_id)
     if vendor is None:
-        raise ToolError("unknown_vendor", f"no vendor {args.vendor_id!r}", vendor_id=args.vendor_id)
+        raise ToolError("unknown_vendor", f"no vendor {args.vendor_id!r}; search_supply_catalog names each "
+                        "supply product's vendor (ids look like VND-07)", vendor_id=args.vendor_id)
     record = vendor_record(ep.world)[vendor.id]
     # What the shop has seen, never the vendor's hidden chance of delay: the history's purchase
     # orders and those received since the shift began (the history's received ones are not in ep.pos).
@@ -174,7 +175,7 @@ def vendor_record(world: World) -> dict[str, Any]:
 
 
 class PlacePOArgs(Args):
-    supply_product_id: str = Field(..., max_length=40, description="What to buy (see search_supply_catalog).")
+    supply_product_id: EntityId = Field(..., max_length=40, description="What to buy (see search_supply_catalog).")
     quantity: int | None = Field(None, ge=1, le=MAX_PO_UNITS,
                                  description="Total units, split over sizes by the standard size curve and evenly "
                                              "over colours. Give this or lines, not both.")
@@ -252,7 +253,7 @@ def place_purchase_order(ep: Episode, args: PlacePOArgs) -> dict[str, Any]:
 
 
 class POArgs(Args):
-    po_id: str = Field(..., max_length=20, description="A purchase order id such as PO-5800.")
+    po_id: EntityId = Field(..., max_length=20, description="A purchase order id such as PO-5800.")
 
 
 @tool("cancel_purchase_order", title="Cancel purchase order", family=Family.SOURCING, kind=ToolKind.WRITE,
@@ -262,7 +263,8 @@ def cancel_purchase_order(ep: Episode, args: POArgs) -> dict[str, Any]:
     platform_terms). The vendor refunds the cost less a cancellation fee."""
     po = ep.pos.get(args.po_id)
     if po is None:
-        raise ToolError("unknown_purchase_order", f"no purchase order {args.po_id!r}", po_id=args.po_id)
+        raise ToolError("unknown_purchase_order", f"no purchase order {args.po_id!r}; list_purchase_orders "
+                        "shows the ids (they look like PO-5800)", po_id=args.po_id)
     if po.status not in (POState.PLACED, POState.IN_TRANSIT):
         raise ToolError("not_cancellable", f"{po.id} is {po.status}", status=str(po.status))
     window = ep.econ.po_cancel_window_hours * HOUR
