@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from environment import simtime
 from environment.api import arm
 from environment.engine import Episode
 from environment.engine.state import OrderRec, OrderState, POState
@@ -222,3 +223,39 @@ def test_fulfill_order_ships_the_order_named_in_lower_case():
 def test_an_unknown_id_is_refused_naming_it_and_how_ids_look(name, arguments, message):
     ep = arm("steady", 7)
     assert ep.call(name, arguments).error["message"] == message
+
+
+# --- 4. a purchase order's status ------------------------------------------------------------------------
+
+
+def _placed_po(ep: Episode) -> str:
+    """A purchase order placed now with the vendor of SP-0001, whose lead time is longer than
+    the cancellation window."""
+    sp = ep.supply_products["SP-0001"]
+    assert ep.lead_days(sp.vendor_id) * 24 > ep.econ.po_cancel_window_hours, "precondition: a long lead time"
+    placed = ep.call("place_purchase_order", {"supply_product_id": sp.id, "quantity": max(ep.moq(sp.vendor_id), 20)})
+    assert placed.ok, placed.error
+    return placed.data["po_id"]
+
+
+def _po_row(ep: Episode, po_id: str) -> dict:
+    return next(r for r in ep.call("list_purchase_orders", {"status": "open"}).data["rows"] if r["po_id"] == po_id)
+
+
+def test_a_purchase_order_is_placed_and_cancellable_until_its_window_closes():
+    ep = arm("steady", 7)
+    po_id = _placed_po(ep)
+    closes = ep.now + ep.econ.po_cancel_window_hours * 60
+    row = _po_row(ep, po_id)
+    assert (row["status"], row["cancellable_until"]) == ("placed", simtime.iso(closes))
+
+
+def test_a_purchase_order_is_in_transit_once_its_cancellation_window_has_closed():
+    ep = arm("steady", 7)
+    po_id = _placed_po(ep)
+    closes = ep.now + ep.econ.po_cancel_window_hours * 60
+    while ep.now <= closes:
+        ep.call("end_window")
+    row = _po_row(ep, po_id)
+    assert (row["status"], row["cancellable_until"]) == ("in_transit", None)
+    assert ep.call("cancel_purchase_order", {"po_id": po_id}).error["code"] == "already_shipped"

@@ -190,7 +190,9 @@ def place_purchase_order(ep: Episode, args: PlacePOArgs) -> dict[str, Any]:
     """Buy stock from a vendor. Pays the vendor now (the money is in transit until the goods
     land after the lead time, sometimes later), must meet the vendor's MOQ in total units, and
     needs enough cash. Goods can only land on a product in the shop: list an unlisted supply
-    product first. A share of units may arrive defective, depending on the vendor."""
+    product first. A share of units may arrive defective, depending on the vendor. The order
+    stays placed, and can be cancelled, until its cancellation window closes (cancellable_until);
+    the vendor then ships it."""
     sp = get_supply(ep, args.supply_product_id)
     if (args.quantity is None) == (args.lines is None):
         raise ToolError("invalid_argument", "give either quantity or lines, not both and not neither")
@@ -248,8 +250,24 @@ def place_purchase_order(ep: Episode, args: PlacePOArgs) -> dict[str, Any]:
     ep.ledger.post(ep.now, ep.window, Account.IN_TRANSIT, "po_payment", cost, po_id)
     ep.schedule(po.arrive_at, PO_ARRIVAL, po_id)
     return {"po_id": po_id, "vendor": vendor.name, "units": units, "cost": usd(cost), "eta": when(eta),
+            "status": po_status(ep, po), "cancellable_until": when(cancel_deadline(ep, po)),
             "lines": [{"sku_id": s, "variant_id": ep.variants[i].id, "quantity": q, "unit_cost": usd(c)}
                       for s, i, q, c in lines]}
+
+
+def cancel_deadline(ep: Episode, po: PORec) -> int | None:
+    """Until when ``po`` can still be cancelled (the vendor ships it when its cancellation
+    window closes), or None once it has shipped, landed or been cancelled."""
+    closes = po.placed_at + ep.econ.po_cancel_window_hours * HOUR
+    return closes if po.status in (POState.PLACED, POState.IN_TRANSIT) and ep.now <= closes else None
+
+
+def po_status(ep: Episode, po: PORec) -> str:
+    """``po``'s status as the merchant sees it: placed while the vendor has not shipped it
+    (its cancellation window is open), in_transit once it has, then received or cancelled."""
+    if po.status in (POState.PLACED, POState.IN_TRANSIT):
+        return str(POState.PLACED if cancel_deadline(ep, po) is not None else POState.IN_TRANSIT)
+    return str(po.status)
 
 
 class POArgs(Args):
@@ -267,8 +285,7 @@ def cancel_purchase_order(ep: Episode, args: POArgs) -> dict[str, Any]:
                         "shows the ids (they look like PO-5800)", po_id=args.po_id)
     if po.status not in (POState.PLACED, POState.IN_TRANSIT):
         raise ToolError("not_cancellable", f"{po.id} is {po.status}", status=str(po.status))
-    window = ep.econ.po_cancel_window_hours * HOUR
-    if ep.now - po.placed_at > window:
+    if cancel_deadline(ep, po) is None:
         raise ToolError("already_shipped", f"{po.id} was placed more than {ep.econ.po_cancel_window_hours} hours "
                         "ago and has shipped; it can no longer be cancelled")
     fee = po.cost * ep.econ.po_cancel_fee_bp // 10_000
@@ -286,13 +303,16 @@ class ListPOArgs(PageArgs):
       args=ListPOArgs, idempotent=True)
 def list_purchase_orders(ep: Episode, args: ListPOArgs) -> dict[str, Any]:
     """Your purchase orders: vendor, supply product, units, cost, when placed, expected
-    arrival and status. Open means paid and not yet landed. Up to 100 rows a page."""
+    arrival and status. Open means paid and not yet landed: placed (the vendor has not shipped
+    it yet, and cancel_purchase_order can cancel it until cancellable_until) or in_transit
+    (shipped, on its way). Then received, cancelled, or voided_by_supplier (a vendor that
+    stopped trading refunded it). Up to 100 rows a page."""
     groups = {"open": {POState.PLACED, POState.IN_TRANSIT}, "received": {POState.RECEIVED},
               "cancelled": {POState.CANCELLED, POState.VOIDED}}
     pos = [p for p in ep.pos.values() if args.status == "all" or p.status in groups[args.status]]
     pos.sort(key=lambda p: (p.placed_at, p.id))
     rows = [{"po_id": p.id, "vendor_id": p.vendor_id, "supply_product_id": p.supply_product_id,
              "restocks_product": restocks(ep, ep.supply_products[p.supply_product_id]), "units": p.units,
-             "cost": usd(p.cost), "placed_at": when(p.placed_at), "eta": when(p.eta), "status": str(p.status),
-             "received_at": when(p.received_at)} for p in pos]
+             "cost": usd(p.cost), "placed_at": when(p.placed_at), "eta": when(p.eta), "status": po_status(ep, p),
+             "cancellable_until": when(cancel_deadline(ep, p)), "received_at": when(p.received_at)} for p in pos]
     return page_of(rows, args)
