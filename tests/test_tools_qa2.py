@@ -259,3 +259,15 @@ def test_a_purchase_order_is_in_transit_once_its_cancellation_window_has_closed(
     row = _po_row(ep, po_id)
     assert (row["status"], row["cancellable_until"]) == ("in_transit", None)
     assert ep.call("cancel_purchase_order", {"po_id": po_id}).error["code"] == "already_shipped"
+
+
+# --- 7. one form for the same refusal ----------------------------------------------------------------------
+
+
+def test_list_supply_product_refuses_a_price_out_of_range_as_set_price_does():
+    ep = arm("steady", 7)
+    sp = next(sp for sp in ep.world.supply_products if ep.is_unlisted_supply(sp.id) and ep.supply_available(sp.id))
+    listed = ep.call("list_supply_product", {"supply_product_id": sp.id, "price": "0.50"}).error
+    repriced = ep.call("set_price", {"product_id": "PRD-001", "price": "0.50"}).error
+    assert listed == repriced
+    assert listed["message"] == "price must be between 1.00 and 1000.00, got 0.50"

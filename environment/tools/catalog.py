@@ -247,7 +247,8 @@ def list_supply_product(ep: Episode, args: ListSupplyArgs) -> dict[str, Any]:
         raise ToolError("supply_unavailable", f"{sp.id} is no longer offered by its vendor")
     cents = int(args.price * 100)
     if not MIN_PRICE <= cents <= MAX_PRICE:
-        raise ToolError("price_out_of_range", f"price must be between {usd(MIN_PRICE)} and {usd(MAX_PRICE)}")
+        raise ToolError("price_out_of_range", f"price must be between {usd(MIN_PRICE)} and {usd(MAX_PRICE)}, "
+                        f"got {usd(cents)}", price=usd(cents))
     product_id = f"PRD-{ep.next_product_no:03d}"
     p = ProductRec(len(ep.products), product_id, sp.title, f"{sp.garment} in {sp.material.lower()}.", sp.category,
            str(sp.season), sp.material, sp.garment, False, (sp.id,), sp.ref_price, sp.popularity, sp.elasticity,
