@@ -78,8 +78,10 @@ class ListProductsArgs(PageArgs):
       idempotent=True)
 def list_products(ep: Episode, args: ListProductsArgs) -> dict[str, Any]:
     """List the shop's products (listed lines): status, price range, the shelf price shoppers
-    see (the median price of in-stock sizes and colours), and stock. Filter by status,
-    category or title words; up to 100 rows a page."""
+    see (the median price of in-stock sizes and colours), and stock: units on hand, and units
+    available (on hand less reserved, summed over sizes and colours as list_inventory's product
+    rows are, so it can be below zero). Filter by status, category or title words; up to 100
+    rows a page."""
     words = (args.search or "").lower().split()
     if args.category and args.category.lower() not in {p.category for p in ep.products}:
         known = ", ".join(sorted({p.category for p in ep.products}))

@@ -112,8 +112,9 @@ class SalesArgs(PageArgs):
 def sales_report(ep: Episode, args: SalesArgs) -> dict[str, Any]:
     """Orders, units and revenue over the last N days (up to the store's full 18-month
     history), by product, category, variant or day, best sellers first. Demand for sold-out
-    sizes is not recorded: shoppers who found nothing to buy leave no trace. Up to 100 rows a
-    page."""
+    sizes is not recorded: shoppers who found nothing to buy leave no trace. By product, each
+    row also gives units_available_now, as list_inventory's product rows give available. Up to
+    100 rows a page."""
     if args.product_id:
         get_product_rec(ep, args.product_id)  # refuses an unknown product as get_product does
     since = ep.now - args.days * DAY
