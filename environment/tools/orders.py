@@ -22,29 +22,20 @@ STATUS_GROUPS = {
 }
 
 
-def needed_first(ep: Episode, orders: list[OrderRec]) -> dict[str, int]:
-    """For each open order of ``orders``: the units that open orders for the same variant due
-    before it (soonest deadline first, as the platform ships them; ties by id) still need."""
-    wanted = {o.variant.idx for o in orders if o.status == OrderState.OPEN}
-    ahead: dict[int, int] = {}
-    out: dict[str, int] = {}
-    for o in sorted((o for o in ep.open_orders() if o.variant.idx in wanted), key=lambda o: (o.deadline, o.id)):
-        out[o.id] = ahead.get(o.variant.idx, 0)
-        ahead[o.variant.idx] = out[o.id] + o.quantity
-    return out
+def needed_first(ep: Episode, o: OrderRec) -> int:
+    """The units that the open orders for ``o``'s variant due before it (soonest deadline
+    first, as the platform ships them; ties by id) still need."""
+    key = (o.deadline, o.id)
+    return sum(x.quantity for x in ep.open_orders() if x.variant is o.variant and (x.deadline, x.id) < key)
 
 
-def order_row(ep: Episode, o: OrderRec, first: dict[str, int]) -> dict[str, Any]:
-    """``first`` is :func:`needed_first` of a list holding ``o``."""
-    is_open = o.status == OrderState.OPEN
+def order_row(ep: Episode, o: OrderRec) -> dict[str, Any]:
     return {
         "order_id": o.id, "status": str(o.status), "placed_at": when(o.placed_at), "deadline": when(o.deadline),
-        "hours_to_deadline": round((o.deadline - ep.now) / HOUR, 1) if is_open else None,
+        "hours_to_deadline": round((o.deadline - ep.now) / HOUR, 1) if o.status == OrderState.OPEN else None,
         "product_id": o.variant.product.id, "variant_id": o.variant.id, "quantity": o.quantity,
         "total_paid": usd(o.paid_cents),
-        "in_stock": o.variant.on_hand >= o.quantity if is_open else None,
-        "earlier_orders_need": first[o.id] if is_open else None,
-        "in_stock_in_turn": o.variant.on_hand >= first[o.id] + o.quantity if is_open else None,
+        "in_stock": o.variant.on_hand >= o.quantity if o.status == OrderState.OPEN else None,
     }
 
 
@@ -73,10 +64,8 @@ def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
     until the carrier has room the next day, and you can still ship it yourself, late. An
     order with no stock to ship at its deadline is cancelled and fined. For an order awaiting
     shipment, in_stock says whether the units on hand cover it, so that fulfill_order can ship
-    it now; earlier_orders_need counts the units that open orders for the same variant due
-    before it still need (shipping this one first takes units they are counting on); and
-    in_stock_in_turn says whether the units on hand cover those orders and this one. Up to 100
-    rows a page."""
+    it now, even if open orders for the same variant due before it are counting on those
+    units (get_order says whether it is in stock in turn). Up to 100 rows a page."""
     if args.status == "awaiting_shipment":
         orders = ep.open_orders()  # the episode's index of open orders, not a scan of the shift's
     else:
@@ -86,10 +75,7 @@ def list_orders(ep: Episode, args: ListOrdersArgs) -> dict[str, Any]:
         orders.sort(key=lambda o: (o.deadline, o.id))
     else:
         orders.sort(key=lambda o: (-o.placed_at, o.id))
-    out = page_of(orders, args)
-    first = needed_first(ep, out["rows"])
-    out["rows"] = [order_row(ep, o, first) for o in out["rows"]]
-    return out
+    return page_of(orders, args, lambda o: order_row(ep, o))
 
 
 class OrderArgs(Args):
@@ -100,11 +86,18 @@ class OrderArgs(Args):
 def get_order(ep: Episode, args: OrderArgs) -> dict[str, Any]:
     """One order in full: customer, item, unit price, the discount taken off unit price times
     quantity (a promotion or a loyalty credit) and what the customer paid after it,
-    deadline, whether stock covers it (as in list_orders), shipping and delivery, payout
-    status, refunds and any return."""
+    deadline, whether stock covers it (while it awaits shipment: in_stock, the units on hand
+    cover it and fulfill_order can ship it now; earlier_orders_need, the units that open
+    orders for the same variant due before it still need; in_stock_in_turn, the units on hand
+    cover those orders and this one), shipping and delivery, payout status, refunds and any
+    return."""
     o = get_order_rec(ep, args.order_id)
     ret = next((r.id for r in ep.returns.values() if r.order is o), None)
-    return {**order_row(ep, o, needed_first(ep, [o])), "customer_id": o.customer_id, "title": o.variant.product.title,
+    is_open = o.status == OrderState.OPEN
+    first = needed_first(ep, o) if is_open else 0
+    return {**order_row(ep, o), "earlier_orders_need": first if is_open else None,
+            "in_stock_in_turn": o.variant.on_hand >= first + o.quantity if is_open else None,
+            "customer_id": o.customer_id, "title": o.variant.product.title,
             "size": o.variant.size, "colour": o.variant.colour, "unit_price": usd(o.unit_price),
             "discount": usd(o.unit_price * o.quantity - o.paid_cents),
             "shipped_at": when(o.shipped_at), "delivered_at": when(o.delivered_at),
