@@ -25,7 +25,7 @@ The episode is a graded session (:mod:`mcp_client.sessions`): when it reaches th
 the turn cap, or the idle limit, or the endpoint fails, the runner ends it, which writes its
 trial folder with the labels ``model``, ``harness``, ``context_policy``, ``max_turns``,
 ``turns_taken`` (model turns; the summary's ``turns`` counts store calls), ``metrics`` and
-``ended_by`` (``horizon``, ``turn cap``, ``no tool calls``, ``endpoint error``).  If the
+``ended_by`` (``horizon``, ``suspended``, ``turn cap``, ``no tool calls``, ``endpoint error``).  If the
 endpoint never answered a single completion, nothing was played: no trial folder is
 written (``result`` is None) and the command exits 1.  Only ``httpx`` is needed, no SDK.
 """
@@ -197,7 +197,7 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                           "reminder; ending the episode", file=log, flush=True)
                     break
             else:
-                run.ended_by = "horizon" if session.episode.over else "turn cap"
+                run.ended_by = session.ended_by_itself() or "turn cap"
         except EndpointError as exc:
             run.ended_by = ENDED_BY_ENDPOINT
             if run.metrics["requests"] == 0:

@@ -65,10 +65,6 @@ def _apply_labels_file(session: Any, path: str | None) -> None:
     data = _read_labels_file(path)
     if data is None:
         return
-    if session.settled:
-        print(f"storebench: --labels-file {path} was not read: the episode settled when it reached its horizon, "
-              "before the host hung up", file=sys.stderr)
-        return
     try:
         kept = session.add_client_labels(data)
     except SessionError as exc:
@@ -185,8 +181,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         writable_folder(args.trials or "trials", "--trials")
     from .server import serve_stdio
 
+    # With a labels file, the folder is written at hang-up (not at the horizon), so the file is read first.
     session = serve_stdio(args.task, args.seed, trials=None if args.no_trial else args.trials or "trials",
-                          labels=_labels(args))
+                          labels=_labels(args), settle_at_horizon=args.labels_file is None)
     _apply_labels_file(session, args.labels_file)
     result = session.end()
     if result.get("out"):
@@ -236,7 +233,8 @@ def _add_mcp(sub: Any) -> None:
     mcp.add_argument("--model", help="stdio: label: the model playing (recorded in summary.json)")
     mcp.add_argument("--harness", help="stdio: label: the harness driving it (recorded in summary.json)")
     mcp.add_argument("--labels-file", metavar="FILE",
-                     help="stdio: a JSON object of labels (e.g. token metrics) read when the episode ends")
+                     help="stdio: a JSON object of labels (e.g. token metrics) read when the host hangs up; "
+                          "the trial folder is then written, also for an episode that reached its horizon earlier")
     mcp.set_defaults(func=_cmd_mcp)
 
 

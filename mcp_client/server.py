@@ -335,14 +335,16 @@ def _version() -> str:
 
 
 def serve_stdio(task_id: str, seed: int, *, trials: str | Path | None = None,
-                labels: dict | None = None) -> Session:
+                labels: dict | None = None, settle_at_horizon: bool = True) -> Session:
     """Arm ``task_id`` at ``seed`` as a graded session and serve it on stdin/stdout until the
-    client hangs up; return the session (settled if the horizon was reached, else still
-    open: the caller ends it, which writes its trial folder under ``trials``)."""
+    client hangs up; return the session (settled if the horizon was reached and
+    ``settle_at_horizon``, else still open: the caller ends it, which writes its trial folder
+    under ``trials``; a caller with labels to add at hang-up passes ``settle_at_horizon=False``)."""
     from environment.suite import public_calibration
 
     calibration, calibration_hash = public_calibration()
     session = Session.open(task_id, seed, out=None if trials is None else Path(trials), state_root=None,
                            labels=labels, calibration=calibration, calibration_hash=calibration_hash)
+    session.auto_settle = settle_at_horizon
     build_server(lambda: session.episode, after_call=lambda _ep: session.record()).run("stdio")
     return session

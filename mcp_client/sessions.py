@@ -219,8 +219,9 @@ class Session:
             self._logged = len(log)
             self._append([{"tool": e["tool"], "arguments": e["arguments"]} for e in new],
                          sync=any(e.get("op") for e in new))
-            if self.episode.over and not self.settled and self.auto_settle:
-                self._settle(ended_by="horizon" if not self.episode.bankrupt else "suspended")
+            ended = self.ended_by_itself()
+            if ended is not None and not self.settled and self.auto_settle:
+                self._settle(ended_by=ended)
 
     def set_labels(self, labels: dict) -> None:
         with self._lock:
@@ -242,11 +243,23 @@ class Session:
             self.set_labels({key: value for key, value in labels.items() if key not in kept})
         return kept
 
+    def ended_by_itself(self) -> str | None:
+        """How the episode ended without being stopped, as its trial summary's ``termination``
+        says it: ``suspended`` (cash stayed below zero) or ``horizon``; None while it runs or
+        once it was stopped."""
+        if not self.episode.over:
+            return None
+        if self.episode.bankrupt:
+            return "suspended"
+        return "horizon" if self.episode.window >= self.episode.n_windows else None
+
     def end(self, labels: dict | None = None, *, ended_by: str = "client") -> dict:
         """The client or the operator ends the session: freeze the store, settle, return the score.
 
         ``labels`` are the operator's; ``ended_by`` is recorded as the server's own label (the
-        in-process agent runner says why it stopped: ``turn cap``, ``no tool calls``...)."""
+        in-process agent runner says why it stopped: ``turn cap``, ``no tool calls``...).  An
+        episode that already ended by itself (in a session that does not settle on its own,
+        :attr:`auto_settle`) keeps that reason: ``horizon`` or ``suspended``."""
         with self._lock:
             if labels:
                 self.set_labels(labels)
@@ -255,7 +268,7 @@ class Session:
             if not self.episode.over:
                 self._append([STOP], sync=True)
                 self.episode.stop()
-            return self._settle(ended_by=ended_by)
+            return self._settle(ended_by=self.ended_by_itself() or ended_by)
 
     def _settle(self, *, ended_by: str) -> dict:
         labels = {"env": MCP_ENV, "ended_by": ended_by,

@@ -22,7 +22,7 @@ from mcp.client.stdio import stdio_client
 from environment.api import arm
 from mcp_client.client import episode_client
 from mcp_client.http import EpisodeHub, create_app, running
-from mcp_client.sessions import META, Session, SessionError, restore_session
+from mcp_client.sessions import META, STOP, Session, SessionError, restore_session
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = "short-runway"
@@ -97,9 +97,8 @@ def test_a_stdio_labels_file_the_server_refuses_still_leaves_the_graded_folder(t
     assert summary_of(tmp_path / "trials")["model"] == "fake-model"
 
 
-def test_a_stdio_episode_that_settled_at_its_horizon_says_its_labels_file_was_not_read(tmp_path):
+def test_a_stdio_labels_file_written_after_the_horizon_is_read_at_hang_up(tmp_path):
     labels = tmp_path / "labels.json"
-    labels.write_text(json.dumps({"metrics": {"total_tokens": 7}}))
     params = StdioServerParameters(
         command=sys.executable, cwd=str(REPO),
         args=["-m", "mcp_client", "mcp", "--task", TASK, "--seed", "7", "--trials", str(tmp_path / "trials"),
@@ -111,15 +110,37 @@ def test_a_stdio_episode_that_settled_at_its_horizon_says_its_labels_file_was_no
             async with episode_client(stdio_client(params, errlog=errlog)) as client:
                 for _ in range(arm(TASK, 7).n_windows):
                     await client.call("end_window")
+                labels.write_text(json.dumps({"metrics": {"total_tokens": 7}}))  # as a harness does at the end
 
     asyncio.run(go())
     for _ in range(600):  # the server prints once its host has hung up
         if "storebench: wrote" in log.read_text():
             break
         time.sleep(0.05)
-    assert (f"storebench: --labels-file {labels} was not read: the episode settled when it reached its horizon, "
-            "before the host hung up\n") in log.read_text()
-    assert summary_of(tmp_path / "trials")["ended_by"] == "horizon"
+    summary = summary_of(tmp_path / "trials")
+    assert (summary["ended_by"], summary["termination"], summary["metrics"]) == (
+        "horizon", "horizon", {"total_tokens": 7})
+
+
+def test_a_session_that_does_not_settle_by_itself_keeps_how_it_ended_when_it_is_ended(tmp_path):
+    session = Session.open(TASK, 7, out=tmp_path, state_root=None)
+    session.auto_settle = False
+    while not session.episode.over:
+        session.episode.call("end_window", {})
+        session.record()
+    assert not session.settled
+    assert session.end()["out"] is not None
+    assert summary_of(tmp_path)["ended_by"] == "horizon"
+
+
+def test_a_restored_session_stopped_before_it_settled_still_ended_by_the_client(tmp_path):
+    session = Session.open(TASK, 7, out=tmp_path / "trials", state_root=tmp_path / "state")
+    session._append([STOP], sync=True)  # the process died after logging the stop, before settling
+    session.close_log()
+    restored, _token = restore_session(tmp_path / "state" / session.id, out=tmp_path / "trials")
+    assert restored.episode.over and not restored.settled
+    restored.end()
+    assert summary_of(tmp_path / "trials")["ended_by"] == "client"
 
 
 def test_a_resumed_session_leaves_out_server_labels_an_older_server_stored(tmp_path):
