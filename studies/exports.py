@@ -33,6 +33,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import Count
 
 from environment.csvcells import CODEBOOK_NOTE, safe_cell
 from shifts.briefing import BRIEFING_VERSION
@@ -100,7 +101,9 @@ PARTICIPANT_COLUMNS = (
     ("briefing_acknowledged_at", "datetime", "when the current briefing was acknowledged"),
     ("practice_ended_at", "datetime", "when the first practice shift ended"),
     ("returned_at", "datetime", "when the participant left through the return path"),
-    ("attempts", "integer", "scored attempts in this export"),
+    ("attempts", "integer", "scored attempts in this export (the export's filters applied)"),
+    ("attempts_in_study", "integer", "every attempt of this participant in the study, practice and invalidated "
+                                     "ones included, whatever the export's filters: the study page's count"),
 )
 EVENT_COLUMNS = (
     ("event_id", "integer", "database id of the event"),
@@ -175,7 +178,8 @@ def attempt_rows(study: Study, filters: Filters) -> Iterator[dict]:
 
 def participant_rows(study: Study, filters: Filters) -> Iterator[dict]:
     counted = Counter(a.participant_id for a in attempts(study, filters) if not a.is_practice)
-    people = study.participants.filter(withdrawn_at__isnull=True).select_related("consent_version")
+    people = (study.participants.filter(withdrawn_at__isnull=True).select_related("consent_version")
+              .annotate(attempts_in_study=Count("attempts")))
     if not filters.include_bots:
         people = people.filter(is_bot=False)
     users = [p.user_id for p in people if p.user_id]
@@ -196,7 +200,7 @@ def participant_rows(study: Study, filters: Filters) -> Iterator[dict]:
             "consent_version": p.consent_version.version if p.consent_version else None,
             "consented_at": _iso(p.consented_at), "briefing_acknowledged_at": _iso(acks.get(p.user_id) if p.user_id is not None else None),
             "practice_ended_at": _iso(practice.get(p.user_id)), "returned_at": _iso(p.returned_at),
-            "attempts": counted[p.pk],
+            "attempts": counted[p.pk], "attempts_in_study": p.attempts_in_study,
         }
 
 

@@ -222,6 +222,14 @@ def test_exports_carry_time_on_task_build_and_participants(study, admin, bot, ce
     assert ("participants", "prolific_pid") in columns and ("attempts", "active_seconds") in columns
 
 
+def test_the_participants_table_says_both_its_own_count_and_the_study_pages(study, admin, bot, cell):
+    attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
+    attempt_actions.invalidate(admin, attempt, "the bot's network failed")
+    (person,) = exports.participant_rows(study, figures.Filters(include_bots=True))
+    assert (person["attempts"], person["attempts_in_study"]) == (0, 1)
+    assert list(exports.PARTICIPANT_COLUMNS[-1][:2]) == ["attempts_in_study", "integer"]
+
+
 def test_coach_views_are_read_only_and_for_staff(client, study, admin, coordinator, bot, cell):
     attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
     client.force_login(coordinator)
