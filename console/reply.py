@@ -25,7 +25,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from shifts.results import CallResult, read_as_of, window_minutes
 
-from .present import Card, Presentation, Table
+from .present import URGENT_HOURS, Card, Presentation, Table
 from .templatetags.console_tags import (
     _forms_of,
     call_detail_url,
@@ -90,7 +90,8 @@ def header_html(header: Any, oob: bool = False) -> str:
            f'{_OOB if oob else ""}\n'
            f'     data-ops-left="{_or_blank(header.ops_left if header else "")}"'
            f' data-window="{_or_blank(header.window if header else "")}"'
-           f' data-windows="{_or_blank(header.windows if header else "")}">\n  ']
+           f' data-windows="{_or_blank(header.windows if header else "")}"'
+           f' data-time="{_or_blank(header.time if header else "")}">\n  ']
     if header:
         out.append(
             f"\n    <span><b>Time</b> {_v(header.time)} UTC</span>\n"
@@ -304,7 +305,7 @@ def cached_html(cached: list, header: Any, shift_pk: int, oob: bool = False) -> 
 # --- the returns inbox (templates/console/_inbox.html) -------------------------------------------
 
 def inbox_html(inbox: Any, page: Page, oob: bool = False) -> str:
-    out = [f'\n<div id="inbox" class="panel"{_OOB if oob else ""}>\n'
+    out = [f'\n<div id="inbox" class="panel" data-urgent-hours="{URGENT_HOURS:g}"{_OOB if oob else ""}>\n'
            "  <h3>Returns inbox</h3>\n  "]
     if not inbox:
         out.append('\n    <p class="muted">Call <code>list_returns</code> to fill the inbox.</p>\n  \n</div>\n')

@@ -141,7 +141,7 @@ def test_a_push_names_the_newest_call_and_the_panels_bring_what_another_tab_miss
     # only the missed call's history row, the inbox filled by it, and the cached views
     assert f'id="call-{pushed["last_seq"]}"' in html and f'id="call-{first["last_seq"]}"' not in html
     assert 'hx-swap-oob="afterbegin:#history-list"' in html
-    assert '<div id="inbox" class="panel" hx-swap-oob="true">' in html and "Cached view: <code>list_returns</code>" in html
+    assert '<div id="inbox" class="panel" data-urgent-hours="12" hx-swap-oob="true">' in html and "Cached view: <code>list_returns</code>" in html
     assert 'id="cached-views"' in html and "cached-list_returns" in html
     nothing_new = client.get(f"/shifts/{shift.pk}/panels/?after={pushed['last_seq']}").content.decode()
     assert "afterbegin:#history-list" not in nothing_new

@@ -11,6 +11,7 @@ from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
 from console import endpage
+from console.present import URGENT_HOURS
 from shifts import results
 
 register = template.Library()
@@ -239,6 +240,12 @@ def percent(value) -> str:
         return f"{Decimal(str(value)) * 100:.1f}%"
     except InvalidOperation:
         return "—"
+
+
+@register.simple_tag
+def urgent_hours() -> str:
+    """Hours left within which an open return is marked urgent, for the inbox's script."""
+    return f"{URGENT_HOURS:g}"
 
 
 @register.filter

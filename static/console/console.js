@@ -197,34 +197,34 @@ document.addEventListener("htmx:confirm", function (evt) {
 })();
 
 // The returns inbox: each row's hours left before its return escalates, counted from the
-// store's time in the header (the inbox is a cached read; the store moves on), and the
-// open rows within one window marked urgent, by the rule and class the list_returns table
-// uses (console.present: hours left <= URGENT_HOURS, an open return).
+// store's time in the header's data (the inbox is a cached read; the store moves on), and
+// the open rows within one window marked urgent, by the rule and class the list_returns
+// table uses (console.present: hours left <= URGENT_HOURS, given as the inbox's
+// data-urgent-hours; an open return).
 (function () {
-  var URGENT_HOURS = 12;  // console.present.URGENT_HOURS
   function parse(text) {
     var m = /(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)/.exec(text || "");
     return m ? Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5]) : null;
   }
   function storeNow(inbox) {
     var header = document.getElementById("store-header");
-    var m = header && /Time\s+(\d{4}-\d\d-\d\d \d\d:\d\d)/.exec(header.textContent);
-    if (m) return parse(m[1]);
+    var now = header ? parse(header.dataset.time) : null;
+    if (now !== null) return now;
     var read = inbox.querySelector("p.cached b");  // no header yet: the time of the read
     return read ? parse(read.textContent) : null;
   }
   function mark() {
     var inbox = document.getElementById("inbox");
     if (!inbox) return;
-    var now = storeNow(inbox);
-    if (now === null) return;
+    var now = storeNow(inbox), urgent = parseFloat(inbox.dataset.urgentHours);
+    if (now === null || isNaN(urgent)) return;
     inbox.querySelectorAll("td.when[data-escalates]").forEach(function (cell) {
       var at = parse(cell.dataset.escalates), row = cell.closest("tr");
       if (at === null || !row) return;
       var hours = (at - now) / 3600000;
       var last = row.cells[row.cells.length - 1];
       var open = !!row.querySelector("form.refund-form") || /^\s*open\b/.test(last.textContent);
-      row.classList.toggle("urgent", open && hours <= URGENT_HOURS);
+      row.classList.toggle("urgent", open && hours <= urgent);
       row.classList.toggle("done", !open || !!last.querySelector(".tag.free"));
       var left = cell.querySelector(".hours-left");
       if (!left) {
