@@ -9,13 +9,23 @@ A skill sets how many windows the bot plays, how many orders it ships and how ma
 returns it refunds per window; then it ends the shift, which settles and grades the
 rest of the horizon as played.  Bots are flagged (participant and attempt ``is_bot``)
 and left out of figures and exports by default.
+
+A rehearsal delivery plays an attempt only under a :class:`Claim` on it (:func:`claim`),
+so two deliveries of one rehearsal running at once (a redelivered ``acks_late`` task)
+never play the same attempt.  The claim is a token and an expiry on the attempt's row,
+taken by one conditional UPDATE, so it holds across processes on PostgreSQL and SQLite
+alike.  It lapses after :data:`LEASE` unless renewed, which the bot does before each
+step of its play, so a worker that died does not block the attempt for good.
 """
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.db.models import Q
 from django.test import Client
+from django.utils import timezone
 
 from shifts import briefing
 from shifts.models import Shift, ShiftCall
@@ -26,9 +36,46 @@ from .settling import settle
 
 HX = {"HX-Request": "true"}
 
+# Far longer than the bot's longest step between renewals (ending its shift, which grades
+# the rest of the horizon, takes seconds), and well under the broker's visibility timeout
+# (900 s), so the redelivery of a task whose worker died finds the claim lapsed.
+LEASE = timedelta(minutes=5)
+
 
 class BotError(RuntimeError):
     """The console answered a bot's request with something other than success."""
+
+
+class ClaimLost(BotError):
+    """The bot's claim on its attempt lapsed and another delivery has taken it over."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    attempt_id: int
+    token: str
+
+
+def claim(attempt: Attempt) -> Claim | None:
+    """Claim ``attempt`` for playing for :data:`LEASE`; None while another claim on it
+    holds.  A single conditional UPDATE: of two claims at once only one matches the row."""
+    now = timezone.now()
+    held = Claim(attempt.pk, uuid.uuid4().hex)
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lte=now)
+    taken = Attempt.objects.filter(free, pk=attempt.pk).update(claim_token=held.token, claimed_until=now + LEASE)
+    return held if taken else None
+
+
+def renew(held: Claim) -> None:
+    """Extend ``held`` by :data:`LEASE` from now; :class:`ClaimLost` if another took it over."""
+    mine = Attempt.objects.filter(pk=held.attempt_id, claim_token=held.token)
+    if not mine.update(claimed_until=timezone.now() + LEASE):
+        raise ClaimLost(f"attempt {held.attempt_id} is being played by another delivery (this one's claim lapsed)")
+
+
+def release(held: Claim) -> None:
+    """Give ``held`` up (nothing happens if another delivery has taken it over)."""
+    Attempt.objects.filter(pk=held.attempt_id, claim_token=held.token).update(claim_token="", claimed_until=None)
 
 
 @dataclass(frozen=True)
@@ -48,11 +95,12 @@ SKILLS = {
 
 
 class Bot:
-    def __init__(self, attempt: Attempt, skill: Skill) -> None:
+    def __init__(self, attempt: Attempt, skill: Skill, held: Claim | None = None) -> None:
         if not attempt.participant.is_bot:
             raise BotError(f"participant {attempt.participant.label} is not a bot")
         self.attempt = attempt
         self.skill = skill
+        self.held = held
         self.shift = attempt.shift
         user = attempt.participant.user
         if user is None:
@@ -72,6 +120,10 @@ class Bot:
         self._post(f"/shifts/{self.shift.pk}/call/", data, htmx=True)
         stored = ShiftCall.objects.filter(shift=self.shift, call_id=call_id).first()
         return result_of(stored) if stored else None
+
+    def _renew(self) -> None:
+        if self.held is not None:
+            renew(self.held)
 
     def _ids(self, result, key: str) -> list[str]:
         if result is None or not isinstance(result.data, dict):
@@ -93,6 +145,7 @@ class Bot:
 
     def play(self) -> Attempt:
         self.onboard()
+        self._renew()
         self.shift.refresh_from_db()
         if self.shift.status == Shift.Status.ASSIGNED:
             self._post(f"/shifts/{self.shift.pk}/start/")
@@ -102,6 +155,7 @@ class Bot:
         if self.shift.status != Shift.Status.ACTIVE:
             raise BotError(f"the console did not start shift {self.shift.pk} (it is {self.shift.status})")
         for _ in range(self.skill.windows):
+            self._renew()
             if self.skill.ships:
                 for order_id in self._ids(self.call("list_orders", page_size=self.skill.ships), "order_id"):
                     self.call("fulfill_order", order_id=order_id)
@@ -112,18 +166,22 @@ class Bot:
             if self.shift.status != "active":
                 break
             self.call("end_window")
+        self._renew()
         self._post(f"/shifts/{self.shift.pk}/end/")
         self.attempt.refresh_from_db()
         return settle(self.attempt)
 
 
-def play(attempt: Attempt, skill: str | Skill = "clerk") -> Attempt:
-    """Play an assigned bot attempt to its end; returns the synchronised attempt."""
+def play(attempt: Attempt, skill: str | Skill = "clerk", held: Claim | None = None) -> Attempt:
+    """Play an assigned bot attempt to its end; returns the synchronised attempt.  Under
+    claim ``held`` (if given) the bot renews it as it plays and stops with
+    :class:`ClaimLost` once another delivery has taken it over; releasing it is the
+    caller's."""
     if isinstance(skill, str):
         if skill not in SKILLS:
             raise BotError(f"unknown bot skill {skill!r}; choose one of {', '.join(SKILLS)}")
         skill = SKILLS[skill]
-    return Bot(attempt, skill).play()
+    return Bot(attempt, skill, held).play()
 
 
 def add_bot(actor, study, label: str, qualifications: dict | None = None):

@@ -264,6 +264,10 @@ class Attempt(models.Model):
     # The build the shift ran on: source commit and a hash of the lock file / pyproject
     # (see :mod:`studies.build`), recorded when the attempt is created.
     build_id = models.CharField(max_length=120, blank=True)
+    # Which rehearsal delivery is playing this bot attempt now, and until when its claim
+    # holds unless renewed (both empty when nobody is); see :func:`studies.bots.claim`.
+    claim_token = models.CharField(max_length=32, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["cell", "number"]

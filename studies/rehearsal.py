@@ -9,10 +9,16 @@ each bot's assignment is audited with the reason "rehearsal".  Before scheduling
 checks that some bot can get a cell (:func:`plan`) and refuses with the reason when
 none can.  Bots give no consent (a script cannot), so a study's consent text does not
 stop them (:func:`studies.participants.needs_consent`).
+
+Two deliveries of one rehearsal can run at once (``acks_late`` with a broker that
+redelivers after its visibility timeout); each attempt is played only under a claim on it
+(:func:`studies.bots.claim`), so a delivery leaves an attempt another one is playing to
+that one, and its audited outcome says how many it left.
 """
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 
 from celery import shared_task
 from django.contrib.auth import get_user_model
@@ -81,9 +87,48 @@ def _assigned_in(study: Study, rehearsal_id: str) -> list[Attempt]:
     return list(Attempt.objects.filter(pk__in=list(ids)).select_related("shift", "participant").order_by("pk"))
 
 
-def rehearse(actor, study: Study, count: int, skill: str, rehearsal_id: str = "") -> list[Attempt]:
-    """Bring rehearsal ``rehearsal_id`` up to ``count`` bot attempts and play them; the
-    attempts played by this call.
+@dataclass
+class Run:
+    """What one delivery of a rehearsal did: the attempts it played, and how many it left
+    to another delivery that was playing them (it held their claim, or ended the shift)."""
+
+    played: list[Attempt] = field(default_factory=list)
+    skipped: int = 0
+
+    def note(self, played: Attempt | None) -> None:
+        if played is None:
+            self.skipped += 1
+        else:
+            self.played.append(played)
+
+    def skipped_text(self) -> str:
+        if not self.skipped:
+            return ""
+        return f"; {self.skipped} skipped because another delivery of this rehearsal was playing them"
+
+
+def _play_claimed(attempt: Attempt, held: bots.Claim, skill: str) -> Attempt | None:
+    """Play ``attempt`` under claim ``held``, released however the play ends; None when
+    another delivery ended its shift before this claim or took the claim over since."""
+    try:
+        attempt.shift.refresh_from_db()
+        if attempt.shift.status == Shift.Status.ENDED:
+            return None
+        return bots.play(attempt, skill, held)
+    except bots.ClaimLost:
+        return None
+    finally:
+        bots.release(held)
+
+
+def _play_unless_claimed(attempt: Attempt, skill: str) -> Attempt | None:
+    held = bots.claim(attempt)
+    return None if held is None else _play_claimed(attempt, held, skill)
+
+
+def rehearse(actor, study: Study, count: int, skill: str, rehearsal_id: str = "", run: Run | None = None) -> Run:
+    """Bring rehearsal ``rehearsal_id`` up to ``count`` bot attempts and play them; what
+    this call did, recorded on ``run`` as it goes (so a caller sees it after a failure).
 
     Attempts the rehearsal already assigned count towards ``count`` (a rerun of the same
     rehearsal tops up, it never adds a second round); one of them whose shift has not
@@ -91,9 +136,14 @@ def rehearse(actor, study: Study, count: int, skill: str, rehearsal_id: str = ""
     taken one at a time, only while a place is left under the quotas: a bot that can take
     a cell now is reused (oldest first), otherwise one new bot is added, so no bot is made
     that gets no cell.  Each assignment recounts the rehearsal's attempts under a lock on
-    the study's row, so two deliveries running at once assign ``count`` between them."""
+    the study's row, so two deliveries running at once assign ``count`` between them.
+    Each attempt is played under a claim (a new one's is taken with its assignment), and
+    one whose claim another delivery holds is left to it and counted as skipped."""
+    run = Run() if run is None else run
     check(actor, study, count, skill)
-    played = [bots.play(a, skill) for a in _assigned_in(study, rehearsal_id) if a.shift.status != Shift.Status.ENDED]
+    for unfinished in _assigned_in(study, rehearsal_id):
+        if unfinished.shift.status != Shift.Status.ENDED:
+            run.note(_play_unless_claimed(unfinished, skill))
     while True:
         with transaction.atomic():
             Study.objects.select_for_update().filter(pk=study.pk).first()
@@ -103,10 +153,11 @@ def rehearse(actor, study: Study, count: int, skill: str, rehearsal_id: str = ""
             bot = free[0] if free else _new_bot(actor, study)
             attempt = assign_next(actor, study, participants=[bot], include_bots=True, reason="rehearsal",
                                   rehearsal=rehearsal_id or None)
+            held = None if attempt is None else bots.claim(attempt)
         if attempt is None:  # cannot happen while a place is left (the bot has an untried open cell)
             break
-        played.append(bots.play(attempt, skill))
-    return played
+        run.note(None if held is None else _play_claimed(attempt, held, skill))
+    return run
 
 
 def schedule(actor, study: Study, count: int, skill: str) -> int:
@@ -127,6 +178,12 @@ def last_outcome(study: Study) -> AuditEvent | None:
             .order_by("-created_at", "-id").first())
 
 
+def _record(study: Study, actor, rehearsal_id: str, run: Run, action: AuditAction, reason: str,
+            **detail: int) -> None:
+    audit.record(study, actor, action, reason=f"{reason}{run.skipped_text()}", rehearsal=rehearsal_id or None,
+                 skipped=run.skipped or None, **detail)
+
+
 @shared_task(acks_late=True)
 def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str, rehearsal_id: str = "") -> int:
     """Idempotent: a redelivered task (acks_late) counts what rehearsal ``rehearsal_id``
@@ -140,15 +197,16 @@ def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str, rehearsa
     actor = get_user_model().objects.filter(pk=actor_id).first()
     if study is None or actor is None:
         return 0
+    run = Run()
     try:
-        played = rehearse(actor, study, count, skill, rehearsal_id)
+        rehearse(actor, study, count, skill, rehearsal_id, run)
     except StudyError as refusal:
-        audit.record(study, actor, AuditAction.REHEARSAL_FAILED, reason=str(refusal), rehearsal=rehearsal_id or None)
+        _record(study, actor, rehearsal_id, run, AuditAction.REHEARSAL_FAILED, str(refusal))
         return 0
     except Exception as bug:
-        audit.record(study, actor, AuditAction.REHEARSAL_FAILED, rehearsal=rehearsal_id or None,
-                     reason=f"internal error ({type(bug).__name__}: {bug}); the server log has the traceback")
+        _record(study, actor, rehearsal_id, run, AuditAction.REHEARSAL_FAILED,
+                f"internal error ({type(bug).__name__}: {bug}); the server log has the traceback")
         raise
-    audit.record(study, actor, AuditAction.REHEARSED, rehearsal=rehearsal_id or None, played=len(played),
-                 reason=f"{len(played)} rehearsal attempt(s) played by {skill} bots")
-    return len(played)
+    _record(study, actor, rehearsal_id, run, AuditAction.REHEARSED,
+            f"{len(run.played)} rehearsal attempt(s) played by {skill} bots", played=len(run.played))
+    return len(run.played)
