@@ -64,6 +64,16 @@ def analyze(folder: str | Path) -> dict[str, Any]:
                 out_since.pop(p.id, None)
 
     sweep_stockouts()
+    settle = ep.finish
+
+    def finish_after_a_last_sweep(reason: str) -> None:
+        # Settlement liquidates every lot, so after it every line would read as out of stock: the
+        # last sweep sees the store as the last window left it, and none runs once the episode is over.
+        if not ep.over:
+            sweep_stockouts()
+        settle(reason)
+
+    ep.finish = finish_after_a_last_sweep  # type: ignore[method-assign]
     for entry in actions:
         window = ep.window
         tool, arguments = entry["tool"], entry.get("arguments", {})
@@ -95,7 +105,7 @@ def analyze(folder: str | Path) -> dict[str, Any]:
         if result.ok and result.data is not None:
             for found in ID.findall(json.dumps(result.data)):
                 last_seen[found] = window
-        if ep.window != window:
+        if ep.window != window and not ep.over:
             sweep_stockouts()
     if summary.get("termination") == "stopped" and not ep.over:
         ep.stop()
