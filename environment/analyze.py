@@ -19,6 +19,7 @@ from typing import Any
 from .api import arm
 from .artifacts import ArtifactError, read_action_log, read_json_object, whole_number
 from .engine.state import ReturnState
+from .errors import StoreBenchError, check_seed
 from .tasks import get_task
 
 ID = re.compile(r"\b(?:ORD-\d+|RET-\d+|PRD-\d+(?:-[A-Z0-9]+-[A-Z]{3})?|SP-\d+|PO-\d+)\b")
@@ -40,7 +41,12 @@ def analyze(folder: str | Path) -> dict[str, Any]:
     actions = read_action_log(folder / "actions.jsonl")
     if not isinstance(manifest.get("task"), str) or "seed" not in manifest:
         raise ArtifactError(f"{folder / 'manifest.json'} names no task and seed")
-    ep = arm(get_task(manifest["task"]), whole_number(manifest["seed"], "manifest.json seed"))
+    try:
+        task = get_task(manifest["task"])
+        seed = check_seed(whole_number(manifest["seed"], "its seed"))
+    except StoreBenchError as exc:
+        raise ArtifactError(f"{folder / 'manifest.json'}: {exc.message}") from exc
+    ep = arm(task, seed)
     budget = ep.task.ops_per_window
 
     last_seen: dict[str, int] = {}

@@ -35,6 +35,7 @@ from .artifacts import (
     windows_jsonl,
 )
 from .engine.settlement import score
+from .errors import StoreBenchError, check_seed
 from .tasks import get_task
 from .trial import play_actions
 from .world import world_hash
@@ -105,12 +106,17 @@ def replay(folder: str | Path) -> ReplayResult:
     if manifest.get("world_hash") != world_hash():
         out.problems.append(f"the trial ran on world {manifest.get('world_hash')}, this engine has {world_hash()}")
         return out
-    task = get_task(manifest["task"])
+    try:
+        task = get_task(manifest["task"])
+        seed = check_seed(whole_number(manifest["seed"], "its seed"))
+    except StoreBenchError as exc:  # named for this folder; the other folders are still replayed
+        out.problems.append(f"cannot read the trial: {folder / 'manifest.json'}: {exc.message}")
+        return out
     if manifest.get("task_file_hash") != task.file_hash:
         out.problems.append(f"the task file changed since the trial ({manifest.get('task_file_hash')} -> "
                             f"{task.file_hash})")
         return out
-    ep = arm(task, whole_number(manifest["seed"], "manifest.json seed"), record=True)
+    ep = arm(task, seed, record=True)
     play_actions(ep, actions, stop=summary.get("termination") == "stopped")
     if not ep.over:
         out.problems.append(f"the action log ends in window {ep.window + 1} with the store still open, but the "

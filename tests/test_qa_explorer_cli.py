@@ -1,6 +1,8 @@
 """Fixes from a QA pass over the CLI (run, batch, regrade, replay, analyze) and the explorer."""
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ from environment.analyze import analyze
 from environment.api import arm
 from environment.artifacts import read_action_log
 from environment.calibration import load_calibration
+from environment.cli import main
 from environment.tasks import get_task
 from environment.trial import run_trial
 
@@ -51,3 +54,41 @@ def test_settlement_is_not_read_as_every_line_running_out(smart_counter_punch):
     assert len(seen) <= report["count"] < active
     assert report["count"] <= len(seen) + active // 10  # only the last window's stock-outs can add to them
     assert "PRD-001" not in report["examples"]  # had stock on the shelf in every window
+
+
+def _with_manifest(source: Path, folder: Path, **fields) -> Path:
+    shutil.copytree(source, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, **fields}))
+    return folder
+
+
+def _cli(capsys, *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(("fields", "named"), [
+    ({"task": "no-such-task"}, "unknown task 'no-such-task'"),
+    ({"seed": "x"}, "its seed must be a whole number, got 'x'"),
+    ({"seed": -5}, "-5 is not a task seed"),
+])
+def test_replay_names_a_manifest_it_cannot_use_and_goes_on_with_the_next_folder(smart_counter_punch, tmp_path,
+                                                                                 capsys, fields, named):
+    # An unknown task or a bad seed in one manifest used to stop the whole run (exit 2, nothing on stdout).
+    bad = _with_manifest(smart_counter_punch, tmp_path / "bad", **fields)
+    code, out, err = _cli(capsys, "replay", bad, smart_counter_punch, "--json")
+    assert (code, err) == (1, "")
+    first, second = json.loads(out)["trials"]
+    assert first["matches"] is False and len(first["problems"]) == 1
+    assert first["problems"][0].startswith(f"cannot read the trial: {bad / 'manifest.json'}: ")
+    assert named in first["problems"][0]
+    assert second["matches"] is True
+
+
+def test_analyze_names_the_manifest_whose_task_it_does_not_know(smart_counter_punch, tmp_path, capsys):
+    bad = _with_manifest(smart_counter_punch, tmp_path / "bad", task="no-such-task")
+    code, _out, err = _cli(capsys, "analyze", bad)
+    assert code == 2
+    assert err.startswith(f"storebench: {bad / 'manifest.json'}: unknown task 'no-such-task'")
