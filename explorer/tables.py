@@ -1,7 +1,8 @@
 """A downloadable table: named columns and rows, rendered as CSV or JSON.
 
-Decimals are written as their exact text in both formats, so a score downloaded
-as JSON reads back to the same digits it was imported with.
+Decimals are written as their exact text in both formats, in positional notation
+(a zero contribution is 0.0000000, never 0E-7), so a score downloaded as JSON reads
+back to the same digits it was imported with.
 """
 from __future__ import annotations
 
@@ -20,9 +21,14 @@ def _cell(value) -> str:
     return safe_cell(plain if isinstance(plain, str) else str(plain))
 
 
+def _decimal(value: Decimal) -> str:
+    """Every digit the decimal holds, in positional notation (str() would give 0E-7 or 1E+2)."""
+    return format(value, "f")
+
+
 def _plain(value):
     if isinstance(value, Decimal):
-        return str(value)
+        return _decimal(value)
     if isinstance(value, dict | list):
         return json.dumps(value, sort_keys=True, default=str)
     return value
@@ -43,6 +49,6 @@ class Table:
         return out.getvalue()
 
     def as_json(self) -> str:
-        rows = [{c: (str(v) if isinstance(v, Decimal) else v) for c, v in zip(self.columns, row, strict=False)}
+        rows = [{c: (_decimal(v) if isinstance(v, Decimal) else v) for c, v in zip(self.columns, row, strict=False)}
                 for row in self.rows]
         return json.dumps({"table": self.name, "columns": list(self.columns), "rows": rows}, indent=1) + "\n"

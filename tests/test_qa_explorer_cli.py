@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from test_explorer_pages import as_researcher, researcher  # noqa: F401
 
 from environment.analyze import analyze
 from environment.api import arm
@@ -14,6 +16,9 @@ from environment.calibration import load_calibration
 from environment.cli import main
 from environment.tasks import get_task
 from environment.trial import run_trial
+from explorer.importing import import_trial
+from explorer.models import Trial
+from explorer.tables import Table
 
 REPO = Path(__file__).resolve().parent.parent
 CALIBRATION = REPO / "calibration" / "public.json"
@@ -26,6 +31,18 @@ def smart_counter_punch(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("qa") / "smart"
     run_trial("counter-punch", 7, folder, policy="smart-triage", calibration=doc, calibration_hash=digest)
     return folder
+
+
+@pytest.fixture(scope="module")
+def absentee_trial(tmp_path_factory, django_db_setup, django_db_blocker):
+    """absentee on counter-punch seed 7, imported: business 0, so its weighted contribution is zero."""
+    doc, digest = load_calibration(CALIBRATION)
+    folder = tmp_path_factory.mktemp("qa-explorer") / "absentee"
+    run_trial("counter-punch", 7, folder, policy="absentee", calibration=doc, calibration_hash=digest)
+    with django_db_blocker.unblock():
+        trial = import_trial(folder).trial
+        yield trial
+        Trial.objects.all().delete()
 
 
 def _lines_out_at_window_boundaries(folder: Path) -> tuple[set[str], int]:
@@ -92,3 +109,17 @@ def test_analyze_names_the_manifest_whose_task_it_does_not_know(smart_counter_pu
     code, _out, err = _cli(capsys, "analyze", bad)
     assert code == 2
     assert err.startswith(f"storebench: {bad / 'manifest.json'}: unknown task 'no-such-task'")
+
+
+def test_a_table_writes_decimals_in_positional_notation():
+    table = Table("t", ("a", "b", "c"), [(Decimal("0E-7"), Decimal("1E+2"), Decimal("0.100000"))])
+    assert table.as_csv() == "a,b,c\n0.0000000,100,0.100000\n"
+    assert json.loads(table.as_json())["rows"] == [{"a": "0.0000000", "b": "100", "c": "0.100000"}]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_zero_contribution_downloads_as_a_number_not_0e_7(as_researcher, absentee_trial, fmt):  # noqa: F811
+    # A business of 0 times its weight is Decimal('0E-7'): the components download said "0E-7".
+    body = as_researcher.get(f"/explorer/trials/{absentee_trial.pk}/components.{fmt}").content.decode()
+    assert "E-" not in body and "E+" not in body
+    assert "0.0000000" in body
