@@ -108,6 +108,7 @@ class LadderPage:
     rows: list[LadderRow]
     svg: str
     problem: str = ""
+    off_ladder: list[Trial] = field(default_factory=list)  # human and model trials on cells the file lacks
 
 
 # -- trials ---------------------------------------------------------------------------------
@@ -438,7 +439,10 @@ def ladder_page() -> LadderPage:
                                   results.get((task, seed), [])))
     marks = [{"task": r.task, "seed": r.seed, "value": t.reward_composite, "kind": t.player_kind,
               "label": f"{t.player} (trial {t.pk})"} for r in rows for t in r.results]
-    return LadderPage(calibrations.display_name(path), rows, report.svg(doc, marks))
+    on_ladder = {(r.task, r.seed) for r in rows}
+    off_ladder = sorted((t for cell, trials in results.items() if cell not in on_ladder for t in trials),
+                        key=lambda t: (t.task_id, t.seed, -t.reward_composite, t.pk))
+    return LadderPage(calibrations.display_name(path), rows, report.svg(doc, marks), off_ladder=off_ladder)
 
 
 def ladder_svg() -> str:
@@ -452,4 +456,6 @@ def ladder_table() -> Table:
         rows.append((r.task, r.seed, "threshold", "threshold", r.threshold, None, None))
         rows += [(r.task, r.seed, "anchor", name, value, None, None) for name, value in r.anchors]
         rows += [(r.task, r.seed, t.player_kind, t.player, t.reward_composite, t.passed, t.pk) for t in r.results]
+    # Listed under the page's table too: a cell the file lacks has no threshold or anchor rows.
+    rows += [(t.task_id, t.seed, t.player_kind, t.player, t.reward_composite, t.passed, t.pk) for t in page.off_ladder]
     return Table("ladder", ("task", "seed", "kind", "name", "composite", "passed", "trial"), rows)

@@ -7,7 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from test_explorer_pages import as_researcher, researcher  # noqa: F401
+from test_explorer_pages import _as_player, as_researcher, researcher  # noqa: F401
 
 from environment.analyze import analyze
 from environment.api import arm
@@ -123,3 +123,23 @@ def test_a_zero_contribution_downloads_as_a_number_not_0e_7(as_researcher, absen
     body = as_researcher.get(f"/explorer/trials/{absentee_trial.pk}/components.{fmt}").content.decode()
     assert "E-" not in body and "E+" not in body
     assert "0.0000000" in body
+
+
+def test_a_model_trial_on_a_cell_the_ladder_file_lacks_is_listed_not_dropped(as_researcher, absentee_trial,  # noqa: F811
+                                                                             settings, tmp_path):
+    # The ladder is drawn per cell of the first known calibration file; a human or model trial on any
+    # other cell used to appear nowhere on the page or in its downloads.
+    doc, _digest = load_calibration(CALIBRATION)
+    lacking = {**doc, "tasks": {"counter-punch": {"11": doc["tasks"]["counter-punch"]["11"]}}}
+    (tmp_path / "lacking.json").write_text(json.dumps(lacking))
+    settings.EXPLORER_CALIBRATIONS = [str(tmp_path / "lacking.json")]
+    model = import_trial(_as_player(Path(absentee_trial.source_path), tmp_path / "model", "model", "acme-9")).trial
+    response = as_researcher.get("/explorer/ladder/")
+    page = response.context["page"]
+    assert [(r.task, r.seed) for r in page.rows] == [("counter-punch", 11)]
+    assert page.off_ladder == [model]
+    html = response.content.decode()
+    assert 'id="off-ladder"' in html and f'href="/explorer/trials/{model.pk}/"' in html
+    rows = as_researcher.get("/explorer/ladder.csv").content.decode().splitlines()
+    assert rows[-1] == f"counter-punch,7,model,acme-9,0.100000,,{model.pk}"  # no threshold, so no pass
+    assert json.loads(as_researcher.get("/explorer/ladder.json").content)["rows"][-1]["trial"] == model.pk
