@@ -186,7 +186,7 @@ def test_returns_inbox_shows_the_last_read_with_its_time(signed_in, shift):
     html = page(signed_in, shift)
     assert "Call <code>list_returns</code> to fill the inbox" in html
     html = call(signed_in, shift, "list_returns").content.decode()
-    assert 'id="inbox" class="panel" hx-swap-oob="true"' in html
+    assert 'id="inbox" class="panel" data-urgent-hours="12" hx-swap-oob="true"' in html
     assert "as read at <b>2026-08-01 00:00 UTC</b>" in html and "RET-" in html
     # re-reading it (the page, the history) spends nothing
     assert ops_left(page(signed_in, shift)) == OPS - 1
