@@ -6,8 +6,8 @@ records for it (``environment/artifacts.py`` writes them under ``files``), when
 the manifest, summary and score disagree about the cell, when the score's net
 assets are not what the ledger adds up to, when its composite is not what its own
 components give with the composite's weights (within the re-grader's tolerance), or when a field has the wrong shape (a
-count that is not a whole number, a time that is not a date, a tool name that is not
-text): every field the importer stores is checked here against :data:`SHAPES`, and
+count that is not a whole number from 0, a time that is not a date, a tool name that is not
+text, a figure too large for the column that stores it): every field the importer stores is checked here against :data:`SHAPES`, and
 the reason names the file, the row and the field.  A manifest written before per-file
 checksums existed is accepted as *unchecked*; the ledger check still applies.
 
@@ -24,11 +24,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from django.db import models
+
 from environment import simtime
 from environment.artifacts import OBSERVATIONS, file_digest
 from environment.engine.episode import ORDER_FLOW
 from environment.engine.settlement import compose
 from environment.grading import TOLERANCE
+
+from .models import Trial, TrialWindow
 
 REQUIRED = ("manifest.json", "score.json", "summary.json", "actions.jsonl", "ledger.jsonl", "windows.jsonl",
             "events.jsonl")
@@ -46,22 +50,27 @@ CHANNELS = ("announced", "rumoured", "silent")
 CENT = Decimal("0.01")
 
 
-# Field shapes, per file: "int" (a whole number a database column holds), "number"
-# (whole or decimal), "text", "time" (a date and time simtime can read), "object".
-# A trailing "?" allows the field to be absent or null.
+# Field shapes, per file: "int" (a whole number a 64-bit database column holds), "int32" (one
+# a 32-bit column holds), "count" (a whole number from 0 that a 32-bit column holds: seeds,
+# windows, turns, positions), "number" (whole or decimal), "text", "time" (a date and time
+# simtime can read), "object".  A trailing "?" allows the field to be absent or null.
 SHAPES = {
-    "manifest.json": {"task": "text", "seed": "int", "calibration_hash": "text?", "world_hash": "text?",
+    "manifest.json": {"task": "text", "seed": "count", "calibration_hash": "text?", "world_hash": "text?",
                       "task_file_hash": "text?", "source_version": "text?"},
-    "summary.json": {"task": "text", "seed": "int", "termination": "text", "windows_played": "int",
-                     "windows_total": "int", "turns": "int?", "operations_spent": "int?", "wall_seconds": "number?"},
+    "summary.json": {"task": "text", "seed": "count", "termination": "text", "windows_played": "count",
+                     "windows_total": "count", "turns": "count?", "operations_spent": "count?",
+                     "wall_seconds": "number?", "policy": "text?", "model": "text?", "participant": "text?"},
     "score.json": {**{key: "number" for key in SCORE_FIELDS}, "on_time_rate": "number?",
                    "return_handled_rate": "number?"},
     "windows.jsonl": {"at": "time", **{key: "int" for key in ROW_FIELDS["windows.jsonl"][1:-1]},
-                      "rating": "number", "dense_reward_cents": "int?", **{key: "int?" for key in ORDER_FLOW}},
-    "actions.jsonl": {"tool": "text", "window": "int?", "arguments": "object?"},
-    "events.jsonl": {"at": "time", "kind": "text", "channel": "text", "index": "int?"},
+                      "inventory_units": "int32", "rating": "number", "dense_reward_cents": "int?",
+                      **{key: "int32?" for key in ORDER_FLOW}},
+    "actions.jsonl": {"tool": "text", "window": "count?", "arguments": "object?"},
+    "events.jsonl": {"at": "time", "kind": "text", "channel": "text", "index": "count?"},
 }
 MAX_INT = 2 ** 63 - 1
+MAX_INT32 = 2 ** 31 - 1
+RANGES = {"int": (-MAX_INT, MAX_INT), "int32": (-MAX_INT32 - 1, MAX_INT32), "count": (0, MAX_INT32)}
 
 
 def _shape_problem(value, shape: str) -> str | None:
@@ -70,9 +79,11 @@ def _shape_problem(value, shape: str) -> str | None:
         if value is None:
             return None
         shape = shape[:-1]
-    if shape == "int":
-        ok = isinstance(value, int) and not isinstance(value, bool) and -MAX_INT <= value <= MAX_INT
-        return None if ok else "is not a whole number in range"
+    if shape in RANGES:
+        low, high = RANGES[shape]
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        return None if ok else (f"is not a whole number from 0 to {high:,}" if low == 0 else
+                                "is not a whole number in range")
     if shape == "number":
         ok = isinstance(value, int | Decimal) and not isinstance(value, bool) and Decimal(value).is_finite()
         return None if ok else "is not a number"
@@ -91,11 +102,31 @@ def _shape_problem(value, shape: str) -> str | None:
     raise AssertionError(f"unknown shape {shape!r}")
 
 
+# The decimal columns a number is stored in (file -> field -> (model, column)): a number the
+# column cannot hold is refused here, naming it, rather than by the database (or, on SQLite,
+# stored and then unreadable on the trial's page).
+STORED_DECIMALS: dict[str, dict[str, tuple[type[models.Model], str]]] = {
+    "score.json": {key: (Trial, key) for key in (*SCORE_FIELDS, "on_time_rate", "return_handled_rate")},
+    "summary.json": {"wall_seconds": (Trial, "wall_seconds")},
+    "windows.jsonl": {"rating": (TrialWindow, "rating")},
+}
+
+
+def _range_problem(value, model, column: str) -> str | None:
+    field = model._meta.get_field(column)
+    bound = Decimal(10) ** (field.max_digits - field.decimal_places)
+    if abs(Decimal(value)).quantize(Decimal(10) ** -field.decimal_places) < bound:
+        return None
+    return f"is too large to store (it must be below {bound:,} in absolute value)"
+
+
 def _check_shapes(name: str, record: dict, where: str = "") -> None:
     for key, shape in SHAPES[name].items():
         if key not in record and shape.endswith("?"):
             continue
         problem = _shape_problem(record.get(key), shape)
+        if problem is None and record.get(key) is not None and key in STORED_DECIMALS.get(name, {}):
+            problem = _range_problem(record[key], *STORED_DECIMALS[name][key])
         if problem:
             raise FolderRefused(f"{name}{where}: {key!r} {problem} ({str(record.get(key))[:40]!r})")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import TextChoices
 
 from environment import simtime
@@ -197,9 +197,15 @@ def import_trial(path: str | Path) -> ImportOutcome:
             TrialWindow.objects.bulk_create(_window_rows(trial, folder.windows), batch_size=BATCH)
             TrialCall.objects.bulk_create(_call_rows(trial, folder.actions, folder.observations), batch_size=BATCH)
             TrialEvent.objects.bulk_create(_event_rows(trial, folder, task), batch_size=BATCH)
-    except IntegrityError:
-        # Another import of the same folder committed first.
-        return ImportOutcome(str(path), ImportStatus.DUPLICATE, Trial.objects.get(content_hash=folder.content_hash))
+    except DatabaseError as exc:
+        existing = Trial.objects.filter(content_hash=folder.content_hash).first()
+        if isinstance(exc, IntegrityError) and existing is not None:  # another import of it committed first
+            return ImportOutcome(str(path), ImportStatus.DUPLICATE, existing)
+        # A figure the shape checks let through but a column cannot hold (a score of 1000 or more,
+        # a rating of 100): refused like any other malformed folder, and the run goes on.
+        return ImportOutcome(str(path), ImportStatus.REFUSED, reason=f"the database cannot store a figure of this "
+                             f"folder ({str(exc).splitlines()[0][:200]}); check its score.json, summary.json and "
+                             "windows.jsonl")
     return ImportOutcome(str(path), ImportStatus.IMPORTED, trial)
 
 

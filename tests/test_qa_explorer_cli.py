@@ -11,12 +11,13 @@ from test_explorer_pages import _as_player, as_researcher, researcher  # noqa: F
 
 from environment.analyze import analyze
 from environment.api import arm
-from environment.artifacts import read_action_log
+from environment.artifacts import file_digest, read_action_log
 from environment.calibration import load_calibration
 from environment.cli import main
 from environment.tasks import get_task
 from environment.trial import run_trial
-from explorer.importing import import_trial
+from explorer import importing
+from explorer.importing import ImportStatus, import_trial, import_trials
 from explorer.models import Trial
 from explorer.tables import Table
 
@@ -143,3 +144,63 @@ def test_a_model_trial_on_a_cell_the_ladder_file_lacks_is_listed_not_dropped(as_
     rows = as_researcher.get("/explorer/ladder.csv").content.decode().splitlines()
     assert rows[-1] == f"counter-punch,7,model,acme-9,0.100000,,{model.pk}"  # no threshold, so no pass
     assert json.loads(as_researcher.get("/explorer/ladder.json").content)["rows"][-1]["trial"] == model.pk
+
+
+def _forged(source: Path, folder: Path, name: str, edit) -> Path:
+    """A copy of ``source`` with ``name`` edited and re-signed in the manifest (so only the shape checks
+    can catch it)."""
+    shutil.copytree(source, folder)
+    path = folder / name
+    if name.endswith(".jsonl"):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        edit(rows)
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    else:
+        record = json.loads(path.read_text())
+        edit(record)
+        path.write_text(json.dumps(record))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"][name] = file_digest(path.read_bytes())
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+FORGED = [
+    # A negative count used to pass the shape check and then crash the whole import run
+    # (IntegrityError on a positive column, taken for a duplicate: Trial.DoesNotExist).
+    ("summary.json", lambda r: r.update(turns=-3), "summary.json: 'turns' is not a whole number from 0"),
+    ("summary.json", lambda r: r.update(windows_played=-1), "summary.json: 'windows_played' is not a whole number"),
+    ("actions.jsonl", lambda rows: rows[3].update(window=-1), "actions.jsonl row 4: 'window' is not a whole number"),
+    ("events.jsonl", lambda rows: rows[0].update(index=-2), "events.jsonl row 1: 'index' is not a whole number"),
+    ("windows.jsonl", lambda rows: rows[2].update(inventory_units=2 ** 40),
+     "windows.jsonl row 3: 'inventory_units' is not a whole number in range"),
+    # A rating a decimal(6, 4) column cannot hold: stored on SQLite, and the trial page was a 500.
+    ("windows.jsonl", lambda rows: rows[2].update(rating=12345.678), "windows.jsonl row 3: 'rating' is too large"),
+    ("summary.json", lambda r: r.update(wall_seconds=1e12), "summary.json: 'wall_seconds' is too large"),
+    # A policy that is not text became the player label "['x']".
+    ("summary.json", lambda r: r.update(policy=["x"]), "summary.json: 'policy' is not text"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "edit", "reason"), FORGED, ids=[f[2].split(": ")[1] for f in FORGED])
+def test_a_field_the_explorer_cannot_store_is_refused_naming_it(smart_counter_punch, tmp_path, name, edit, reason):
+    folder = _forged(smart_counter_punch, tmp_path / "forged", name, edit)
+    outcomes = import_trials([folder, smart_counter_punch])
+    assert [o.status for o in outcomes] == [ImportStatus.REFUSED, ImportStatus.IMPORTED]
+    assert outcomes[0].reason.startswith(reason), outcomes[0].reason
+    assert not Trial.objects.filter(source_path=str(folder.resolve())).exists()
+
+
+@pytest.mark.django_db
+def test_a_figure_the_database_refuses_is_a_refusal_not_a_traceback(smart_counter_punch, monkeypatch):
+    from django.db import DataError
+
+    def out_of_range(*args, **kwargs):
+        raise DataError("numeric field overflow")
+
+    monkeypatch.setattr(importing, "_window_rows", out_of_range)
+    outcome = import_trial(smart_counter_punch)
+    assert outcome.status == ImportStatus.REFUSED
+    assert "the database cannot store a figure of this folder (numeric field overflow)" in outcome.reason
+    assert not Trial.objects.filter(source_path=str(smart_counter_punch.resolve())).exists()
