@@ -102,9 +102,12 @@ def analyze(folder: str | Path) -> dict[str, Any]:
         if tool == "place_purchase_order" and isinstance(target, str) and target in ep.supply_products:
             product = ep.supply_products[target].product_id or ep.listed_supply.get(target)
             was_out = product in out_since
-        if tool == "refund_return" and isinstance(target, str) and target in ep.returns:
-            partial_before.setdefault(target, 0)
         result = ep.call(tool, arguments)
+        # A partial refund: one that was paid (the call succeeded) and left the return open. A call
+        # refused because the return had already escalated, or a refund that closed it, is not one.
+        if tool == "refund_return" and result.ok and isinstance(target, str) and target in ep.returns \
+                and ep.returns[target].status == ReturnState.OPEN:
+            partial_before.setdefault(target, 0)
         if tool == "place_purchase_order" and result.ok:
             restocks.append({"window": window + 1, "product_id": product, "after_running_out": was_out,
                              "out_for_windows": (window - out_since[product]) if was_out and product is not None else 0})

@@ -204,3 +204,36 @@ def test_a_figure_the_database_refuses_is_a_refusal_not_a_traceback(smart_counte
     assert outcome.status == ImportStatus.REFUSED
     assert "the database cannot store a figure of this folder (numeric field overflow)" in outcome.reason
     assert not Trial.objects.filter(source_path=str(smart_counter_punch.resolve())).exists()
+
+
+@pytest.fixture(scope="module")
+def exploiters(tmp_path_factory) -> dict[str, Path]:
+    doc, digest = load_calibration(CALIBRATION)
+    root = tmp_path_factory.mktemp("exploiters")
+    for task in ("counter-punch", "steady"):
+        run_trial(task, 7, root / task, policy="exploiter", calibration=doc, calibration_hash=digest)
+    return {task: root / task for task in ("counter-punch", "steady")}
+
+
+def _refund_calls(folder: Path) -> dict[str, list[dict]]:
+    calls: dict[str, list[dict]] = {}
+    for entry in read_action_log(folder / "actions.jsonl"):
+        if entry["tool"] == "refund_return":
+            calls.setdefault(entry["arguments"]["return_id"], []).append(entry)
+    return calls
+
+
+def test_a_refund_refused_because_the_return_had_escalated_is_not_a_partial_refund(exploiters):
+    # On counter-punch the exploiter's three partial refunds all come after the returns escalated and
+    # are refused (return_closed); analyze counted each as "a partial refund that escalated".
+    calls = _refund_calls(exploiters["counter-punch"])
+    assert calls and all(not c["ok"] and c["error"] == "return_closed" for cs in calls.values() for c in cs)
+    assert analyze(exploiters["counter-punch"])["partial_refunds_that_escalated"]["count"] == 0
+
+
+def test_a_partial_refund_paid_before_the_return_escalated_is_counted(exploiters):
+    report = analyze(exploiters["steady"])["partial_refunds_that_escalated"]
+    calls = _refund_calls(exploiters["steady"])
+    assert report["count"] >= 1
+    for example in report["examples"]:
+        assert any(c["ok"] and "amount" in c["arguments"] for c in calls[example["return_id"]])

@@ -118,7 +118,9 @@ def test_analysis_of_the_exploiter(anchor_trials):
     report = analyze(anchor_trials / "exploiter")
     assert report["quit_before_horizon"] is True
     assert report["never_restocked"] is True
-    assert report["partial_refunds_that_escalated"]["count"] >= 1
+    # its partial refunds come windows after it read the returns, when they have escalated: each call
+    # is refused (return_closed), so none is a partial refund that escalated (see test_qa_explorer_cli)
+    assert report["partial_refunds_that_escalated"]["count"] == 0
     # counter-punch has 14 windows of 5 operations: the catalogue spends the first ones to the last
     # operation, then the exploiter ends a window with operations left before it quits after 4
     assert report["windows_ended_early"]["count"] >= 1
