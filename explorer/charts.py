@@ -92,8 +92,9 @@ def _value_range(values: list[float], *, from_zero: bool, bars: bool) -> tuple[f
 
 
 def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, markers: Sequence[Marker] = (),
-                 bars: bool = False, from_zero: bool = True, chart_id: str = "chart", notes: Sequence[Note] = ()
-                 ) -> str:
+                 bars: bool = False, from_zero: bool = True, chart_id: str = "chart", notes: Sequence[Note] = (),
+                 empty: str = "not recorded in this trial") -> str:
+    """``empty`` is said in the plot when no series has a value (and the value axis is left unlabelled)."""
     x_max = max(x_max, 1)
     values = [v for s in series for _, v in s.points if v is not None]
     lo, hi, clip = _value_range(values, from_zero=from_zero, bars=bars)
@@ -123,10 +124,11 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
         lx -= 12
     for t in ticks:
         y = py(t)
+        # With no value the axis spans 0 to 1 only to be drawn: its labels would read $0, $0, $1...
+        label = (f'<text x="{LEFT - 8}" y="{y + 3.5:.1f}" text-anchor="end" fill="{MUTED}">'
+                 f'{escape(format_value(t, unit))}</text>') if values else ""
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" '
-                   f'stroke="{"#9ca3af" if t == 0 else GRID}" stroke-width="1"/>'
-                   f'<text x="{LEFT - 8}" y="{y + 3.5:.1f}" text-anchor="end" fill="{MUTED}">'
-                   f'{escape(format_value(t, unit))}</text>')
+                   f'stroke="{"#9ca3af" if t == 0 else GRID}" stroke-width="1"/>{label}')
     for t in nice_ticks(0, x_max, 8):
         if t > x_max or t != int(t):
             continue
@@ -146,7 +148,7 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
                    f'font-weight="600">{escape(m.tag)}</text></g>')
     if not values:
         out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
-                   f'fill="{MUTED}" font-size="12">not recorded in this trial</text>')
+                   f'fill="{MUTED}" font-size="12">{escape(empty)}</text>')
     zero = py(max(y_lo, min(0.0, y_hi)))
     noted = {n.x: n for n in notes}
     for s in series:

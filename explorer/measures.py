@@ -97,7 +97,15 @@ def running_total(rows: list[dict], measure: Measure, field: str) -> list[tuple[
     return out
 
 
+def played(rows: list[dict]) -> bool:
+    """Whether any window was played (a trial stopped in its first window has only the opening row)."""
+    return any(row["window"] > 0 for row in rows)
+
+
 def recorded(rows: list[dict], measure: Measure) -> bool:
-    """False when the trial's folder predates the measure (every value missing)."""
+    """False when the trial's folder predates the measure (every value missing).  A flow of a trial
+    that played no window has nothing to record, which is not the same: that is True."""
     field = measure.fields[0][0]
+    if measure.flow and not played(rows):
+        return True
     return any(row[field] is not None for row in rows if not (measure.flow and row["window"] == 0))

@@ -30,6 +30,7 @@ from .measures import (
     WINDOW_COLUMNS,
     Measure,
     opening_offset,
+    played,
     points,
     recorded,
     running_total,
@@ -206,12 +207,18 @@ def _opening_notes(rows: list[dict], measure: Measure, *, cumulative: bool) -> l
     return [Note(0.5, f"incl. {shown} opening value above starting capital", OPENING_TITLE.format(shown))]
 
 
+# A flow of a trial stopped before its first window ended (do-nothing): nothing happened during a
+# window, and its whole reward, settlement included, is in its score.
+NO_WINDOW_PLAYED = "no window was played"
+
+
 def _trial_chart(trial: Trial, rows: list[dict], measure: Measure, markers: list[Marker]) -> Chart:
     series = [Series(label, SERIES_COLOURS[i], points(rows, measure, key))
               for i, (key, label) in enumerate(measure.fields)]
     svg = window_chart(title=measure.title, unit=measure.unit, series=series, x_max=trial.windows_total,
                        markers=markers, bars=measure.bars, from_zero=measure.flow,
-                       chart_id=f"t{trial.pk}-{measure.slug}", notes=_opening_notes(rows, measure, cumulative=False))
+                       chart_id=f"t{trial.pk}-{measure.slug}", notes=_opening_notes(rows, measure, cumulative=False),
+                       empty=NO_WINDOW_PLAYED if not played(rows) else "not recorded in this trial")
     return Chart(measure, svg, recorded(rows, measure))
 
 
@@ -357,7 +364,8 @@ def _compare_chart(trials: list[Trial], rows: list[list[dict]], measure: Measure
     notes = _opening_notes(rows[0], measure, cumulative=True) if measure.cumulative_in_compare else []
     svg = window_chart(title=measure.compare_title(), unit=measure.unit, series=series,
                        x_max=max(t.windows_total for t in trials), markers=markers, from_zero=measure.flow,
-                       chart_id="cmp-" + measure.slug, notes=notes)
+                       chart_id="cmp-" + measure.slug, notes=notes,
+                       empty=NO_WINDOW_PLAYED if not any(map(played, rows)) else "not recorded in these trials")
     return Chart(measure, svg, any(recorded(r, measure) for r in rows))
 
 

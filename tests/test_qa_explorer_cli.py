@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -237,3 +238,26 @@ def test_a_partial_refund_paid_before_the_return_escalated_is_counted(exploiters
     assert report["count"] >= 1
     for example in report["examples"]:
         assert any(c["ok"] and "amount" in c["arguments"] for c in calls[example["return_id"]])
+
+
+@pytest.fixture
+def do_nothing_trial(tmp_path):
+    """do-nothing on counter-punch seed 7: it stops before its first window ends (0 windows played)."""
+    doc, digest = load_calibration(CALIBRATION)
+    run_trial("counter-punch", 7, tmp_path / "dn", policy="do-nothing", calibration=doc, calibration_hash=digest)
+    return import_trial(tmp_path / "dn").trial
+
+
+@pytest.mark.django_db
+def test_a_trial_that_played_no_window_is_not_said_to_predate_the_order_counters(as_researcher,  # noqa: F811
+                                                                                 do_nothing_trial):
+    # The flow charts of a trial with 0 windows played said "Not recorded in this trial's folder (written
+    # before the engine logged order counters)" and "not recorded in this trial", over an axis labelled
+    # $0, $0, $0, $1, $1, $1.
+    assert do_nothing_trial.windows_played == 0
+    html = as_researcher.get(f"/explorer/trials/{do_nothing_trial.pk}/").content.decode()
+    assert "Not recorded in this trial" not in html and "not recorded in this trial" not in html
+    svg = as_researcher.get(f"/explorer/trials/{do_nothing_trial.pk}/charts/dense-reward.svg").content.decode()
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert "no window was played" in labels
+    assert not [label for label in labels if label.startswith("$")]
