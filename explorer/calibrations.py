@@ -52,7 +52,7 @@ def problems() -> list[str]:
         try:
             load_calibration(path)
         except CalibrationError as exc:
-            out.append(f"calibration {display_name(path)} left out: {exc}")
+            out.append(f"calibration {display_name(path)} left out: {exc.problem}")
     return out
 
 

@@ -432,8 +432,10 @@ def ladder_page() -> LadderPage:
     path = calibrations.ladder_file()
     try:
         doc, _digest = load_calibration(path)
-    except CalibrationError as exc:
-        return LadderPage(str(path), [], "", problem=str(exc))
+    except CalibrationError as exc:  # its advice is for the command line; this is what to do here
+        name = calibrations.display_name(path)
+        return LadderPage(name, [], "", problem=f"{exc.problem}. Restore {name}, or write it again with "
+                                                f"`storebench calibrate --out {name}`, then reload this page.")
     results: dict[tuple[str, int], list[Trial]] = {}
     for trial in Trial.objects.filter(player_kind__in=LADDER_KINDS).order_by("-reward_composite", "id"):
         results.setdefault((trial.task_id, trial.seed), []).append(trial)
@@ -457,8 +459,8 @@ def ladder_svg() -> str:
     return ladder_page().svg
 
 
-def ladder_table() -> Table:
-    page = ladder_page()
+def ladder_table(page: LadderPage | None = None) -> Table:
+    page = page or ladder_page()
     rows: list[tuple] = []
     for r in page.rows:
         rows.append((r.task, r.seed, "threshold", "threshold", r.threshold, None, None))

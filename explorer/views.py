@@ -167,13 +167,21 @@ def ladder(request: HttpRequest) -> HttpResponse:
     return _page(request, "explorer/ladder.html", {"page": services.ladder_page()})
 
 
+def _ladder_unavailable(problem: str) -> HttpResponse:
+    """A 503 naming the problem when the ladder's calibration file cannot be read (rather than an
+    empty SVG or a table of no rows, served as if that were the ladder)."""
+    return HttpResponse(problem, status=503, content_type="text/plain; charset=utf-8")
+
+
 @researcher_required
 @require_GET
 def ladder_chart(request: HttpRequest) -> HttpResponse:
-    return _svg(services.ladder_svg(), "ladder.svg")
+    page = services.ladder_page()
+    return _ladder_unavailable(page.problem) if page.problem else _svg(page.svg, "ladder.svg")
 
 
 @researcher_required
 @require_GET
 def ladder_download(request: HttpRequest, fmt: str) -> HttpResponse:
-    return _table(services.ladder_table(), fmt)
+    page = services.ladder_page()
+    return _ladder_unavailable(page.problem) if page.problem else _table(services.ladder_table(page), fmt)

@@ -261,3 +261,36 @@ def test_a_trial_that_played_no_window_is_not_said_to_predate_the_order_counters
     labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     assert "no window was played" in labels
     assert not [label for label in labels if label.startswith("$")]
+
+
+@pytest.fixture
+def truncated_ladder_file(settings, tmp_path):
+    broken = tmp_path / "public.json"
+    broken.write_text(CALIBRATION.read_text()[:5000])
+    settings.EXPLORER_CALIBRATIONS = [str(broken)]
+    return broken
+
+
+@pytest.mark.parametrize("url", ["/explorer/ladder.svg", "/explorer/ladder.csv", "/explorer/ladder.json"])
+def test_the_ladder_downloads_of_an_unreadable_file_are_a_503_naming_it(as_researcher, truncated_ladder_file,  # noqa: F811
+                                                                        url):
+    # They were a 200: an empty (invalid) SVG, and a table with no rows, as if that were the ladder.
+    response = as_researcher.get(url)
+    assert response.status_code == 503
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert f"{truncated_ladder_file}: not a calibration file" in response.content.decode()
+
+
+def test_the_ladder_page_gives_advice_for_the_page_not_the_command_line(as_researcher, truncated_ladder_file):  # noqa: F811
+    problem = as_researcher.get("/explorer/ladder/").context["page"].problem
+    assert "leave the option out" not in problem
+    assert problem.endswith(f"Restore {truncated_ladder_file}, or write it again with `storebench calibrate --out "
+                            f"{truncated_ladder_file}`, then reload this page.")
+
+
+def test_import_warns_of_an_unreadable_calibration_without_command_line_advice(truncated_ladder_file):
+    from explorer.calibrations import problems
+
+    [warning] = problems()
+    assert warning.startswith(f"calibration {truncated_ladder_file} left out: {truncated_ladder_file}: not a calibration")
+    assert "leave the option out" not in warning
