@@ -394,6 +394,11 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         if changed:
             print(f"storebench: warning: {folder} does not match its manifest ({'; '.join(changed)}); the report "
                   "reads its files as they are now", file=sys.stderr)
+        elsewhere = _played_elsewhere(folder)
+        if elsewhere:
+            print(f"storebench: warning: {folder} {elsewhere}: the report replays its action log on this engine's, "
+                  "so it may describe another store than the one played (storebench replay refuses it)",
+                  file=sys.stderr)
         reports.append(report)
     if args.json:
         _print_json(reports if len(reports) > 1 else reports[0])
@@ -409,6 +414,20 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
                 if key not in ("path", "error"):
                     print(f"  {key.replace('_', ' ')}: {_readable(value)}")
     return 2 if any("error" in r for r in reports) else 0
+
+
+def _played_elsewhere(folder: str | Path) -> str:
+    """How a trial's manifest says it ran on another world or task file than this engine's, or ''."""
+    from .artifacts import read_json_object
+    from .tasks import get_task
+    from .world import world_hash
+
+    manifest = read_json_object(Path(folder) / "manifest.json")  # analyze() has read it already
+    if manifest.get("world_hash") != world_hash():
+        return "ran on another world than this engine's"
+    if manifest.get("task_file_hash") != get_task(manifest["task"]).file_hash:
+        return "ran on another version of its task file"
+    return ""
 
 
 def _readable(value: object) -> str:
@@ -673,7 +692,8 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "out, partial refunds that escalated, windows skipped or ended early, quit "
                                      "before the horizon, writes on stale reads. Several folders are reported one "
                                      "after another under their paths. A folder whose files do not match its "
-                                     "manifest gets a warning on stderr (the report reads the files as they are).")
+                                     "manifest gets a warning on stderr (the report reads the files as they are), "
+                                     "and so does one played on another world or task file than this engine's.")
     ana.add_argument("dirs", nargs="+", help="trial folders (for a batch's output, DIR/*)")
     ana.add_argument("--json", action="store_true",
                      help="print JSON: one folder's report as an object, several as a list; each names its path")

@@ -294,3 +294,19 @@ def test_import_warns_of_an_unreadable_calibration_without_command_line_advice(t
     [warning] = problems()
     assert warning.startswith(f"calibration {truncated_ladder_file} left out: {truncated_ladder_file}: not a calibration")
     assert "leave the option out" not in warning
+
+
+@pytest.mark.parametrize(("fields", "said"), [
+    ({"task_file_hash": "sha256:" + "0" * 64}, "ran on another version of its task file"),
+    ({"world_hash": "sha256:" + "0" * 64}, "ran on another world than this engine's"),
+])
+def test_analyze_warns_of_a_trial_played_on_another_task_file_or_world(smart_counter_punch, tmp_path, capsys,
+                                                                        fields, said):
+    # replay refuses such a trial and the explorer leaves its failure modes out; analyze reported on this
+    # engine's store without a word.
+    folder = _with_manifest(smart_counter_punch, tmp_path / "elsewhere", **fields)
+    code, out, err = _cli(capsys, "analyze", folder)
+    assert code == 0 and out.startswith(f"path: {folder}")
+    assert err == (f"storebench: warning: {folder} {said}: the report replays its action log on this engine's, so "
+                   "it may describe another store than the one played (storebench replay refuses it)\n")
+    assert _cli(capsys, "analyze", smart_counter_punch)[2] == ""
