@@ -107,7 +107,7 @@ def analyze(folder: str | Path) -> dict[str, Any]:
         # refused because the return had already escalated, or a refund that closed it, is not one.
         if tool == "refund_return" and result.ok and isinstance(target, str) and target in ep.returns \
                 and ep.returns[target].status == ReturnState.OPEN:
-            partial_before.setdefault(target, 0)
+            partial_before[target] = ep.returns[target].order.refunded  # refunded so far, in cents
         if tool == "place_purchase_order" and result.ok:
             restocks.append({"window": window + 1, "product_id": product, "after_running_out": was_out,
                              "out_for_windows": (window - out_since[product]) if was_out and product is not None else 0})
@@ -122,7 +122,9 @@ def analyze(folder: str | Path) -> dict[str, Any]:
     restocked_products = {r["product_id"] for r in restocks}
     late = [r for r in restocks if r["after_running_out"]]
     partial_escalated = [
-        {"return_id": r.id, "refunded": r.order.refunded, "paid": r.order.paid_cents}
+        # What the operator had refunded when it escalated (the escalation then refunds the rest, so
+        # the order's own refunded figure is always the whole payment).
+        {"return_id": r.id, "refunded_cents": partial_before[r.id], "paid_cents": r.order.paid_cents}
         for r in sorted(ep.returns.values(), key=lambda r: r.id)
         if r.status == ReturnState.ESCALATED and r.id in partial_before
     ]

@@ -237,7 +237,12 @@ def test_a_partial_refund_paid_before_the_return_escalated_is_counted(exploiters
     calls = _refund_calls(exploiters["steady"])
     assert report["count"] >= 1
     for example in report["examples"]:
-        assert any(c["ok"] and "amount" in c["arguments"] for c in calls[example["return_id"]])
+        paid = [c for c in calls[example["return_id"]] if c["ok"]]
+        assert paid and all("amount" in c["arguments"] for c in paid)
+        # what the operator refunded, not the order's refunded total after the escalation refunded the rest
+        # (the example said "refunded 4700, paid 4700" for a refund of 37.60)
+        assert example["refunded_cents"] == sum(round(Decimal(c["arguments"]["amount"]) * 100) for c in paid)
+        assert 0 < example["refunded_cents"] < example["paid_cents"]
 
 
 @pytest.fixture
