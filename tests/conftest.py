@@ -110,3 +110,28 @@ def shift(user):
 def signed_in(client, user):
     client.force_login(user)
     return client
+
+
+# What the service-backed stage (``make test-services``) runs: the suite again with
+# PostgreSQL, Redis and RabbitMQ configured, but only the tests those servers can change.
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "live_server", "django_db_reset_sequences",
+                               "django_db_serialized_rollback"})
+
+
+def touches_services(item: pytest.Item) -> bool:
+    """Marked ``services``, or using Django's database (marker or fixture, however indirect)."""
+    if item.get_closest_marker("services") is not None or item.get_closest_marker("django_db") is not None:
+        return True
+    return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``STOREBENCH_SERVICES_STAGE=1``, deselect the tests that touch no server: the
+    engine, the MCP adapters and the browser tests (whose console runs on its own SQLite
+    file and embedded defaults) run the same in both stages, so the first stage covers them."""
+    if os.environ.get("STOREBENCH_SERVICES_STAGE") != "1":
+        return
+    dropped = [item for item in items if not touches_services(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if touches_services(item)]
