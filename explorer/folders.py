@@ -301,6 +301,9 @@ def read_folder(path: str | Path) -> TrialFolder:
 # How far below a named folder the scan looks for trial folders (a folder of batches of trials is two).
 MAX_DEPTH = 3
 TRIAL_FILES = frozenset(REQUIRED) | frozenset(OPTIONAL)
+# The release's published layout: these four, no manifest.json or windows.jsonl.  A folder with only
+# some of them is a partial trial folder (refused naming what it lacks), not the release's layout.
+RELEASE_FILES = frozenset(("score.json", "summary.json", "actions.jsonl", "ledger.jsonl"))
 
 
 @dataclass(frozen=True)
@@ -320,12 +323,12 @@ def release_layout_reason(path: Path) -> str:
 
 
 def _kind(folder: Path) -> str:
-    """"trial" (has a manifest), "release" (the release's layout), "partial" (some trial files,
-    no manifest) or "other"."""
+    """"trial" (has a manifest), "release" (the release's layout: :data:`RELEASE_FILES`, no
+    windows.jsonl), "partial" (some trial files, no manifest) or "other"."""
     names = {child.name for child in folder.iterdir() if child.is_file()}
     if "manifest.json" in names:
         return "trial"
-    if "score.json" in names and "windows.jsonl" not in names:
+    if RELEASE_FILES <= names and "windows.jsonl" not in names:
         return "release"
     return "partial" if names & TRIAL_FILES else "other"
 

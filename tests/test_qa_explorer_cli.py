@@ -315,3 +315,18 @@ def test_analyze_warns_of_a_trial_played_on_another_task_file_or_world(smart_cou
     assert err == (f"storebench: warning: {folder} {said}: the report replays its action log on this engine's, so "
                    "it may describe another store than the one played (storebench replay refuses it)\n")
     assert _cli(capsys, "analyze", smart_counter_punch)[2] == ""
+
+
+@pytest.mark.django_db
+def test_a_folder_with_only_a_score_is_not_called_the_release_layout(smart_counter_punch, tmp_path):
+    # It was refused as "a trial folder in the release's published layout ... re-grade it instead", which
+    # storebench regrade cannot do without a summary, an action log and a ledger.
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(smart_counter_punch / "score.json", lone / "score.json")
+    [outcome] = import_trials([lone])
+    assert outcome.status == ImportStatus.REFUSED
+    assert outcome.reason == ("the folder has no manifest.json, summary.json, actions.jsonl, ledger.jsonl, "
+                              "windows.jsonl, events.jsonl")
+    [release] = import_trials([REPO / "fixtures" / "release-trajectories" / "cash-crunch__s7__do-nothing-04"])
+    assert release.reason.startswith("a trial folder in the release's published layout")
