@@ -59,6 +59,13 @@ def whole_number(minimum: int) -> Callable[[str], int]:
 positive_int = whole_number(1)
 
 
+def path_arg(text: str) -> str:
+    """argparse type: a path that names something (an empty --out meant the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names nothing: give the folder or file to write")
+    return text
+
+
 def positive_seconds(text: str) -> float:
     """argparse type: a finite number of seconds above zero."""
     try:
@@ -636,7 +643,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "better of them loses 0.02 or more that way.")
     tabl.add_argument("task", help="task id (see: storebench tasks list), or all for every eval and train task")
     tabl.add_argument("--seed", type=seed_arg, default=7, help="seed (default 7)")
-    tabl.add_argument("--out", metavar="FILE", help="with all: write the report's ablation table "
+    tabl.add_argument("--out", metavar="FILE", type=path_arg, help="with all: write the report's ablation table "
                                                    "(e.g. calibration/ablation.md) instead of printing it")
     tabl.add_argument("--workers", type=positive_int, default=2, help="with all: parallel worker processes (default 2)")
     tabl.add_argument("--json", action="store_true", help="print JSON")
@@ -648,7 +655,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     run.add_argument("--task", required=True, help="task id (see `storebench tasks list`)")
     run.add_argument("--seed", required=True, type=seed_arg, help="task seed, e.g. 7, 11 or 13")
     run.add_argument("--policy", required=True, help=policy_names())
-    run.add_argument("--out", required=True, help="trial folder to create (must be empty or new; its folder "
+    run.add_argument("--out", required=True, type=path_arg, help="trial folder to create (must be empty or new; its folder "
                                                   "must be writable, checked before the trial is played)")
     run.add_argument("--calibration", metavar="FILE",
                      help="calibration file for the business zero and scale; without it the cell is calibrated "
@@ -668,7 +675,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     batch.add_argument("--policy", help=policy_names() + " (give this or --actions)")
     batch.add_argument("--actions", metavar="FILE", help="an actions.jsonl (at least one call) to replay on every "
                                                          "cell")
-    batch.add_argument("--out", required=True, help="folder to hold the trial folders (created once every "
+    batch.add_argument("--out", required=True, type=path_arg, help="folder to hold the trial folders (created once every "
                                                     "argument is checked)")
     batch.add_argument("--workers", type=positive_int, default=2, help="parallel worker processes (default 2)")
     batch.add_argument("--calibration", metavar="FILE",
@@ -711,7 +718,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "machine.")
     cal.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
     cal.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
-    cal.add_argument("--out", required=True, help="calibration JSON to write (only if every gate holds)")
+    cal.add_argument("--out", required=True, type=path_arg, help="calibration JSON to write (only if every gate holds)")
     cal.add_argument("--workers", type=positive_int, default=1,
                      help="parallel worker processes, one cell each (default 1)")
     cal.set_defaults(func=_cmd_calibrate)

@@ -330,3 +330,19 @@ def test_a_folder_with_only_a_score_is_not_called_the_release_layout(smart_count
                               "windows.jsonl, events.jsonl")
     [release] = import_trials([REPO / "fixtures" / "release-trajectories" / "cash-crunch__s7__do-nothing-04"])
     assert release.reason.startswith("a trial folder in the release's published layout")
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--task", "counter-punch", "--seed", "7", "--policy", "absentee", "--calibration", str(CALIBRATION)],
+    ["batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee", "--workers", "1",
+     "--calibration", str(CALIBRATION)],
+    ["calibrate", "--tasks", "counter-punch", "--seeds", "7"],
+])
+def test_an_empty_out_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys, command):
+    # batch --out "" wrote its trial folders into the current folder ("trial folders under " and nothing).
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--out", ""])
+    assert exit_.value.code == 2
+    assert "argument --out: an empty path names nothing: give the folder or file to write" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
