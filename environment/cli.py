@@ -360,8 +360,10 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         _print_json({**summary, "results": results, "failed": failed})
     else:
         trials = f"{summary['trials']} trial" + ("" if summary["trials"] == 1 else "s")
-        mean = "no mean composite" if summary["mean_composite"] is None else \
-            f"mean composite {summary['mean_composite']:.3f}"
+        # From the composites, not the summary's mean (rounded to 4 places): rounding twice turned a
+        # lone 0.13246 into 0.1325 and then "0.133".
+        mean = "no mean composite" if not results else \
+            f"mean composite {sum(r['reward_composite'] for r in results) / len(results):.3f}"
         print(f"{trials}, {summary['passed']} passed, {mean}, in {wall:.1f} s; trial folders under {args.out}"
               + (f"; {len(failed)} failed (see above)" if failed else ""))
     return 1 if failed else 0

@@ -346,3 +346,15 @@ def test_an_empty_out_is_refused_before_anything_is_written(tmp_path, monkeypatc
     assert exit_.value.code == 2
     assert "argument --out: an empty path names nothing: give the folder or file to write" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_batch_line_rounds_the_mean_composite_once(smart_counter_punch, tmp_path, capsys):
+    # counter-punch's action log replayed on short-runway seed 7 scores 0.13246: the summary line said
+    # "mean composite 0.133" (0.13246 rounded to 0.1325, then to 3 places) beside "[1/1] ...: composite 0.132".
+    code, out, err = _cli(capsys, "batch", "--tasks", "short-runway", "--seeds", "7", "--actions",
+                          smart_counter_punch / "actions.jsonl", "--out", tmp_path / "b", "--workers", "1",
+                          "--calibration", CALIBRATION)
+    assert code == 0
+    composite = json.loads((tmp_path / "b" / "short-runway-7-actions" / "score.json").read_text())["reward_composite"]
+    assert composite == 0.13246
+    assert ": composite 0.132" in err and out.startswith("1 trial, 0 passed, mean composite 0.132, ")
