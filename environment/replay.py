@@ -149,11 +149,18 @@ def replay(folder: str | Path) -> ReplayResult:
             out.problems.append(f"score.json {key}: recorded {stored_score[key]}, replayed {value}")
     observations = folder / OBSERVATIONS
     if observations.is_file():
+        recorded: list[Any] | None = None
         try:
-            recorded = [json.loads(line)["result"] for line in gzip.decompress(observations.read_bytes()).splitlines()]
-        except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:
+            rows = [json.loads(line) for line in gzip.decompress(observations.read_bytes()).splitlines()]
+        except (OSError, EOFError, zlib.error, ValueError) as exc:
             out.problems.append(f"{OBSERVATIONS} cannot be read: {exc}")
-            recorded = None
+        else:
+            bad = next((n for n, row in enumerate(rows, start=1) if not isinstance(row, dict) or "result" not in row),
+                       None)
+            if bad is None:
+                recorded = [row["result"] for row in rows]
+            else:
+                out.problems.append(f"{OBSERVATIONS} cannot be read: line {bad} is not an object with a 'result'")
         replayed_obs = ep.observations
         assert replayed_obs is not None, "armed with record=True, so the episode keeps its observations"
         if recorded is not None and recorded != replayed_obs:

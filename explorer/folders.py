@@ -284,7 +284,12 @@ def read_folder(path: str | Path) -> TrialFolder:
             stream = gzip.decompress(contents[OBSERVATIONS])
         except (OSError, EOFError) as exc:
             raise FolderRefused(f"{OBSERVATIONS} is not a readable gzip file ({exc})") from exc
-        observations = [row["result"] for row in _jsonl(OBSERVATIONS, stream)]
+        observations = []
+        for number, row in enumerate(_jsonl(OBSERVATIONS, stream), start=1):
+            if not isinstance(row, dict) or not isinstance(row.get("result"), str):
+                raise FolderRefused(f"{OBSERVATIONS} row {number}: 'result' is missing or not text "
+                                    f"({str(row)[:40]!r})")
+            observations.append(row["result"])
     digest = hashlib.sha256()
     for name in sorted(contents):
         digest.update(f"{name}\0{file_digest(contents[name])}\n".encode())

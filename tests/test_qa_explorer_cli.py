@@ -1,6 +1,7 @@
 """Fixes from a QA pass over the CLI (run, batch, regrade, replay, analyze) and the explorer."""
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import shutil
@@ -12,9 +13,10 @@ from test_explorer_pages import _as_player, as_researcher, researcher  # noqa: F
 
 from environment.analyze import analyze
 from environment.api import arm
-from environment.artifacts import file_digest, read_action_log
+from environment.artifacts import OBSERVATIONS, file_digest, read_action_log
 from environment.calibration import load_calibration
 from environment.cli import main
+from environment.replay import replay
 from environment.tasks import get_task
 from environment.trial import run_trial
 from explorer import importing
@@ -358,3 +360,35 @@ def test_the_batch_line_rounds_the_mean_composite_once(smart_counter_punch, tmp_
     composite = json.loads((tmp_path / "b" / "short-runway-7-actions" / "score.json").read_text())["reward_composite"]
     assert composite == 0.13246
     assert ": composite 0.132" in err and out.startswith("1 trial, 0 passed, mean composite 0.132, ")
+
+
+def _with_observations(source: Path, folder: Path, payload: bytes) -> Path:
+    shutil.copytree(source, folder)
+    data = gzip.compress(payload)
+    (folder / OBSERVATIONS).write_bytes(data)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"][OBSERVATIONS] = file_digest(data)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+OBSERVATION_ROWS = [b'{"call": 1}\n', b"[1, 2]\n", b'{"call": 1, "result": 5}\n']
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("payload", OBSERVATION_ROWS)
+def test_an_observation_row_without_a_text_result_is_refused_not_a_traceback(smart_counter_punch, tmp_path,
+                                                                             payload):
+    # import_trials stopped with KeyError/TypeError on a re-signed observations.jsonl.gz whose row had no
+    # 'result' (or was not an object): the whole run ended in a traceback.
+    folder = _with_observations(smart_counter_punch, tmp_path / "obs", payload)
+    outcomes = import_trials([folder, smart_counter_punch])
+    assert [o.status for o in outcomes] == [ImportStatus.REFUSED, ImportStatus.IMPORTED]
+    assert outcomes[0].reason.startswith(f"{OBSERVATIONS} row 1: 'result' is missing or not text")
+
+
+@pytest.mark.parametrize("payload", OBSERVATION_ROWS[:2])
+def test_replay_names_the_observation_line_it_cannot_read(smart_counter_punch, tmp_path, payload):
+    # It said "observations.jsonl.gz cannot be read: 'result'" (a KeyError's text).
+    result = replay(_with_observations(smart_counter_punch, tmp_path / "obs", payload))
+    assert f"{OBSERVATIONS} cannot be read: line 1 is not an object with a 'result'" in result.problems
