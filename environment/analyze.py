@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import arm
-from .artifacts import ArtifactError, read_action_log, read_json_object, whole_number
+from .artifacts import ArtifactError, cell_from_folder_name, read_action_log, read_json_object, whole_number
 from .engine.state import ReturnState
 from .errors import StoreBenchError, check_seed
 from .tasks import get_task
@@ -36,6 +36,10 @@ def analyze(folder: str | Path) -> dict[str, Any]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ArtifactError(f"{folder} is not a folder: give a trial folder written by storebench run, batch or mcp")
+    if not (folder / "manifest.json").exists() and cell_from_folder_name(folder) and (folder / "score.json").is_file():
+        raise ArtifactError(f"{folder} is in the release's layout, with no manifest.json, so there is no world or task "
+                            "file hash to replay its action log against; storebench regrade checks its score "
+                            "against its ledger")
     manifest = read_json_object(folder / "manifest.json")
     summary = read_json_object(folder / "summary.json")
     actions = read_action_log(folder / "actions.jsonl")

@@ -392,3 +392,13 @@ def test_replay_names_the_observation_line_it_cannot_read(smart_counter_punch, t
     # It said "observations.jsonl.gz cannot be read: 'result'" (a KeyError's text).
     result = replay(_with_observations(smart_counter_punch, tmp_path / "obs", payload))
     assert f"{OBSERVATIONS} cannot be read: line 1 is not an object with a 'result'" in result.problems
+
+
+def test_analyze_says_a_release_layout_folder_is_one_and_points_to_regrade(capsys):
+    # It asked "manifest.json is missing: is ... a trial folder written by storebench?" (replay names the layout).
+    folder = REPO / "fixtures" / "release-trajectories" / "cash-crunch__s7__do-nothing-04"
+    code, _out, err = _cli(capsys, "analyze", folder)
+    assert code == 2
+    assert err == (f"storebench: {folder} is in the release's layout, with no manifest.json, so there is no world or "
+                   "task file hash to replay its action log against; storebench regrade checks its score against its "
+                   "ledger\n")
