@@ -77,4 +77,6 @@ def choose_cell(task_id: str, seed: int, calibration_hash: str | None) -> CellCh
     for path, doc, _digest in loaded:
         if cell_of(doc, task_id, seed):
             return CellChoice(cell_of(doc, task_id, seed), f"{display_name(path)} ({why})")
-    return CellChoice(None, f"no known calibration file has {task_id} seed {seed}")
+    on_the_spot = ("; the trial calibrated it on the spot, and a trial folder does not record the threshold"
+                   if not calibration_hash else "")
+    return CellChoice(None, f"no known calibration file has {task_id} seed {seed}{on_the_spot}")

@@ -402,3 +402,19 @@ def test_analyze_says_a_release_layout_folder_is_one_and_points_to_regrade(capsy
     assert err == (f"storebench: {folder} is in the release's layout, with no manifest.json, so there is no world or "
                    "task file hash to replay its action log against; storebench regrade checks its score against its "
                    "ledger\n")
+
+
+@pytest.mark.django_db
+def test_a_trial_calibrated_on_the_spot_outside_the_known_files_says_why_it_has_no_threshold(
+        smart_counter_punch, settings, tmp_path):
+    # Its page said only "no threshold: no known calibration file has counter-punch seed 7", though
+    # storebench run had printed a threshold for it: the folder does not keep it.
+    doc, _digest = load_calibration(CALIBRATION)
+    (tmp_path / "lacking.json").write_text(json.dumps({**doc, "tasks": {}}))
+    settings.EXPLORER_CALIBRATIONS = [str(tmp_path / "lacking.json")]
+    spot = import_trial(_with_manifest(smart_counter_punch, tmp_path / "spot", calibration_hash=None)).trial
+    assert spot.threshold is None
+    assert spot.calibration_label == ("no known calibration file has counter-punch seed 7; the trial calibrated it "
+                                      "on the spot, and a trial folder does not record the threshold")
+    graded = import_trial(smart_counter_punch).trial
+    assert graded.calibration_label == "no known calibration file has counter-punch seed 7"
