@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import TextChoices
 
 from environment import simtime
@@ -197,7 +197,7 @@ def import_trial(path: str | Path) -> ImportOutcome:
             TrialWindow.objects.bulk_create(_window_rows(trial, folder.windows), batch_size=BATCH)
             TrialCall.objects.bulk_create(_call_rows(trial, folder.actions, folder.observations), batch_size=BATCH)
             TrialEvent.objects.bulk_create(_event_rows(trial, folder, task), batch_size=BATCH)
-    except DatabaseError as exc:
+    except (IntegrityError, DataError) as exc:  # a lost connection or a bug is raised, not called a refusal
         existing = Trial.objects.filter(content_hash=folder.content_hash).first()
         if isinstance(exc, IntegrityError) and existing is not None:  # another import of it committed first
             return ImportOutcome(str(path), ImportStatus.DUPLICATE, existing)
