@@ -60,19 +60,41 @@ def _dec(value: object) -> Decimal | None:
 
 
 def ledger_totals(path: Path) -> tuple[Decimal, Decimal]:
-    """(net assets, opening capital) in dollars from a ledger file."""
+    """(net assets, opening capital) in dollars from a ledger file; :class:`ArtifactError`
+    naming the line of an entry that is not JSON or lacks a whole ``amount_cents`` or a ``kind``."""
     net = 0
     capital = 0
     with path.open() as fh:
-        for line in fh:
+        for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            entry = json.loads(line)
-            amount = int(entry["amount_cents"])
+            try:
+                entry = json.loads(line)
+                amount = whole_number(entry["amount_cents"], "amount_cents")
+                kind = entry["kind"]
+            except ValueError as exc:
+                raise ArtifactError(f"{path.name} line {number} is not JSON ({exc})") from None
+            except (KeyError, TypeError) as exc:
+                raise ArtifactError(f"{path.name} line {number} is not a ledger entry: it lacks {exc}") from None
+            except ArtifactError as exc:
+                raise ArtifactError(f"{path.name} line {number}: {exc.message}") from None
             net += amount
-            if entry["kind"] in ("opening_cash", "opening_deposit"):
+            if kind in ("opening_cash", "opening_deposit"):
                 capital += amount
     return Decimal(net) / 100, Decimal(capital) / 100
+
+
+def _cells_claimed(files: dict[str, dict[str, Any]]) -> list[tuple[str, str | None, int | None]]:
+    """The cell each of a trial's files names, as (file, task, seed); a file naming neither
+    (the release's ``"task": null``) is left out."""
+    claimed = []
+    for name, data in files.items():
+        task, seed = data.get("task"), data.get("seed")
+        if task is None and seed is None:
+            continue
+        claimed.append((name, None if task is None else task if isinstance(task, str) else repr(task),
+                        None if seed is None else whole_number(seed, f"{name} seed")))
+    return claimed
 
 
 def _zero(out: Regrade, problem: str) -> Regrade:
@@ -132,12 +154,23 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
     if named is not None and (out.task, out.seed) != named:
         out.problems.append(f"the folder is named for {named[0]} seed {named[1]}, its files say {out.task} seed "
                             f"{out.seed}")
+    others = [f"{name} says {task} seed {seed}"
+              for name, task, seed in _cells_claimed({"score.json": stored, "summary.json": summary,
+                                                      "manifest.json": manifest})
+              if (task is not None and task != out.task) or (seed is not None and seed != out.seed)]
+    if others:
+        return _zero(out, f"the trial's files disagree on its cell (graded as {out.task} seed {out.seed}, but "
+                          f"{'; '.join(others)}); refusing to grade it against either cell")
     if not manifest and ("suite" in stored or "task" in stored):
         # This engine's layout (the release's score.json has neither): its manifest holds the
         # files' checksums, so a folder without one could hold any ledger.
         return _zero(out, "manifest.json is missing: this engine writes one with every trial folder, with the "
                           "checksums of its files, so the folder cannot be trusted and grades to zero")
-    cell = cell_of(calibration, out.task, out.seed) if out.task is not None and out.seed is not None else None
+    if out.task is None or out.seed is None:
+        out.problems.append("the trial's files name no task or no seed, and the folder's name is not the release's "
+                            "<task>__s<seed>__<id>: say which cell it is by naming the folder so")
+        return out
+    cell = cell_of(calibration, out.task, out.seed)
     if cell is None:
         out.problems.append(f"no calibration cell for task {out.task!r} seed {out.seed!r} in this calibration "
                             f"file: re-grade against the file the trial was graded with, or calibrate the cell "
@@ -164,8 +197,10 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
         return _zero(out, "ledger.jsonl is missing: the score cannot be checked and grades to zero")
     try:
         net, capital = ledger_totals(ledger)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except OSError as exc:
         return _zero(out, f"ledger.jsonl unreadable, so the trial grades to zero: {exc}")
+    except ArtifactError as exc:
+        return _zero(out, f"{exc.message}, so the trial grades to zero")
     raw = net - capital
     for name, mine in (("net_assets", net), ("business_raw", raw)):
         theirs = _dec(stored.get(name))

@@ -175,3 +175,50 @@ def test_a_recorded_operation_without_a_window_is_named_by_file_and_call(tmp_pat
     lines = log.read_text().splitlines(keepends=True)
     log.write_text(lines[0] + '{"tool": "end_window", "op": true}\n' + "".join(lines[1:]))
     assert regrade(folder, doc).problems == [f"{log} call 2 window must be a whole number, got None"]
+
+
+def _resigned(folder: Path) -> None:
+    """Rewrite the manifest's checksums, as a forger who rewrites them too would."""
+    from environment.artifacts import file_digest
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"] = {name: file_digest((folder / name).read_bytes()) for name in manifest["files"]}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def test_a_score_moved_to_another_cell_than_its_manifest_is_refused(tmp_path, calibration):
+    doc, digest = calibration
+    folder = tmp_path / "trial"
+    run_trial("counter-punch", 7, folder, policy="blast-list", calibration=doc, calibration_hash=digest)
+    for name in ("score.json", "summary.json"):
+        data = json.loads((folder / name).read_text())
+        data["seed"] = 11  # graded against seed 11's calibration, while the actions were played on seed 7
+        (folder / name).write_text(json.dumps(data, indent=2) + "\n")
+    _resigned(folder)
+    refused = regrade(folder, doc, digest)
+    assert refused.problems == ["the trial's files disagree on its cell (graded as counter-punch seed 11, but "
+                                "manifest.json says counter-punch seed 7); refusing to grade it against either cell"]
+    assert refused.composite == 0 and refused.passed is False
+
+
+def test_a_ledger_line_without_an_amount_is_named_by_its_line(tmp_path, calibration):
+    doc, digest = calibration
+    folder = tmp_path / "trial"
+    run_trial("counter-punch", 7, folder, policy="blast-list", calibration=doc, calibration_hash=digest)
+    lines = (folder / "ledger.jsonl").read_text().splitlines(keepends=True)
+    entry = json.loads(lines[2])
+    entry.pop("amount_cents")
+    lines[2] = json.dumps(entry) + "\n"
+    (folder / "ledger.jsonl").write_text("".join(lines))
+    _resigned(folder)
+    refused = regrade(folder, doc, digest)
+    assert refused.problems == ["ledger.jsonl line 3 is not a ledger entry: it lacks 'amount_cents', so the trial "
+                                "grades to zero"]
+
+
+def test_a_release_folder_whose_name_gives_no_cell_says_how_to_name_it(tmp_path, calibration):
+    doc, digest = calibration
+    folder = shutil.copytree(FOLDERS[0], tmp_path / "renamed")
+    assert regrade(folder, doc, digest).problems == [
+        "the trial's files name no task or no seed, and the folder's name is not the release's "
+        "<task>__s<seed>__<id>: say which cell it is by naming the folder so"]
