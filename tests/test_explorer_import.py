@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from trial_helpers import resign
 
 from environment.artifacts import OBSERVATIONS, file_digest
 from environment.calibration import load_calibration
@@ -54,13 +55,6 @@ def edit_line(path, number: int, old: str, new: str) -> None:
     assert old in lines[number]
     lines[number] = lines[number].replace(old, new, 1)
     path.write_text("".join(lines))
-
-
-def resign(folder) -> None:
-    """Rewrite the manifest's checksums, as a harness writing its own folder would."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"] = {name: file_digest((folder / name).read_bytes()) for name in manifest["files"]}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 def test_the_manifest_records_a_checksum_for_every_other_file(folder):

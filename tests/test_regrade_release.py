@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from trial_helpers import resign
 
 from environment.calibration import cell_of, load_calibration
 from environment.engine.settlement import business_normalized, compose
@@ -177,15 +178,6 @@ def test_a_recorded_operation_without_a_window_is_named_by_file_and_call(tmp_pat
     assert regrade(folder, doc).problems == [f"{log} call 2 window must be a whole number, got None"]
 
 
-def _resigned(folder: Path) -> None:
-    """Rewrite the manifest's checksums, as a forger who rewrites them too would."""
-    from environment.artifacts import file_digest
-
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"] = {name: file_digest((folder / name).read_bytes()) for name in manifest["files"]}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-
-
 def test_a_score_moved_to_another_cell_than_its_manifest_is_refused(tmp_path, calibration):
     doc, digest = calibration
     folder = tmp_path / "trial"
@@ -194,7 +186,7 @@ def test_a_score_moved_to_another_cell_than_its_manifest_is_refused(tmp_path, ca
         data = json.loads((folder / name).read_text())
         data["seed"] = 11  # graded against seed 11's calibration, while the actions were played on seed 7
         (folder / name).write_text(json.dumps(data, indent=2) + "\n")
-    _resigned(folder)
+    resign(folder)
     refused = regrade(folder, doc, digest)
     assert refused.problems == ["the trial's files disagree on its cell (graded as counter-punch seed 11, but "
                                 "manifest.json says counter-punch seed 7); refusing to grade it against either cell"]
@@ -210,7 +202,7 @@ def test_a_ledger_line_without_an_amount_is_named_by_its_line(tmp_path, calibrat
     entry.pop("amount_cents")
     lines[2] = json.dumps(entry) + "\n"
     (folder / "ledger.jsonl").write_text("".join(lines))
-    _resigned(folder)
+    resign(folder)
     refused = regrade(folder, doc, digest)
     assert refused.problems == ["ledger.jsonl line 3 is not a ledger entry: it lacks 'amount_cents', so the trial "
                                 "grades to zero"]
