@@ -60,9 +60,9 @@ positive_int = whole_number(1)
 
 
 def path_arg(text: str) -> str:
-    """argparse type: a path that names something (an empty --out meant the current folder)."""
+    """argparse type: a path that names something (an empty one was read as the current folder)."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path names nothing: give the folder or file to write")
+        raise argparse.ArgumentTypeError("an empty path names nothing: give the folder or file")
     return text
 
 
@@ -659,7 +659,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     run.add_argument("--policy", required=True, help=policy_names())
     run.add_argument("--out", required=True, type=path_arg, help="trial folder to create (must be empty or new; its folder "
                                                   "must be writable, checked before the trial is played)")
-    run.add_argument("--calibration", metavar="FILE",
+    run.add_argument("--calibration", metavar="FILE", type=path_arg,
                      help="calibration file for the business zero and scale; without it the cell is calibrated "
                           "on the spot")
     run.add_argument("--json", action="store_true", help="print the score as JSON")
@@ -680,7 +680,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     batch.add_argument("--out", required=True, type=path_arg, help="folder to hold the trial folders (created once every "
                                                     "argument is checked)")
     batch.add_argument("--workers", type=positive_int, default=2, help="parallel worker processes (default 2)")
-    batch.add_argument("--calibration", metavar="FILE",
+    batch.add_argument("--calibration", metavar="FILE", type=path_arg,
                        help="calibration file; a cell it lacks (or every cell, without it) is calibrated on the "
                             "spot, with a notice on stderr")
     batch.add_argument("--json", action="store_true",
@@ -692,7 +692,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "then replay its action log in a fresh engine and check the ledger, the "
                                      "per-window balances, the events, the score and every tool result byte for "
                                      "byte. Exits 0 only if all match.")
-    rep.add_argument("dirs", nargs="+", help="trial folders (for a batch's output, DIR/*)")
+    rep.add_argument("dirs", nargs="+", type=path_arg, help="trial folders (for a batch's output, DIR/*)")
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(func=_cmd_replay)
 
@@ -703,7 +703,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "after another under their paths. A folder whose files do not match its "
                                      "manifest gets a warning on stderr (the report reads the files as they are), "
                                      "and so does one played on another world or task file than this engine's.")
-    ana.add_argument("dirs", nargs="+", help="trial folders (for a batch's output, DIR/*)")
+    ana.add_argument("dirs", nargs="+", type=path_arg, help="trial folders (for a batch's output, DIR/*)")
     ana.add_argument("--json", action="store_true",
                      help="print JSON: one folder's report as an object, several as a list; each names its path")
     ana.set_defaults(func=_cmd_analyze)
@@ -729,8 +729,8 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                          description="Re-grade trials: recompute business, reliability, composite and pass from "
                                      "each score.json, its ledger and the calibration. Exits 0 only if every "
                                      "trial reproduces.")
-    reg.add_argument("dirs", nargs="+", help="trial folders (for a batch's output, DIR/*)")
-    reg.add_argument("--calibration", required=True, help="calibration file")
+    reg.add_argument("dirs", nargs="+", type=path_arg, help="trial folders (for a batch's output, DIR/*)")
+    reg.add_argument("--calibration", required=True, type=path_arg, help="calibration file")
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
 
@@ -744,7 +744,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     srch.add_argument("--seed", type=seed_arg, default=7, help="task seed (default 7)")
     srch.add_argument("--episodes", type=positive_int, default=300,
                       help="episodes to play (default 300, the paper's; about two minutes on steady)")
-    srch.add_argument("--calibration", metavar="FILE", help="calibration file (else the cell is calibrated now)")
+    srch.add_argument("--calibration", metavar="FILE", type=path_arg, help="calibration file (else the cell is calibrated now)")
     srch.add_argument("--json", action="store_true", help="print JSON, with the best-so-far curve")
     srch.set_defaults(func=_cmd_search)
 

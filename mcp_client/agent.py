@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from environment.cli import positive_int, seed_arg, whole_number, writable_folder
+from environment.cli import path_arg, positive_int, seed_arg, whole_number, writable_folder
 from environment.errors import StoreBenchError
 from environment.suite import public_calibration
 
@@ -261,7 +261,7 @@ def add_agent_command(sub: Any) -> None:
     agent.add_argument("--api-key", help="bearer key for the endpoint (default: $OPENAI_API_KEY, if set)")
     agent.add_argument("--task", default="short-runway", help="task id (default short-runway)")
     agent.add_argument("--seed", type=seed_arg, default=7, help="task seed (default 7)")
-    agent.add_argument("--trials", default="trials", help="where the trial folder is written (default ./trials)")
+    agent.add_argument("--trials", default="trials", type=path_arg, help="where the trial folder is written (default ./trials)")
     agent.add_argument("--max-turns", type=positive_int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
     agent.add_argument("--keep-turns", type=whole_number(0), default=KEEP_TURNS,
                        help=f"earlier turns kept in context by compaction, 0 or more (default {KEEP_TURNS}; 0 "

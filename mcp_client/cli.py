@@ -25,7 +25,7 @@ from typing import Any
 
 from environment.cli import build_parser as core_parser
 from environment.cli import main as core_main
-from environment.cli import positive_int, positive_seconds, seed_arg, writable_folder
+from environment.cli import path_arg, positive_int, positive_seconds, seed_arg, writable_folder
 from environment.errors import InvalidSeed, check_seed
 
 OPERATOR_TOKEN_ENV = "STOREBENCH_OPERATOR_TOKEN"
@@ -220,19 +220,19 @@ def _add_mcp(sub: Any) -> None:
                      help="--http: seconds a connection has to send a complete request head (default 10)")
     mcp.add_argument("--max-connections", type=positive_int,
                      help="--http: open connections at most (default: half the file-descriptor limit, <= 1000)")
-    mcp.add_argument("--state", metavar="DIR", help="--http: keep every session's calls here and resume them "
+    mcp.add_argument("--state", metavar="DIR", type=path_arg, help="--http: keep every session's calls here and resume them "
                                                     "on restart")
     mcp.add_argument("--no-fsync", action="store_true",
                      help="--http with --state: write each call without fsync (survives the server being killed, "
                           "not the machine crashing; saves a disk flush per operation)")
-    mcp.add_argument("--trials", metavar="DIR", help="where trial folders are written (default ./trials, or "
+    mcp.add_argument("--trials", metavar="DIR", type=path_arg, help="where trial folders are written (default ./trials, or "
                                                      "STATE/trials with --state)")
     mcp.add_argument("--no-trial", action="store_true", help="write no trial folder (a throwaway episode)")
     mcp.add_argument("--operator-token", metavar="TOKEN",
                      help=f"--http: serve the operator API behind this bearer token (or set {OPERATOR_TOKEN_ENV})")
     mcp.add_argument("--model", help="stdio: label: the model playing (recorded in summary.json)")
     mcp.add_argument("--harness", help="stdio: label: the harness driving it (recorded in summary.json)")
-    mcp.add_argument("--labels-file", metavar="FILE",
+    mcp.add_argument("--labels-file", metavar="FILE", type=path_arg,
                      help="stdio: a JSON object of labels (e.g. token metrics) read when the host hangs up; "
                           "the trial folder is then written, also for an episode that reached its horizon earlier")
     mcp.set_defaults(func=_cmd_mcp)

@@ -346,7 +346,7 @@ def test_an_empty_out_is_refused_before_anything_is_written(tmp_path, monkeypatc
     with pytest.raises(SystemExit) as exit_:
         main([*command, "--out", ""])
     assert exit_.value.code == 2
-    assert "argument --out: an empty path names nothing: give the folder or file to write" in capsys.readouterr().err
+    assert "argument --out: an empty path names nothing: give the folder or file" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -418,3 +418,26 @@ def test_a_trial_calibrated_on_the_spot_outside_the_known_files_says_why_it_has_
                                       "on the spot, and a trial folder does not record the threshold")
     graded = import_trial(smart_counter_punch).trial
     assert graded.calibration_label == "no known calibration file has counter-punch seed 7"
+
+
+@pytest.mark.parametrize(("command", "argument"), [
+    (["replay", ""], "dirs"),
+    (["analyze", ""], "dirs"),
+    (["regrade", "", "--calibration", str(CALIBRATION)], "dirs"),
+    (["regrade", "some-trial", "--calibration", ""], "--calibration"),
+    (["run", "--task", "counter-punch", "--seed", "7", "--out", "x", "--calibration", ""], "--calibration"),
+    (["mcp", "--task", "counter-punch", "--seed", "7", "--trials", ""], "--trials"),
+    (["mcp", "--task", "counter-punch", "--seed", "7", "--labels-file", ""], "--labels-file"),
+    (["mcp", "--http", "--state", ""], "--state"),
+    (["agent", "--model", "m", "--base-url", "http://127.0.0.1:9", "--trials", ""], "--trials"),
+])
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, monkeypatch, capsys, command, argument):
+    # replay "" replayed the current folder, named "."; mcp --trials "" wrote under ./trials.
+    from mcp_client.cli import main as full_main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        full_main(command)
+    assert exit_.value.code == 2
+    assert f"argument {argument}: an empty path names nothing: give the folder or file" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
