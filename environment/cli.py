@@ -523,6 +523,8 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
         for r in results:
             if r.composite is None or r.task is None or r.seed is None:  # not even its cell could be read
                 print(f"{r.path}: cannot be graded - DOES NOT REPRODUCE")
+            elif r.refused:
+                print(f"{r.path}: {r.task} seed {r.seed}: refused, so it grades to zero - DOES NOT REPRODUCE")
             else:
                 head = (f"{r.path}: {r.task} seed {r.seed}: composite {r.composite} business {r.business} "
                         f"reliability {r.reliability} {'pass' if r.passed else 'no pass'}")

@@ -41,6 +41,7 @@ class Regrade:
     composite: Decimal | None = None
     passed: bool | None = None
     problems: list[str] = field(default_factory=list)
+    refused: bool = False  # its files could not be trusted: graded to zero (see _zero), not re-graded
 
     @property
     def reproduces(self) -> bool:
@@ -52,7 +53,7 @@ class Regrade:
 
         return {"path": self.path, "task": self.task, "seed": self.seed, "business": f(self.business),
                 "reliability": f(self.reliability), "reward_composite": f(self.composite), "pass": self.passed,
-                "reproduces": self.reproduces, "problems": self.problems}
+                "reproduces": self.reproduces, "refused": self.refused, "problems": self.problems}
 
 
 def _dec(value: object) -> Decimal | None:
@@ -102,6 +103,7 @@ def _zero(out: Regrade, problem: str) -> Regrade:
     out.problems.append(problem)
     out.business = out.reliability = out.composite = Decimal(0)
     out.passed = False
+    out.refused = True
     return out
 
 

@@ -214,3 +214,18 @@ def test_a_release_folder_whose_name_gives_no_cell_says_how_to_name_it(tmp_path,
     assert regrade(folder, doc, digest).problems == [
         "the trial's files name no task or no seed, and the folder's name is not the release's "
         "<task>__s<seed>__<id>: say which cell it is by naming the folder so"]
+
+
+def test_a_refused_trial_reads_as_refused_not_as_a_grade(tmp_path, calibration, capsys):
+    from environment.cli import main
+
+    doc, digest = calibration
+    folder = tmp_path / "trial"
+    run_trial("counter-punch", 7, folder, policy="blast-list", calibration=doc, calibration_hash=digest)
+    _forge(folder, doc)
+    assert main(["regrade", str(folder), "--calibration", str(CALIBRATION)]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"{folder}: counter-punch seed 7: refused, so it grades to zero - DOES NOT REPRODUCE"
+    assert main(["regrade", str(folder), "--calibration", str(CALIBRATION), "--json"]) == 1
+    (trial,) = json.loads(capsys.readouterr().out)["trials"]
+    assert (trial["refused"], trial["reward_composite"], trial["reproduces"]) == (True, 0.0, False)
