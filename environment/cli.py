@@ -333,8 +333,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     writable_folder(args.out, "--out")
     if calibration is None:
-        print(f"storebench: no --calibration, so each of the {len(cells)} cells is calibrated on the spot",
-              file=sys.stderr)
+        which = "the cell is" if len(cells) == 1 else f"each of the {len(cells)} cells is"
+        print(f"storebench: no --calibration, so {which} calibrated on the spot", file=sys.stderr)
     else:
         missing = [f"{c.task} seed {c.seed}" for c in cells if cell_of(calibration, c.task, c.seed) is None]
         if missing:

@@ -83,7 +83,8 @@ def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, p
     cells = batch_cells(expand_tasks(list(tasks)), seeds, Path(out), batch_label(policy, actions))
     taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
     if taken:
-        raise ArtifactError(f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
+        raise ArtifactError(f"the trial folder {taken[0]} already exists; use a new --out" if len(taken) == 1 else
+                            f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
     return cells
 
 

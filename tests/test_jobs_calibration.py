@@ -206,7 +206,7 @@ def test_run_batch_refuses_trial_folders_that_already_exist_before_any_job(tmp_p
     folder = tmp_path / "trials" / "counter-punch-7-absentee"
     folder.mkdir(parents=True)
     (folder / "score.json").write_text("an earlier trial")
-    with pytest.raises(CommandError, match=r"^1 trial folders already exist \(e\.g\. .*/counter-punch-7-absentee\); "
+    with pytest.raises(CommandError, match=r"^the trial folder .*/counter-punch-7-absentee already exists; "
                                            r"use a new --out$"):
         call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee",
                      "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"))
