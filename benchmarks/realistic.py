@@ -12,7 +12,11 @@ missing from the database afterwards), and the server's CPU per tool call
 (the server processes' user+system time over the run, from ``/proc``, divided by the
 calls made in it: every worker and thread included, and what a process spends between
 calls), and the median CPU of the calls that had their server process to itself
-(``benchmarks.server``: a call's own cost, uncontended, even under load).
+(``benchmarks.server``: a call's own cost, uncontended, even under load).  After the
+run, :data:`BASELINE_REQUESTS` requests to a view that does nothing (``/healthz``) are
+sent one after another to the same server, and their median CPU is reported beside the
+calls', with the ratio of the two: measured side by side in one run, that ratio holds
+on a slower or busier machine where the milliseconds do not.
 
 The bench's users, shifts and sessions are deleted afterwards.
 """
@@ -61,6 +65,8 @@ def _free_port() -> int:
 
 WARM_UP_AT_ONCE = 4
 WARM_UP_HEADER = "x-bench-warm-up"  # marks a warm-up call, which benchmarks.server does not record
+BASELINE_HEADER = "x-bench-baseline"  # marks a no-op request whose CPU benchmarks.server records
+BASELINE_REQUESTS = 200
 KEEP_ALIVE_S = 120  # how long an idle participant's connection stays open, on both sides
 
 
@@ -211,6 +217,11 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
 
         await asyncio.gather(*(participant(i, shift) for i, (_u, shift, _k) in enumerate(people)))
         wall, cpu = time.perf_counter() - began, _cpu_seconds(SERVER_PID[0]) - cpu_before
+        for _ in range(BASELINE_REQUESTS):  # after the run: the no-op's CPU, on a process the run warmed
+            noop = await clients[0].get("/healthz", headers={**headers[0], BASELINE_HEADER: "1"})
+            if noop.status_code != 200:
+                errors.append(f"baseline /healthz: HTTP {noop.status_code}")
+                break
     finally:
         for client in clients:
             await client.aclose()
@@ -231,15 +242,23 @@ def slow_calls(began_at: list[float], latencies_ms: list[float], bound_ms: float
     return len(slow), len({int(start) for start in slow})
 
 
-def _solo_call_cpu(cpu_log: Path) -> list[float]:
-    """The CPU (ms) of each measured tool call that had its server process to itself
-    (``benchmarks.server``); the file is removed."""
+def _solo_cpu(cpu_log: Path) -> dict[str, list[float]]:
+    """The CPU (ms) of each measured request that had its server process to itself
+    (``benchmarks.server``), by kind (``call``, ``noop``); the file is removed."""
+    found: dict[str, list[float]] = {"call": [], "noop": []}
     try:
-        lines = cpu_log.read_text().split()
+        lines = cpu_log.read_text().splitlines()
     except FileNotFoundError:
-        return []
+        return found
     cpu_log.unlink()
-    return [int(line) / 1000 for line in lines]
+    for line in lines:
+        kind, micros = line.split()
+        found[kind].append(int(micros) / 1000)
+    return found
+
+
+def _median_ms(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
 
 
 def run(participants: int, workers: int, duration: float, think: float, seed: int = 7) -> dict:
@@ -274,7 +293,8 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
-    solo = _solo_call_cpu(cpu_log)
+    solo = _solo_cpu(cpu_log)
+    call_ms, noop_ms = _median_ms(solo["call"]), _median_ms(solo["noop"])
     lost = 0
     for shift_id, ids in outcome["acked"].items():
         stored = set(ShiftCall.objects.filter(shift_id=shift_id).values_list("call_id", flat=True))
@@ -292,7 +312,8 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
         "slow_calls": slow, "slow_call_seconds": slow_seconds,
         "errors": len(outcome["errors"]), "error_samples": outcome["errors"][:5], "lost_calls": lost,
         "server_cpu_ms_per_call": round(cpu * 1000 / calls, 2) if calls else None,
-        "server_cpu_ms_per_solo_call_median": round(statistics.median(solo), 2) if solo else None,
-        "solo_calls": len(solo),
+        "server_cpu_ms_per_solo_call_median": call_ms, "solo_calls": len(solo["call"]),
+        "server_cpu_ms_per_solo_noop_median": noop_ms, "solo_noops": len(solo["noop"]),
+        "solo_cpu_ratio": round(call_ms / noop_ms, 1) if call_ms and noop_ms else None,
         "server_log": str(log),
     }

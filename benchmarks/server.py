@@ -10,10 +10,13 @@ their CPU is their own).  So the figures are uncontended per-call costs, even un
 load, and the bench can give their median beside its mean over the whole run (which
 also carries what a process spends between calls).
 
-Each process appends one line per recorded call, in microseconds, to the file
-``STOREBENCH_BENCH_CPU_LOG`` names; without it nothing is recorded.  The bench's warm-up
-calls (each participant's first: its process loads the world and builds the episode)
-carry the header :data:`WARM_UP_HEADER` and are not recorded.
+Each process appends one line per recorded request to the file
+``STOREBENCH_BENCH_CPU_LOG`` names, ``call`` or ``noop`` and its CPU in microseconds;
+without it nothing is recorded.  The bench's warm-up calls (each participant's first:
+its process loads the world and builds the episode) carry the header
+:data:`WARM_UP_HEADER` and are not recorded.  A ``GET /healthz`` (a view that returns a
+constant) carrying :data:`BASELINE_HEADER` is recorded as ``noop``: the same server's
+cost of a request that does nothing, to set the tool calls' figure beside.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Any
 from config.asgi import application as site  # first: it sets Django up
 
 # isort: split
-from benchmarks.realistic import WARM_UP_HEADER
+from benchmarks.realistic import BASELINE_HEADER, WARM_UP_HEADER
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -34,6 +37,18 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 TOOL_CALL = re.compile(r"^/shifts/\d+/call/$")
+NOOP = "/healthz"
+
+
+def kind_of(scope: Scope) -> str | None:
+    """``call`` for a measured tool call, ``noop`` for a baseline request, else None (not recorded)."""
+    headers = {name for name, _value in scope.get("headers", ())}
+    method, path = scope.get("method"), scope.get("path", "")
+    if method == "POST" and TOOL_CALL.match(path) and WARM_UP_HEADER.encode() not in headers:
+        return "call"
+    if method == "GET" and path == NOOP and BASELINE_HEADER.encode() in headers:
+        return "noop"
+    return None
 
 
 class SoloCallCpu:
@@ -46,11 +61,11 @@ class SoloCallCpu:
         self.next_id = 0
         self._log: Any = None
 
-    def _write(self, micros: int) -> None:
+    def _write(self, kind: str, micros: int) -> None:
         if self._log is None:
             assert self.log_path is not None
             self._log = open(self.log_path, "a", buffering=1)  # noqa: SIM115 - kept open for the process
-        self._log.write(f"{micros}\n")
+        self._log.write(f"{kind} {micros}\n")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.log_path is None:
@@ -68,9 +83,9 @@ class SoloCallCpu:
         finally:
             spent = time.process_time() - began
             alone = not self.in_flight.pop(me)
-            if (alone and scope.get("method") == "POST" and TOOL_CALL.match(scope.get("path", ""))
-                    and not any(name == WARM_UP_HEADER.encode() for name, _v in scope.get("headers", ()))):
-                self._write(round(spent * 1_000_000))
+            kind = kind_of(scope)
+            if alone and kind is not None:
+                self._write(kind, round(spent * 1_000_000))
 
 
 application = SoloCallCpu(site, os.environ.get("STOREBENCH_BENCH_CPU_LOG"))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from benchmarks.server import WARM_UP_HEADER, SoloCallCpu
+from benchmarks.server import BASELINE_HEADER, WARM_UP_HEADER, SoloCallCpu
 
 
-def scope(path: str = "/shifts/7/call/", method: str = "POST", warm_up: bool = False) -> dict:
+def scope(path: str = "/shifts/7/call/", method: str = "POST", warm_up: bool = False, baseline: bool = False) -> dict:
     headers = [(b"host", b"127.0.0.1")] + ([(WARM_UP_HEADER.encode(), b"1")] if warm_up else [])
+    headers += [(BASELINE_HEADER.encode(), b"1")] if baseline else []
     return {"type": "http", "method": method, "path": path, "headers": headers}
 
 
@@ -51,8 +52,8 @@ def test_a_call_alone_is_recorded_and_overlapping_ones_are_not(tmp_path: Path):
         await bench(scope(), _nothing, _nothing)  # alone again
 
     asyncio.run(run())
-    lines = log.read_text().split()
-    assert len(lines) == 2 and all(int(line) > 0 for line in lines)
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert len(lines) == 2 and all(kind == "call" and int(micros) > 0 for kind, micros in lines)
 
 
 def test_warm_up_calls_pages_and_gets_are_not_recorded(tmp_path: Path):
@@ -66,7 +67,20 @@ def test_warm_up_calls_pages_and_gets_are_not_recorded(tmp_path: Path):
         await bench(scope(), _nothing, _nothing)
 
     asyncio.run(run())
-    assert len(log.read_text().split()) == 1
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["call"]
+
+
+def test_a_baseline_healthz_is_recorded_as_a_noop_and_a_plain_one_is_not(tmp_path: Path):
+    log = tmp_path / "cpu.log"
+
+    async def run() -> None:
+        bench = SoloCallCpu(open_gate(), str(log))
+        await bench(scope(path="/healthz", method="GET"), _nothing, _nothing)  # the bench's wait for the server
+        await bench(scope(path="/healthz", method="GET", baseline=True), _nothing, _nothing)
+        await bench(scope(path="/shifts/7/", method="GET", baseline=True), _nothing, _nothing)
+
+    asyncio.run(run())
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["noop"]
 
 
 def test_without_a_log_path_nothing_is_written(tmp_path: Path):

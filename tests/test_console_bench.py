@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from benchmarks.realistic import BASELINE_REQUESTS
 from shifts.models import Shift
 
 KEYS = {"participants", "calls_per_participant", "tool", "tool_page_median_ms", "noop_median_ms", "ratio",
@@ -67,6 +68,10 @@ def test_the_realistic_mode_serves_participants_with_think_time_and_loses_nothin
     assert result["server_cpu_ms_per_call"] > 0
     # every measured call is a call of the run, the warm-up ones excluded (benchmarks.server)
     assert 0 < result["solo_calls"] <= result["calls"] and result["server_cpu_ms_per_solo_call_median"] > 0
+    # and the no-op baseline beside them, every one of its requests alone on its process
+    assert result["solo_noops"] == BASELINE_REQUESTS and result["server_cpu_ms_per_solo_noop_median"] > 0
+    assert result["solo_cpu_ratio"] == round(result["server_cpu_ms_per_solo_call_median"]
+                                             / result["server_cpu_ms_per_solo_noop_median"], 1)
     assert 0 <= result["slow_call_seconds"] <= result["slow_calls"] <= result["calls"]
     assert not get_user_model().objects.filter(username__startswith="bench-").exists()
 

@@ -185,7 +185,8 @@ class Command(BaseCommand):
                 f"({result['calls_per_second']}/s), p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, max "
                 f"{result['max_ms']} ms, server CPU {result['server_cpu_ms_per_call']} ms per call over the run "
                 f"(median {result['server_cpu_ms_per_solo_call_median']} ms over the {result['solo_calls']} calls "
-                f"that had their process to themselves), {self._slow(result)}, {result['errors']} errors,"
+                f"that had their process to themselves; a no-op view's median {result['server_cpu_ms_per_solo_noop_median']}"
+                f" ms, ratio {result['solo_cpu_ratio']}), {self._slow(result)}, {result['errors']} errors,"
                 f" {result['lost_calls']} lost")
 
     @staticmethod
