@@ -387,7 +387,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from .analyze import analyze
-    from .artifacts import folder_checksum_problems
+    from .artifacts import folder_checksum_problems, read_json_object
+    from .replay import played_elsewhere
 
     reports: list[dict[str, Any]] = []
     for folder in args.dirs:
@@ -403,9 +404,9 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         if changed:
             print(f"storebench: warning: {folder} does not match its manifest ({'; '.join(changed)}); the report "
                   "reads its files as they are now", file=sys.stderr)
-        elsewhere = _played_elsewhere(folder)
+        elsewhere = played_elsewhere(read_json_object(Path(folder) / "manifest.json"))  # analyze() has read it
         if elsewhere:
-            print(f"storebench: warning: {folder} {elsewhere}: the report replays its action log on this engine's, "
+            print(f"storebench: warning: {folder}: {elsewhere}; the report replays its action log on this engine's, "
                   "so it may describe another store than the one played (storebench replay refuses it)",
                   file=sys.stderr)
         reports.append(report)
@@ -423,20 +424,6 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
                 if key not in ("path", "error"):
                     print(f"  {key.replace('_', ' ')}: {_readable(value)}")
     return 2 if any("error" in r for r in reports) else 0
-
-
-def _played_elsewhere(folder: str | Path) -> str:
-    """How a trial's manifest says it ran on another world or task file than this engine's, or ''."""
-    from .artifacts import read_json_object
-    from .tasks import get_task
-    from .world import world_hash
-
-    manifest = read_json_object(Path(folder) / "manifest.json")  # analyze() has read it already
-    if manifest.get("world_hash") != world_hash():
-        return "ran on another world than this engine's"
-    if manifest.get("task_file_hash") != get_task(manifest["task"]).file_hash:
-        return "ran on another version of its task file"
-    return ""
 
 
 def _readable(value: object) -> str:

@@ -56,6 +56,19 @@ class ReplayResult:
                 "notes": self.notes}
 
 
+def played_elsewhere(manifest: dict[str, Any]) -> str:
+    """How a trial's manifest says it ran on another world or task file than this engine's, or
+    ''.  Replaying such a trial proves nothing: ``replay`` refuses it, ``analyze`` warns and the
+    explorer leaves its failure modes out.  An unknown task raises (:func:`get_task`)."""
+    theirs = manifest.get("world_hash")
+    if theirs != world_hash():
+        return f"the trial ran on world {theirs}, this engine has {world_hash()}"
+    ours = get_task(manifest["task"]).file_hash
+    if manifest.get("task_file_hash") != ours:
+        return f"the trial ran on task file {manifest.get('task_file_hash')}, this engine's is {ours}"
+    return ""
+
+
 def _first_difference(mine: list[str], theirs: list[str]) -> int:
     """The 0-based index of the first line where two files differ (the shorter one's length when one
     is a prefix of the other)."""
@@ -103,18 +116,16 @@ def replay(folder: str | Path) -> ReplayResult:
     if not isinstance(manifest.get("task"), str) or "seed" not in manifest:
         out.problems.append(f"cannot read the trial: {folder / 'manifest.json'} names no task and seed")
         return out
-    if manifest.get("world_hash") != world_hash():
-        out.problems.append(f"the trial ran on world {manifest.get('world_hash')}, this engine has {world_hash()}")
-        return out
     try:
-        task = get_task(manifest["task"])
-        seed = check_seed(whole_number(manifest["seed"], "its seed"))
+        elsewhere = played_elsewhere(manifest)
+        if not elsewhere:
+            task = get_task(manifest["task"])
+            seed = check_seed(whole_number(manifest["seed"], "its seed"))
     except StoreBenchError as exc:  # named for this folder; the other folders are still replayed
         out.problems.append(f"cannot read the trial: {folder / 'manifest.json'}: {exc.message}")
         return out
-    if manifest.get("task_file_hash") != task.file_hash:
-        out.problems.append(f"the task file changed since the trial ({manifest.get('task_file_hash')} -> "
-                            f"{task.file_hash})")
+    if elsewhere:
+        out.problems.append(elsewhere)
         return out
     ep = arm(task, seed, record=True)
     play_actions(ep, actions, stop=summary.get("termination") == "stopped")

@@ -24,9 +24,9 @@ from environment.analyze import analyze
 from environment.anchors import ANCHORS
 from environment.engine.episode import ORDER_FLOW
 from environment.errors import StoreBenchError
+from environment.replay import played_elsewhere
 from environment.tasks import get_task
 from environment.tools import REGISTRY
-from environment.world import world_hash
 
 from .calibrations import choose_cell
 from .folders import FolderRefused, Passed, TrialFolder, read_folder, trial_folders
@@ -81,14 +81,10 @@ def _exact(value):
 def _task_matches(manifest: dict):
     """The local task when the trial ran on this engine's world and task file, else None and why."""
     try:
-        task = get_task(manifest["task"])
+        elsewhere = played_elsewhere(manifest)
+        return (None, elsewhere) if elsewhere else (get_task(manifest["task"]), "")
     except StoreBenchError as exc:
         return None, str(exc)
-    if manifest.get("world_hash") != world_hash():
-        return None, "the trial ran on another world than this engine's"
-    if manifest.get("task_file_hash") != task.file_hash:
-        return None, "the task file changed since the trial ran"
-    return task, ""
 
 
 def _window_rows(trial: Trial, rows: list[dict]) -> list[TrialWindow]:

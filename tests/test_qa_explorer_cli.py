@@ -19,6 +19,7 @@ from environment.cli import main
 from environment.replay import replay
 from environment.tasks import get_task
 from environment.trial import run_trial
+from environment.world import world_hash
 from explorer import importing
 from explorer.importing import ImportStatus, import_trial, import_trials
 from explorer.models import Trial
@@ -304,8 +305,10 @@ def test_import_warns_of_an_unreadable_calibration_without_command_line_advice(t
 
 
 @pytest.mark.parametrize(("fields", "said"), [
-    ({"task_file_hash": "sha256:" + "0" * 64}, "ran on another version of its task file"),
-    ({"world_hash": "sha256:" + "0" * 64}, "ran on another world than this engine's"),
+    ({"task_file_hash": "sha256:" + "0" * 64}, "the trial ran on task file sha256:" + "0" * 64 + ", this engine's is "
+     + get_task("counter-punch").file_hash),
+    ({"world_hash": "sha256:" + "0" * 64}, "the trial ran on world sha256:" + "0" * 64 + ", this engine has "
+     + world_hash()),
 ])
 def test_analyze_warns_of_a_trial_played_on_another_task_file_or_world(smart_counter_punch, tmp_path, capsys,
                                                                         fields, said):
@@ -314,9 +317,10 @@ def test_analyze_warns_of_a_trial_played_on_another_task_file_or_world(smart_cou
     folder = _with_manifest(smart_counter_punch, tmp_path / "elsewhere", **fields)
     code, out, err = _cli(capsys, "analyze", folder)
     assert code == 0 and out.startswith(f"path: {folder}")
-    assert err == (f"storebench: warning: {folder} {said}: the report replays its action log on this engine's, so "
+    assert err == (f"storebench: warning: {folder}: {said}; the report replays its action log on this engine's, so "
                    "it may describe another store than the one played (storebench replay refuses it)\n")
     assert _cli(capsys, "analyze", smart_counter_punch)[2] == ""
+    assert replay(folder).problems == [said]  # one rule, one wording: replay refuses it for the same reason
 
 
 @pytest.mark.django_db
@@ -447,3 +451,12 @@ def test_batch_without_a_calibration_says_one_cell_in_the_singular(tmp_path, cap
     assert main(["batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee", "--workers", "1",
                  "--out", str(tmp_path / "trials")]) == 0
     assert "storebench: no --calibration, so the cell is calibrated on the spot\n" in capsys.readouterr().err
+
+
+@pytest.mark.django_db
+def test_the_explorer_leaves_out_the_failure_modes_of_a_trial_played_on_another_world(smart_counter_punch, tmp_path):
+    folder = _with_manifest(smart_counter_punch, tmp_path / "elsewhere", world_hash="sha256:" + "0" * 64)
+    trial = import_trial(folder).trial
+    assert trial.failure_modes is None
+    assert trial.failure_modes_note == ("not analysed: the trial ran on world sha256:" + "0" * 64
+                                        + ", this engine has " + world_hash())
