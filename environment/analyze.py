@@ -74,16 +74,9 @@ def analyze(folder: str | Path) -> dict[str, Any]:
                 out_since.pop(p.id, None)
 
     sweep_stockouts()
-    settle = ep.finish
-
-    def finish_after_a_last_sweep(reason: str) -> None:
-        # Settlement liquidates every lot, so after it every line would read as out of stock: the
-        # last sweep sees the store as the last window left it, and none runs once the episode is over.
-        if not ep.over:
-            sweep_stockouts()
-        settle(reason)
-
-    ep.finish = finish_after_a_last_sweep  # type: ignore[method-assign]
+    # Settlement liquidates every lot, so after it every line would read as out of stock: the last
+    # sweep sees the store as the last window left it, and none runs once the episode is over.
+    ep.before_settlement = sweep_stockouts
     for entry in actions:
         window = ep.window
         tool, arguments = entry["tool"], entry.get("arguments", {})

@@ -15,7 +15,7 @@ by what it is for, the window and the entity it concerns.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import simtime
@@ -127,6 +127,9 @@ class Episode:
         self.action_log: list[dict[str, Any]] = []
         self._flow_mark = 0  # order numbers below this have been counted as placed
         self._awaiting: dict[str, OrderRec] = {}  # orders still awaiting shipment at the last row
+        # An observer's last look at the store before settlement liquidates it (storebench analyze);
+        # it must not change the episode.
+        self.before_settlement: Callable[[], None] | None = None
         self._arm()
 
     # -- randomness -----------------------------------------------------------
@@ -621,6 +624,8 @@ class Episode:
 
         if self.over:
             return
+        if self.before_settlement is not None:
+            self.before_settlement()
         self.over = True
         self.end_reason = reason
         settle(self)
