@@ -300,7 +300,7 @@ def components_table(trial_id: int) -> Table:
     rows += [(r["key"], r["value"], r["weight"], r["contribution"]) for r in _components(trial)]
     rows += [("business_raw_usd", trial.business_raw, None, None), ("net_assets_usd", trial.net_assets, None, None),
              ("threshold", trial.threshold, None, None),
-             ("passed", None if trial.passed is None else int(trial.passed), None, None)]
+             ("passed", trial.passed, None, None)]
     rows += [(f"anchor {name}", _d(a["reward_composite"]), None, None)
              for name, a in trial.cell.get("anchors", {}).items()]
     return Table(f"trial-{trial.pk}-components", ("component", "value", "weight", "contribution"), rows)

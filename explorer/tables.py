@@ -2,7 +2,8 @@
 
 Decimals are written as their exact text in both formats, in positional notation
 (a zero contribution is 0.0000000, never 0E-7), so a score downloaded as JSON reads
-back to the same digits it was imported with.
+back to the same digits it was imported with.  A yes/no figure is JSON's ``true`` or
+``false`` in both, as in the study exports.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def _decimal(value: Decimal) -> str:
 
 
 def _plain(value):
+    if isinstance(value, bool):  # as in JSON and the study exports, not Python's True/False
+        return "true" if value else "false"
     if isinstance(value, Decimal):
         return _decimal(value)
     if isinstance(value, dict | list):

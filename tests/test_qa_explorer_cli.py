@@ -122,6 +122,27 @@ def test_a_table_writes_decimals_in_positional_notation():
     assert json.loads(table.as_json())["rows"] == [{"a": "0.0000000", "b": "100", "c": "0.100000"}]
 
 
+def test_a_table_writes_yes_and_no_as_json_does():
+    table = Table("t", ("passed", "flagged"), [(True, False)])
+    assert table.as_csv() == "passed,flagged\ntrue,false\n"
+    assert json.loads(table.as_json())["rows"] == [{"passed": True, "flagged": False}]
+
+
+@pytest.mark.django_db
+def test_components_and_compare_downloads_say_passed_alike(absentee_trial, as_researcher, tmp_path):
+    # components.csv wrote 1 and compare's CSV True for the same figure
+    passed = absentee_trial.passed
+    word = "true" if passed else "false"
+    components = as_researcher.get(f"/explorer/trials/{absentee_trial.pk}/components.csv").content.decode()
+    assert f"\npassed,{word},,\n" in components
+    other = import_trial(_as_player(Path(absentee_trial.source_path), tmp_path / "model", "model", "acme-9")).trial
+    compared = as_researcher.get(f"/explorer/compare/components.csv?trial={absentee_trial.pk}"
+                                 f"&trial={other.pk}").content.decode()
+    assert f"\npassed,{word},{word}\n" in compared
+    rows = json.loads(as_researcher.get(f"/explorer/trials/{absentee_trial.pk}/components.json").content)["rows"]
+    assert {"component": "passed", "value": passed, "weight": None, "contribution": None} in rows
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_a_zero_contribution_downloads_as_a_number_not_0e_7(as_researcher, absentee_trial, fmt):  # noqa: F811
     # A business of 0 times its weight is Decimal('0E-7'): the components download said "0E-7".
