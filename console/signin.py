@@ -16,6 +16,7 @@ every address's count for that username is forgotten together.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 from django import forms
 from django.conf import settings
@@ -34,13 +35,20 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _account(username: str) -> str:
+    """The account a typed username signs in to, as counted: the sign-in form reads the
+    username in Unicode's NFKC form (so "ｊane", in full-width letters, signs in as "jane"),
+    and every spelling that reaches the same account shares one count."""
+    return unicodedata.normalize("NFKC", username).strip().lower()
+
+
 def _generation_key(username: str) -> str:
-    return f"signin-generation:{_digest(username.strip().lower())}"
+    return f"signin-generation:{_digest(_account(username))}"
 
 
 def _key(username: str, address: str) -> str:
     generation = cache.get(_generation_key(username), 0)
-    return f"signin-failures:{_digest(username.strip().lower(), address, str(generation))}"
+    return f"signin-failures:{_digest(_account(username), address, str(generation))}"
 
 
 def _address(request) -> str:
