@@ -46,8 +46,15 @@ def can(user, study: Study, action: Action) -> bool:
 
 
 def require(user, study: Study, action: Action) -> None:
-    if not can(user, study, action):
-        raise StudyPermissionDenied(f"{user} may not {action.value} in study {study.name!r}")
+    """Refuse ``action`` unless the user holds a role that allows it. The refusal names the
+    study only to someone who holds a role in it: for anyone else the 403 page would tell
+    any study's name to whoever types its number into the address."""
+    roles = roles_of(user, study)
+    if roles & ALLOWED[action]:
+        return
+    if not roles:
+        raise StudyPermissionDenied(f"{user} may not {action.value}: they hold no role in this study")
+    raise StudyPermissionDenied(f"{user} may not {action.value} in study {study.name!r}")
 
 
 def visible_studies(user):

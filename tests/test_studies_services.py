@@ -19,7 +19,7 @@ from studies.models import AppendOnlyError, Attempt, AttemptKind, AttemptStatus,
 
 def test_coordinator_of_study_a_cannot_assign_in_study_b(coordinator, other_study, admin):
     target = bots.add_bot(admin, other_study, "b-bot")
-    with pytest.raises(StudyPermissionDenied, match="coord-a may not manage participants and attempts in study 'Study B'"):
+    with pytest.raises(StudyPermissionDenied, match="coord-a may not manage participants and attempts: they hold no role in this study"):
         assignment.assign(coordinator, target, other_study.cells.first())
 
 

@@ -27,7 +27,7 @@ def test_other_studys_page_is_forbidden_on_the_sites_403_page(coord_client, othe
     html = response.content.decode()
     assert response.status_code == 403 and response["Content-Type"].startswith("text/html")
     assert "<h1>Not allowed</h1>" in html and '<a href="/">StoreBench home</a>' in html
-    assert '<p class="reason">coord-a may not view the study in study &#x27;Study B&#x27;</p>' in html
+    assert '<p class="reason">coord-a may not view the study: they hold no role in this study</p>' in html
 
 
 def test_anonymous_is_sent_to_sign_in(client, study):
