@@ -6,9 +6,9 @@ Prolific gives every participant the same study URL with their ``PROLIFIC_PID``,
 
 * A GET only shows the consent text (no write).  The POST that gives consent creates
   the participant and their account on the first visit, or finds them again by their
-  ``PROLIFIC_PID``; a returning visit must carry the same ``SESSION_ID`` as the first
-  one (the platform's ids are in a URL, so the PID alone would let anyone sign in as
-  someone else).  The participant is signed in and sent to the briefing.
+  ``PROLIFIC_PID``; the link must carry a ``SESSION_ID`` and a returning visit the same
+  ``SESSION_ID`` as the first one (the platform's ids are in a URL, so the PID alone
+  would let anyone sign in as someone else).  The participant is signed in and sent to the briefing.
 * The completion page sends a participant who has finished a scored attempt to the
   study's completion URL with the study's completion code (``?cc=CODE``, the form
   Prolific checks).  The return path (a POST: "I want to stop") closes their unstarted
@@ -50,8 +50,9 @@ def open_study(slug: str) -> Study:
 
 def platform_ids(query) -> dict:
     ids = external_ids_from(query)
-    if "PROLIFIC_PID" not in ids:
-        raise StudyError("this study link needs your PROLIFIC_PID in the address; open it from Prolific again")
+    if "PROLIFIC_PID" not in ids or "SESSION_ID" not in ids:
+        raise StudyError("this study link needs your PROLIFIC_PID and SESSION_ID in the address; "
+                         "open it from Prolific again")
     return ids
 
 
@@ -88,9 +89,12 @@ def enter(study: Study, query, consent_version: int | None) -> Participant:
     if participant.withdrawn_at is not None:
         raise StudyError("you have withdrawn from this study; contact the researchers if this is a mistake")
     known = participant.external_ids.get("SESSION_ID")
-    if known and ids.get("SESSION_ID") != known:
+    if ids["SESSION_ID"] != known:  # none recorded (an entry from before both were required) matches nothing
         raise StudyError("this PROLIFIC_PID entered the study in another session; open the study from "
                          "Prolific again (the link carries your session), or contact the researchers")
+    if participant.user_id is None:  # added by the team (an import), never signed in: their invitation signs them in
+        raise StudyError("this PROLIFIC_PID was added to the study by its team; open the invitation link "
+                         "the coordinator sent you, or contact the researchers")
     if consent is not None and participant.consent_version_id != consent.pk:
         participant.consent_version = consent
         participant.consented_at = now

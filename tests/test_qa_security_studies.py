@@ -3,7 +3,8 @@ refusals, the public entry page and the coordinator's CSV downloads give away.""
 import pytest
 from test_studies_support import admin, coordinator, other_study, study  # noqa: F401
 
-from studies import participants
+from studies import entry, participants
+from studies.design import add_consent_version
 
 
 @pytest.fixture
@@ -20,3 +21,45 @@ def test_the_refusal_of_a_study_the_user_holds_no_role_in_does_not_name_it(clien
     assert response.status_code == 403
     assert '<p class="reason">p-of-a may not view the study: they hold no role in this study</p>' in html
     assert "Study B" not in html
+
+
+@pytest.fixture
+def linked(study, coordinator, admin):
+    add_consent_version(admin, study, "You run a simulated store for one shift.")
+    entry.configure(coordinator, study, entry_open=True, completion_url="https://app.prolific.com/submissions/complete",
+                    completion_code="C0MPLETE", return_code="RETURN12", base_pay_cents=500, bonus_bands=[],
+                    fault_compensation_cents=0, reason="open recruitment")
+    study.refresh_from_db()
+    return study
+
+
+def test_the_study_link_without_a_session_id_signs_nobody_in(client, linked):
+    response = client.post(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0001", {"version": 1, "agree": "on"})
+    assert response.status_code == 400
+    assert ("this study link needs your PROLIFIC_PID and SESSION_ID in the address; open it from Prolific again"
+            in response.content.decode())
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_pid_recorded_without_a_session_is_not_signed_in_by_the_study_link(client, linked, coordinator):
+    # An imported participant's PROLIFIC_PID (no session recorded): anyone could type it into the link.
+    person = participants.add_participant(coordinator, linked, "imported-1")
+    person.external_ids = {"PROLIFIC_PID": "pid0042"}
+    person.save(update_fields=["external_ids"])
+    response = client.post(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0042&SESSION_ID=guess",
+                           {"version": 1, "agree": "on"})
+    assert response.status_code == 400
+    assert "this PROLIFIC_PID entered the study in another session" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_an_imported_person_with_a_session_id_is_sent_to_their_invitation(client, linked, coordinator):
+    # Imported with both ids but never signed in: there is no account for the link to sign in to.
+    person = participants.add_participant(coordinator, linked, "imported-2")
+    person.external_ids = {"PROLIFIC_PID": "pid0043", "SESSION_ID": "sess43"}
+    person.save(update_fields=["external_ids"])
+    response = client.post(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0043&SESSION_ID=sess43",
+                           {"version": 1, "agree": "on"})
+    assert response.status_code == 400
+    assert ("this PROLIFIC_PID was added to the study by its team; open the invitation link the coordinator "
+            "sent you, or contact the researchers" in response.content.decode())
