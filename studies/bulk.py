@@ -27,6 +27,8 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
+from environment.csvcells import safe_cell
+
 from . import assignment, attempts, audit, participants
 from .errors import StudyError
 from .models import Attempt, AttemptStatus, AuditAction, Participant, Study
@@ -93,7 +95,7 @@ def report_csv(reports: list[RowReport]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["line", "label", "result", "message"])
     for r in reports:
-        writer.writerow([r.line, r.label, "added" if r.ok else "refused", r.message])
+        writer.writerow([r.line, safe_cell(r.label), "added" if r.ok else "refused", safe_cell(r.message)])
     return out.getvalue()
 
 
@@ -112,8 +114,8 @@ def invite_many(actor, study: Study, people: list[Participant], days: int,
             if person.study_id != study.pk:
                 raise StudyError(f"participant {person.label} is not in study {study.name!r}")
             issued = participants.invite(actor, person, days * 24 * 3600)
-            writer.writerow([person.label, person.external_ids.get("PROLIFIC_PID", ""), link_for(issued.token),
-                             expires])
+            writer.writerow([safe_cell(person.label), safe_cell(person.external_ids.get("PROLIFIC_PID", "")),
+                             link_for(issued.token), expires])
     return out.getvalue()
 
 

