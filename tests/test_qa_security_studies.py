@@ -98,3 +98,9 @@ def test_the_invitations_file_writes_a_formula_label_as_text(study, coordinator)
 def test_the_import_report_writes_a_formula_label_as_text(study, coordinator):
     reports = bulk.import_participants(coordinator, study, "label\n+cmd|' /C calc'!A0\n")
     assert _rows(bulk.report_csv(reports))[1][1] == "'+cmd|' /C calc'!A0"
+
+
+def test_the_public_study_link_page_has_no_staff_navigation(client, linked):
+    html = client.get(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0001&SESSION_ID=s1").content.decode()
+    assert "You run a simulated store for one shift." in html
+    assert 'class="study-nav"' not in html and f"/studies/{linked.pk}/" not in html
