@@ -103,9 +103,24 @@ class IssuedInvitation:
     token: str
 
 
+def refuse_staff_account(participant: Participant) -> None:
+    """Refuse a link that would sign in as an account with powers beyond taking part: a
+    link signs in whoever opens it as the participant's account, so a coordinator of one
+    study could otherwise become a staff member, or another study's coordinator, whose
+    account was also made a participant here. Such a person signs in with their password."""
+    user = participant.user
+    if user is None:
+        return
+    if user.is_staff or user.is_superuser or user.study_memberships.exclude(role=Role.PARTICIPANT).exists():
+        raise StudyError(f"{participant.label}'s account holds a staff role; an invitation link would sign "
+                         "whoever opens it in with those powers, so none is issued or accepted: they sign in "
+                         "with their own password")
+
+
 def invite(actor, participant: Participant, max_age_seconds: int = DEFAULT_MAX_AGE) -> IssuedInvitation:
     study = participant.study
     require(actor, study, Action.MANAGE)
+    refuse_staff_account(participant)
     if not 60 <= max_age_seconds <= 90 * 24 * 3600:
         raise StudyError(f"an invitation lasts between 60 seconds and 90 days, not {max_age_seconds} seconds")
     invitation = Invitation.objects.create(participant=participant, nonce=secrets.token_urlsafe(18),
@@ -202,6 +217,7 @@ def accept(token: str, query: dict):
     invitation = Invitation.objects.select_for_update().select_related("participant__study").get(pk=invitation.pk)
     participant = invitation.participant
     refuse_if_used(invitation)
+    refuse_staff_account(participant)
     ids = external_ids_from(query)
     if participant.user is None:
         User = get_user_model()

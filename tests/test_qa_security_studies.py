@@ -8,8 +8,9 @@ from django.utils import timezone
 from test_studies_support import admin, coordinator, other_study, study  # noqa: F401
 
 from studies import assignment, bulk, entry, participants, pay
-from studies.design import add_consent_version
-from studies.models import PayRecord, PayStatus
+from studies.design import add_consent_version, add_member
+from studies.errors import StudyError
+from studies.models import PayRecord, PayStatus, Role
 
 
 @pytest.fixture
@@ -104,3 +105,34 @@ def test_the_public_study_link_page_has_no_staff_navigation(client, linked):
     html = client.get(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0001&SESSION_ID=s1").content.decode()
     assert "You run a simulated store for one shift." in html
     assert 'class="study-nav"' not in html and f"/studies/{linked.pk}/" not in html
+
+
+# --- an invitation link never signs anyone in as an account with staff powers -------------------
+
+STAFF_REFUSAL = ("P-B's account holds a staff role; an invitation link would sign whoever opens it in with those "
+                 "powers, so none is issued or accepted: they sign in with their own password")
+
+
+@pytest.fixture
+def coordinator_of_b_in_a(study, other_study, admin, django_user_model):
+    """Study B's coordinator, who also takes part in study A (participant P-B)."""
+    user = django_user_model.objects.create_user("coord-b", password=None)
+    add_member(admin, other_study, user, Role.COORDINATOR)
+    return participants.add_participant(admin, study, "P-B", user=user)
+
+
+def test_a_coordinator_is_refused_a_link_for_a_participant_who_is_staff_elsewhere(coordinator, coordinator_of_b_in_a):
+    with pytest.raises(StudyError) as refused:
+        participants.invite(coordinator, coordinator_of_b_in_a)
+    assert str(refused.value) == STAFF_REFUSAL
+
+
+def test_a_link_issued_before_the_account_became_staff_signs_nobody_in(client, coordinator, study, other_study,
+                                                                        admin, django_user_model):
+    user = django_user_model.objects.create_user("later-staff", password=None)
+    person = participants.add_participant(admin, study, "P-B", user=user)
+    issued = participants.invite(coordinator, person)
+    add_member(admin, other_study, user, Role.COORDINATOR)
+    response = client.post(f"/studies/join/{issued.token}/")
+    assert response.status_code == 400 and STAFF_REFUSAL in response.content.decode().replace("&#x27;", "'")
+    assert "_auth_user_id" not in client.session
