@@ -310,7 +310,7 @@ def monitor_partial(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def leaderboard_page(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)  # refused before the query is read, so a bad filter tells an outsider nothing
     try:
         filters = Filters.from_mapping({k: v for k, v in request.GET.items() if k.startswith("include_")})
     except StudyError as exc:
@@ -324,7 +324,7 @@ def leaderboard_page(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def leaderboard_svg(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study(pk)
+    study = _staff_study(request, pk)  # refused before the query is read, so a bad filter tells an outsider nothing
     try:
         filters = Filters.from_mapping({k: v for k, v in request.GET.items() if k.startswith("include_")})
     except StudyError as exc:

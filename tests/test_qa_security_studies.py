@@ -136,3 +136,9 @@ def test_a_link_issued_before_the_account_became_staff_signs_nobody_in(client, c
     response = client.post(f"/studies/join/{issued.token}/")
     assert response.status_code == 400 and STAFF_REFUSAL in response.content.decode().replace("&#x27;", "'")
     assert "_auth_user_id" not in client.session
+
+
+def test_an_outsiders_bad_leaderboard_filter_is_refused_before_it_is_read(client, participant_of_a, other_study):
+    client.force_login(participant_of_a)
+    response = client.get(f"/studies/{other_study.pk}/leaderboard/", {"include_nonsense": "1"})
+    assert response.status_code == 403
