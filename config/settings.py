@@ -13,8 +13,10 @@ SQLite, an in-memory channel layer and Celery tasks run in-process.
 
 Production is the default. ``DEBUG`` is off unless ``DJANGO_DEBUG=1`` (``make run``
 sets it); outside debug there is no built-in ``SECRET_KEY`` (the process refuses to
-start without ``DJANGO_SECRET_KEY``), cookies are secure, HSTS is sent and plain HTTP
-is redirected to HTTPS, so ``manage.py check --deploy`` is clean. For a deployment
+start without ``DJANGO_SECRET_KEY``, or with one ``check --deploy`` would call weak, or with
+a ``DJANGO_ALLOWED_HOSTS`` that names no host), cookies are secure, HSTS is sent and plain HTTP
+is redirected to HTTPS, so ``manage.py check --deploy`` is clean. Debug refuses to start when
+``DJANGO_ALLOWED_HOSTS`` names a host other machines reach. For a deployment
 that really is plain HTTP (a closed lab network), ``STOREBENCH_PLAIN_HTTP=1`` turns
 those three off and nothing else.
 
@@ -40,6 +42,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlparse
 
+from django.core.checks.security.base import (
+    SECRET_KEY_INSECURE_PREFIX,
+    SECRET_KEY_MIN_LENGTH,
+    SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+)
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -47,6 +54,19 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 def _env_bool(name: str, default: str) -> bool:
     return os.environ.get(name, default).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _weak_secret(key: str) -> bool:
+    """Whether ``key`` is one ``check --deploy`` warns about (security.W009)."""
+    return (len(key) < SECRET_KEY_MIN_LENGTH or len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+            or key.startswith(SECRET_KEY_INSECURE_PREFIX))
+
+
+def _local_host(host: str) -> bool:
+    """Whether an ``ALLOWED_HOSTS`` entry names only this machine."""
+    name = host.lower().rstrip(".")
+    return (name in {"localhost", "testserver", "::1", "[::1]"} or name.endswith(".localhost")
+            or name.startswith("127.") and name.replace(".", "").isdigit())
 
 
 def _postgres_from_url(url: str) -> dict[str, Any]:
@@ -80,6 +100,15 @@ if not SECRET_KEY:
             "DJANGO_DEBUG=1 for local development only (`make run` does)."
         )
     SECRET_KEY = "dev-insecure-storebench-secret-key-for-debug-only"
+elif not DEBUG and _weak_secret(SECRET_KEY):
+    # What `check --deploy` calls W009, refused at start: a short or guessable secret signs
+    # sessions and invitation links that anyone able to guess it could forge.
+    raise ImproperlyConfigured(
+        f"DJANGO_SECRET_KEY is too weak to sign sessions and invitation links ({len(SECRET_KEY)} characters, "
+        f"{len(set(SECRET_KEY))} different): give at least {SECRET_KEY_MIN_LENGTH} characters with at least "
+        f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} different ones, not starting with {SECRET_KEY_INSECURE_PREFIX!r}, "
+        "for example the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
+    )
 # `manage.py load_demo` (known passwords, a superuser admin/admin) only where the
 # process started in debug; decided here, from the environment, once.
 DEMO_DATA_ALLOWED = DEBUG
@@ -90,6 +119,21 @@ ALLOWED_HOSTS = [
     ).split(",")
     if host.strip()
 ]
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured(
+        "DJANGO_ALLOWED_HOSTS names no host, so every request would be refused (400 Bad Request): set it to "
+        "the comma-separated host names the site answers to, e.g. DJANGO_ALLOWED_HOSTS=bench.example.org, "
+        "or unset it for the default (localhost,127.0.0.1,testserver)."
+    )
+if DEBUG and (_public := [host for host in ALLOWED_HOSTS if not _local_host(host)]):
+    # Debug pages show source, settings and local variables to whoever triggers an error:
+    # only for a process that answers to this machine alone.
+    raise ImproperlyConfigured(
+        f"DJANGO_DEBUG=1 with DJANGO_ALLOWED_HOSTS naming {', '.join(_public)}: debug pages show source code, "
+        "settings and local variables to anyone who triggers an error, so debug is for a process that answers "
+        "to this machine only (localhost, 127.0.0.1, ::1). Unset DJANGO_DEBUG for a deployment, or unset "
+        "DJANGO_ALLOWED_HOSTS for local development."
+    )
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -1,0 +1,57 @@
+"""Start-up refuses the unsafe settings an operator can give by mistake, with a message that
+says what to do, and accepts a correct configuration: each case in a fresh interpreter with
+the environment a deployment would have."""
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD_SECRET = secrets.token_urlsafe(50)
+OURS = ("DJANGO_DEBUG", "DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS", "DJANGO_SETTINGS_MODULE", "STOREBENCH_PLAIN_HTTP",
+        "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+
+
+def start(tmp_path, **env: str) -> subprocess.CompletedProcess:
+    """``manage.py check`` under config.settings with only ``env`` of the site's variables set."""
+    clean = {k: v for k, v in os.environ.items() if k not in OURS}
+    clean.update(STOREBENCH_SQLITE_PATH=str(tmp_path / "deploy.sqlite3"), **env)
+    return subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=clean, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("secret", ["changeme", "x" * 64, "django-insecure-" + secrets.token_urlsafe(50),
+                                    secrets.token_urlsafe(30)])
+def test_a_weak_secret_is_refused_outside_debug(tmp_path, secret):
+    done = start(tmp_path, DJANGO_SECRET_KEY=secret)
+    assert done.returncode != 0
+    assert "DJANGO_SECRET_KEY is too weak" in done.stderr and "secrets.token_urlsafe(50)" in done.stderr
+    assert secret not in done.stderr  # the message never repeats the secret
+
+
+def test_an_empty_host_list_is_refused_outside_debug(tmp_path):
+    done = start(tmp_path, DJANGO_SECRET_KEY=GOOD_SECRET, DJANGO_ALLOWED_HOSTS=" , ")
+    assert done.returncode != 0
+    assert "DJANGO_ALLOWED_HOSTS names no host" in done.stderr
+
+
+@pytest.mark.parametrize("hosts", ["bench.example.org", "localhost,bench.example.org", "*", "0.0.0.0", "10.1.2.3"])
+def test_debug_is_refused_on_a_host_others_reach(tmp_path, hosts):
+    done = start(tmp_path, DJANGO_DEBUG="1", DJANGO_ALLOWED_HOSTS=hosts)
+    assert done.returncode != 0
+    assert "DJANGO_DEBUG=1 with DJANGO_ALLOWED_HOSTS naming" in done.stderr and "Unset DJANGO_DEBUG" in done.stderr
+
+
+@pytest.mark.parametrize("env", [
+    {"DJANGO_SECRET_KEY": GOOD_SECRET},
+    {"DJANGO_SECRET_KEY": GOOD_SECRET, "DJANGO_ALLOWED_HOSTS": "bench.example.org,127.0.0.1"},
+    {"DJANGO_DEBUG": "1"},  # make run
+    {"DJANGO_DEBUG": "1", "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost,[::1],app.localhost"},
+])
+def test_a_correct_configuration_starts(tmp_path, env):
+    done = start(tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    assert "System check identified no issues" in done.stdout
