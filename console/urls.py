@@ -2,17 +2,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
+from .signin import ThrottledLoginView
 
 app_name = "console"
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="console/login.html"),
-        name="login",
-    ),
+    # Throttled as the site's own /login/ is (config/urls.py answers this path first), so the
+    # console's URLconf offers no unthrottled sign-in wherever it is included.
+    path("login/", ThrottledLoginView.as_view(template_name="console/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("briefing/", views.briefing_page, name="briefing"),
     path("shifts/<int:pk>/", views.shift_workspace, name="shift"),
