@@ -11,6 +11,11 @@ SERVICES_ENV = STOREBENCH_REQUIRE_SERVICES=1 STOREBENCH_SERVICES_STAGE=1 \
 
 # Production processes (set DJANGO_SECRET_KEY, DATABASE_URL, REDIS_URL and
 # CELERY_BROKER_URL first; see Procfile and the README's deploy section). Each target runs one process in the foreground.
+# `make release` brings the virtual environment up to date with pyproject.toml (once per release, before
+# the processes start); the process targets only build it when it is missing: a supervisor starting web,
+# worker and beat at once after an upgrade would otherwise run one pip install per process into the same
+# environment, and a restarted web process would wait for pip.
+PROCESS_VENV = $(if $(wildcard $(VENV)/.installed),,$(VENV)/.installed)
 HOST ?= 127.0.0.1
 MCP_PORT ?= 8765
 MCP_EPISODES ?= --episode steady:7
@@ -54,16 +59,16 @@ test-services: $(VENV)/.installed
 release: $(VENV)/.installed
 	$(VENV)/bin/python manage.py migrate --noinput
 
-console: $(VENV)/.installed
-	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT) --workers $(WEB_CONCURRENCY)
+console: $(PROCESS_VENV)
+	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT) --proxy-headers --workers $(WEB_CONCURRENCY)
 
-mcp: $(VENV)/.installed
+mcp: $(PROCESS_VENV)
 	$(VENV)/bin/storebench mcp --http --host $(HOST) --port $(MCP_PORT) $(if $(MCP_STATE),--state $(MCP_STATE)) $(MCP_EPISODES)
 
-worker: $(VENV)/.installed
+worker: $(PROCESS_VENV)
 	$(VENV)/bin/celery -A config worker --loglevel=INFO --concurrency=$(WORKER_CONCURRENCY)
 
-beat: $(VENV)/.installed
+beat: $(PROCESS_VENV)
 	mkdir -p $(dir $(BEAT_SCHEDULE_FILE))
 	$(VENV)/bin/celery -A config beat --loglevel=INFO --schedule=$(BEAT_SCHEDULE_FILE)
 
