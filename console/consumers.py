@@ -1,7 +1,9 @@
 """The shift websocket: pushes the store header, the deadline countdown and the last call.
 
 A page showing a shift opens ``/ws/shifts/<pk>/``. Only the shift's participant is
-accepted (anyone else is refused before the handshake completes). The consumer
+accepted (anyone else is refused before the handshake completes), and only while their
+sign-in lasts: a push finds the session gone (signed out, or ended by a revoked
+invitation) and closes the socket instead. The consumer
 sends the shift's state on connect, whenever the shift actions announce a change
 (:mod:`shifts.events`), and every :attr:`ShiftConsumer.tick_seconds` so the
 countdown stays true; each push checks the deadline first, so an open page is
@@ -51,6 +53,13 @@ def _owns(user, shift_id: int) -> bool:
     return Shift.objects.filter(pk=shift_id, participant=user).exists()
 
 
+def _session_lives(session) -> bool:
+    """Whether the sign-in the socket was opened with still exists: a sign-out, or a revoked
+    invitation ending the sessions it signed in, must also stop the pushes to open pages."""
+    key = getattr(session, "session_key", None)
+    return bool(key) and session.exists(key)
+
+
 class ShiftConsumer(AsyncJsonWebsocketConsumer):
     tick_seconds = 15
 
@@ -83,6 +92,9 @@ class ShiftConsumer(AsyncJsonWebsocketConsumer):
     async def push_state(self) -> bool:
         """Send the shift's state; False when the page is gone (the server refused the
         send: uvicorn's ``ClientDisconnected`` is an ``OSError``), which is no error."""
+        if not await database_sync_to_async(_session_lives)(self.scope.get("session")):
+            await self.close(code=REFUSED)
+            return False
         state = await database_sync_to_async(shift_state)(self.shift_id)
         try:
             await self.send_json(state)
