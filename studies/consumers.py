@@ -20,7 +20,12 @@ PUSH_SECONDS = 5
 
 
 @database_sync_to_async
-def _render(user, study_id: int) -> str | None:
+def _render(user, study_id: int, session=None) -> str | None:
+    """The rows' HTML, or None when the viewer may not see them: no role that may monitor
+    the study, or the sign-in the socket was opened with has ended (signed out)."""
+    key = getattr(session, "session_key", None)
+    if not key or not session.exists(key):
+        return None
     study = Study.objects.filter(pk=study_id).first()
     if study is None:
         return None
@@ -34,7 +39,7 @@ def _render(user, study_id: int) -> str | None:
 class MonitorConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.study_id = int(self.scope["url_route"]["kwargs"]["pk"])
-        html = await _render(self.scope.get("user"), self.study_id)
+        html = await _render(self.scope.get("user"), self.study_id, self.scope.get("session"))
         if html is None:
             await self.close(code=4403)
             return
@@ -45,7 +50,7 @@ class MonitorConsumer(AsyncJsonWebsocketConsumer):
     async def _push(self):
         while True:
             await asyncio.sleep(PUSH_SECONDS)
-            html = await _render(self.scope.get("user"), self.study_id)
+            html = await _render(self.scope.get("user"), self.study_id, self.scope.get("session"))
             if html is None:
                 await self.close(code=4403)
                 return

@@ -2,13 +2,19 @@
 refusals, the public entry page and the coordinator's CSV downloads give away."""
 import csv
 import io
+from importlib import import_module
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import Client
 from django.utils import timezone
 from test_studies_support import admin, coordinator, other_study, study  # noqa: F401
 
-from studies import assignment, bulk, entry, participants, pay
-from studies.design import add_consent_version, add_member
+from config.asgi import application
+from studies import assignment, bulk, consumers, entry, participants, pay
+from studies.design import add_consent_version, add_member, create_study
 from studies.errors import StudyError
 from studies.models import PayRecord, PayStatus, Role
 
@@ -142,3 +148,29 @@ def test_an_outsiders_bad_leaderboard_filter_is_refused_before_it_is_read(client
     client.force_login(participant_of_a)
     response = client.get(f"/studies/{other_study.pk}/leaderboard/", {"include_nonsense": "1"})
     assert response.status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_monitor_socket_whose_sign_in_was_ended_is_closed_instead_of_pushed_to(monkeypatch, django_user_model):
+    monkeypatch.setattr(consumers, "PUSH_SECONDS", 0)
+    boss = django_user_model.objects.create_superuser("ws-boss", password=None)
+    study = create_study(boss, "WS", ["steady"], [7])
+    client = Client()
+    client.force_login(boss)
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    headers = [(b"cookie", f"{settings.SESSION_COOKIE_NAME}={key}".encode()), (b"origin", b"http://testserver")]
+
+    async def scenario():
+        ws = WebsocketCommunicator(application, f"/ws/studies/{study.pk}/monitor/", headers=headers)
+        connected, _ = await ws.connect()
+        await ws.receive_json_from(timeout=10)  # the rows on connect
+        await sync_to_async(import_module(settings.SESSION_ENGINE).SessionStore(session_key=key).delete)()
+        for _ in range(200):  # rows pushed before the deletion was seen, then the close
+            out = await ws.receive_output(timeout=10)
+            if out["type"] != "websocket.send":
+                break
+        await ws.disconnect()
+        return connected, out
+
+    connected, closed = async_to_sync(scenario)()
+    assert connected and closed == {"type": "websocket.close", "code": 4403}
