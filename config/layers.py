@@ -10,6 +10,14 @@ in it (no page of the shift open) ends there; the expired messages are dropped i
 the same Lua script that adds the new one, so a group with members costs one round
 trip more per Redis server.  What is stored, where, with which expiry and capacity, is
 channels_redis's own (its key, hashing, message and capacity helpers are used as they are).
+
+Its connections read with a socket timeout longer than the blocking pop a receive waits
+in (``brpop_timeout``, 5 s): redis-py 8 reads with a 5 s socket timeout by default, so
+a page's websocket that heard nothing for 5 s lost the race between Redis answering
+BZPOPMIN's timeout and the client giving up on the read; the receive raised
+``redis.exceptions.TimeoutError``, the consumer died and the page's socket dropped
+(1006) every 5 s of quiet, the monitor's for 10 s more.  A timeout the URL gives
+(``?socket_timeout=...``) still wins.
 """
 from __future__ import annotations
 
@@ -18,6 +26,7 @@ import time
 from typing import Any
 
 from channels_redis.core import RedisChannelLayer as ChannelsRedisLayer
+from channels_redis.utils import create_pool
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +51,16 @@ return over_capacity
 
 
 class RedisChannelLayer(ChannelsRedisLayer):
-    """channels_redis's layer with :meth:`group_send` in fewer round trips (see the module)."""
+    """channels_redis's layer with :meth:`group_send` in fewer round trips, and reads that
+    outlast a receive's blocking pop (see the module)."""
+
+    # Seconds a connection waits for a reply: a blocking pop's wait and then some.
+    SOCKET_TIMEOUT_MARGIN = 10
+
+    def create_pool(self, index: int) -> Any:
+        host = dict(self.hosts[index])
+        host.setdefault("socket_timeout", self.brpop_timeout + self.SOCKET_TIMEOUT_MARGIN)
+        return create_pool(host)
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         assert self.require_valid_group_name(group), "Group name not valid"
