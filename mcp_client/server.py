@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import anyio.to_thread
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -274,7 +275,7 @@ def _default_brief(episode_provider: EpisodeProvider) -> BriefProvider:
 
 def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WARNING",
                  brief_provider: BriefProvider | None = None, after_call: AfterCall | None = None,
-                 inline_calls: bool = False) -> MCPServer:
+                 inline_calls: bool = False, traced: bool = True) -> MCPServer:
     """An MCP server exposing the 29 merchant tools, each acting on ``episode_provider()``.
 
     The merchant's brief (:func:`environment.brief.brief` of the current episode's task,
@@ -293,6 +294,12 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
     episode and nothing else (the console's private session per shift,
     :class:`mcp_client.client.SyncEpisodeClient`), where no other session waits on the
     loop and the hop to a worker thread is pure cost.  The core and its lock are the same.
+
+    ``traced=False`` leaves out the SDK's OpenTelemetry middleware, which opens a span
+    around every request (a tenth of an in-memory round trip's CPU, with or without a
+    tracer installed: this project installs none, so the spans record nothing).  For a
+    server nobody traces, such as the console's private session per shift; what a
+    client is sent is the same.
     """
     tools = [_tool(spec, episode_provider, after_call, inline_calls) for spec in REGISTRY.values()]
     if len({t.name for t in tools}) != len(tools):
@@ -305,6 +312,8 @@ def build_server(episode_provider: EpisodeProvider, *, log_level: LogLevel = "WA
         raise RuntimeError("the MCP SDK's low-level server is not the class this adapter extends")
     lowlevel.__class__ = _BriefedServer
     cast(_BriefedServer, lowlevel)._brief = current_brief  # the class swap above is invisible to mypy
+    if not traced:
+        lowlevel.middleware = [m for m in lowlevel.middleware if not isinstance(m, OpenTelemetryMiddleware)]
 
     async def brief_prompt() -> str:
         return current_brief()

@@ -162,9 +162,10 @@ def rebuild(shift: Shift) -> Live:
     episode = play_actions(arm(shift.task_id, shift.seed), replayed, stop=False)
     window = next((r.typed_header.window for r in reversed(records) if r.typed_header is not None), None)
     evict(shift.pk)
-    # The session's loop serves this one episode: calls run on it, with no hop to a worker thread.
-    live = Live(episode, SyncEpisodeClient(build_server(lambda: episode, inline_calls=True)), len(replayed),
-                records, window)
+    # The session's loop serves this one episode: calls run on it, with no hop to a worker
+    # thread, and nobody traces it (no OpenTelemetry span per call).
+    live = Live(episode, SyncEpisodeClient(build_server(lambda: episode, inline_calls=True, traced=False)),
+                len(replayed), records, window)
     with _guard:
         _cache[shift.pk] = live
     return live
