@@ -6,13 +6,14 @@ as a message naming the problem: in the page for htmx requests, as a flash messa
 after a redirect otherwise. Pages that show a shift's state are never cached, so the
 back button and a restored tab fetch the state afresh.
 """
+import os
 import re
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.http import HttpRequest as DjangoRequest
-from django.middleware.csrf import get_token
+from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH, get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template import Context
 from django.urls import reverse
@@ -257,6 +258,30 @@ def shift_resume(request: HttpRequest, pk: int) -> HttpResponse:
     return _to_workspace(request, shift)
 
 
+_CSRF_PLACE = {char: place for place, char in enumerate(CSRF_ALLOWED_CHARS)}
+_CSRF_FAIR = 256 - 256 % len(CSRF_ALLOWED_CHARS)  # random bytes below this map evenly onto the characters
+
+
+def _csrf_token(request: HttpRequest) -> str:
+    """``get_token(request)``: the CSRF secret under a fresh mask, and the cookie marked to
+    be sent again.  The mask is drawn from one ``os.urandom`` read instead of Django's 32
+    ``SystemRandom`` choices (a system call each, on every tool call's reply); it is as
+    uniform (bytes that would favour some characters are drawn again) and masks the
+    secret exactly as ``django.middleware.csrf._mask_cipher_secret`` does, so Django
+    unmasks it to the same secret.  Without a secret yet, Django's own ``get_token``."""
+    secret = request.META.get("CSRF_COOKIE")
+    if not secret:
+        return get_token(request)
+    request.META["CSRF_COOKIE_NEEDS_UPDATE"] = True  # what get_token does with an existing secret
+    chars, count = CSRF_ALLOWED_CHARS, len(CSRF_ALLOWED_CHARS)
+    mask: list[int] = []
+    while len(mask) < CSRF_SECRET_LENGTH:
+        mask.extend(byte % count for byte in os.urandom(2 * CSRF_SECRET_LENGTH) if byte < _CSRF_FAIR)
+    del mask[CSRF_SECRET_LENGTH:]
+    cipher = "".join(chars[(_CSRF_PLACE[char] + shift) % count] for char, shift in zip(secret, mask, strict=True))
+    return "".join(chars[shift] for shift in mask) + cipher
+
+
 def _to_workspace(request: HttpRequest, shift: Shift, seq: int | None = None) -> HttpResponse:
     url = _workspace_url(shift, seq)
     if request.htmx:
@@ -296,7 +321,7 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     cached_changed = not done.fresh or (done.call.tool in READ_TOOLS and done.call.reached_core
                                         and not done.call.is_error)
     # The reply is written out in Python (console.reply: the markup _call_response.html gives).
-    page = reply.Page(done.shift, get_token(request))
+    page = reply.Page(done.shift, _csrf_token(request))
     form_context = Context({"shift": done.shift, "csrf_token": page.context["csrf_token"],
                             "values": form_values(form, done.call.arguments)}, autoescape=True)
     html = reply.call_reply(
