@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import Q
 from django.test import Client
 from django.utils import timezone
@@ -94,6 +95,35 @@ SKILLS = {
 }
 
 
+def site_host() -> str:
+    """A host name the site answers to, for requests made in process.
+
+    Django's test client says ``testserver``, which a deployment's ``ALLOWED_HOSTS``
+    does not name: every request would be refused (400). The first named host is used;
+    ``*`` stands for any host and ``.example.org`` for example.org and its subdomains.
+    """
+    for host in settings.ALLOWED_HOSTS:
+        if host == "*":
+            return "localhost"
+        if host:
+            return host.lstrip(".")
+    return "localhost"
+
+
+class SiteClient(Client):
+    """A test client addressed to this site as a browser reaches it: one of its host
+    names (:func:`site_host`), over HTTPS where the site redirects plain HTTP there."""
+
+    def __init__(self, **options) -> None:
+        super().__init__(SERVER_NAME=site_host(), **options)
+        self.https = settings.SECURE_SSL_REDIRECT
+
+    def request(self, **request):
+        if self.https:  # every request, whatever ``secure`` its caller passed
+            request.update({"wsgi.url_scheme": "https", "SERVER_PORT": "443"})
+        return super().request(**request)
+
+
 class Bot:
     def __init__(self, attempt: Attempt, skill: Skill, held: Claim | None = None) -> None:
         if not attempt.participant.is_bot:
@@ -105,7 +135,7 @@ class Bot:
         user = attempt.participant.user
         if user is None:
             raise BotError(f"participant {attempt.participant.label} has no user to sign in with")
-        self.client = Client()
+        self.client = SiteClient()
         self.client.force_login(user)
 
     def _post(self, url: str, data: dict | None = None, htmx: bool = False):

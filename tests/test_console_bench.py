@@ -37,6 +37,15 @@ def test_bench_console_prints_stable_json_and_cleans_up(capsys):
     assert not Shift.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_bench_console_measures_a_deployed_site_not_its_refusals(capsys, settings):
+    # with debug off the site answers only its own host names, and over HTTPS
+    settings.DEBUG, settings.ALLOWED_HOSTS, settings.SECURE_SSL_REDIRECT = False, ["bench.example.org"], True
+    call_command("bench_console", "--participants", "1", "--calls", "2", "--json")
+    result = json.loads(capsys.readouterr().out)
+    assert result["errors"] == 0 and result["single_errors"] == 0
+
+
 def test_bench_console_refuses_a_bad_participant_count(db):
     with pytest.raises(CommandError, match="^--participants must be between 1 and 200, not 0$"):
         call_command("bench_console", "--participants", "0")

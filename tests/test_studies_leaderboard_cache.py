@@ -6,10 +6,10 @@ import pytest
 from django.core.cache import cache
 from test_studies_support import admin  # noqa: F401
 
+from benchmarks.management.commands.bench_leaderboard import build
 from studies import attempts as attempt_actions
 from studies import leaderboard as lb
 from studies.forest import forest_svg
-from studies.management.commands.bench_leaderboard import build
 
 RESAMPLES = 200
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
-from django.test import Client
 from django.urls import reverse
 
 from environment.anchors import get_anchor
@@ -28,13 +27,14 @@ from environment.tasks import get_task
 from environment.trial import run_trial
 from explorer import calibrations
 from explorer.importing import ImportStatus, import_trial
+from studies.bots import SiteClient
 
 
 class RolledBack(Exception):
     """Raised to leave the benchmark's transaction without committing."""
 
 
-def _time(client: Client, url: str, n: int) -> dict:
+def _time(client: SiteClient, url: str, n: int) -> dict:
     times, size, status = [], 0, None
     for _ in range(n):
         started = time.perf_counter()
@@ -96,7 +96,7 @@ class Command(BaseCommand):
                            "windows": trial.windows_played, "calls": trial.calls.count(),
                            "events": trial.events.count()}
         user = get_user_model().objects.create(username="bench-explorer", is_staff=True)
-        client = Client()
+        client = SiteClient()
         client.force_login(user)
         page = reverse("explorer:trial", args=[trial.pk])
         client.get(page)  # the first request pays for imports and template compilation

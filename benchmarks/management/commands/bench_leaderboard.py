@@ -30,7 +30,6 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
-from django.test import Client
 from django.test.utils import override_settings
 from django.utils import timezone
 
@@ -38,6 +37,7 @@ from shifts.models import Shift
 from studies import attempts as attempt_actions
 from studies import settling
 from studies.assignment import create_attempt
+from studies.bots import SiteClient
 from studies.design import _load, create_study, default_calibration_path
 from studies.figures import Filters
 from studies.leaderboard import leaderboard
@@ -123,7 +123,7 @@ class Command(BaseCommand):
             t0 = time.perf_counter()
             leaderboard(admin, study, filters=Filters(), use_cache=False)
             uncached.append((time.perf_counter() - t0) * 1000)
-        client = Client()
+        client = SiteClient()
         client.force_login(admin)
         url = f"/studies/{study.pk}/leaderboard/"
         t0 = time.perf_counter()
