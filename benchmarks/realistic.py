@@ -7,7 +7,9 @@ cookie; it waits a random think time (uniform between half and one and a half ti
 the mean), posts one tool call as the console's form does (htmx header, a fresh call
 id), and so on until the run's time is up.  Reported: latency p50/p95/max, the calls
 slower than 150 ms and in how many distinct seconds they were sent, calls per second,
-errors (transport errors and any status but 200), lost calls (acknowledged call ids
+errors (transport errors and any status but 200), shifts over (a read spends an
+operation too, so about 1,200 calls play a shift to the store's horizon; its participant
+stops calling there, and the count says how many did), lost calls (acknowledged call ids
 missing from the database afterwards), and the server's CPU per tool call
 (the server processes' user+system time over the run, from ``/proc``, divided by the
 calls made in it: every worker and thread included, and what a process spends between
@@ -159,6 +161,7 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
     latencies: list[float] = []
     began_at: list[float] = []  # when each call of ``latencies`` was sent, seconds into the run
     errors: list[str] = []
+    over: list[int] = []  # shifts that reached the store's horizon during the run
     acked: dict[int, list[str]] = {shift.pk: [] for _u, shift, _s in people}
     # httpx drops an idle connection after 5 s by default, shorter than a think time: the
     # next call would open a new one, land on either process and rebuild the shift there.
@@ -211,6 +214,9 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
                     began_at.append(t - began)
                     if reply.status_code == 200:
                         acked[shift.pk].append(call_id)
+                    elif shift_over(reply.status_code, reply.headers):
+                        over.append(shift.pk)
+                        return
                     else:
                         errors.append(f"{tool}: HTTP {reply.status_code}")
                 await asyncio.sleep(rng.uniform(0.5 * think, 1.5 * think))
@@ -226,7 +232,15 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
         for client in clients:
             await client.aclose()
     return {"latencies": latencies, "began_at": began_at, "errors": errors, "acked": acked, "wall": wall,
-            "cpu": cpu}
+            "cpu": cpu, "over": over}
+
+
+def shift_over(status: int, headers) -> bool:
+    """Whether a call's reply says its shift is over: the console sends an htmx page back
+    to the workspace (204 with ``HX-Redirect``) when a call ended the shift or came after
+    its end. Every read spends an operation too, so about 1,200 calls play a practice
+    shift to the store's horizon."""
+    return status == 204 and "HX-Redirect" in headers
 
 
 SERVER_PID = [0]
@@ -311,6 +325,7 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
         "p95_ms": round(quantiles[94], 1), "max_ms": round(max(latencies), 1) if latencies else None,
         "slow_calls": slow, "slow_call_seconds": slow_seconds,
         "errors": len(outcome["errors"]), "error_samples": outcome["errors"][:5], "lost_calls": lost,
+        "shifts_over": len(outcome["over"]),
         "server_cpu_ms_per_call": round(cpu * 1000 / calls, 2) if calls else None,
         "server_cpu_ms_per_solo_call_median": call_ms, "solo_calls": len(solo["call"]),
         "server_cpu_ms_per_solo_noop_median": noop_ms, "solo_noops": len(solo["noop"]),

@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from benchmarks.realistic import BASELINE_REQUESTS
+from shifts.ending import end_shift
 from shifts.models import Shift
 
 KEYS = {"participants", "calls_per_participant", "tool", "tool_page_median_ms", "noop_median_ms", "ratio",
@@ -73,6 +74,7 @@ def test_the_realistic_mode_serves_participants_with_think_time_and_loses_nothin
     result = json.loads(capsys.readouterr().out)
     assert (result["mode"], result["participants"], result["workers"]) == ("realistic", 4, 2)
     assert result["calls"] > 4 and result["errors"] == 0 and result["lost_calls"] == 0
+    assert result["shifts_over"] == 0
     assert result["p50_ms"] <= result["p95_ms"] <= result["max_ms"]
     assert result["server_cpu_ms_per_call"] > 0
     # every measured call is a call of the run, the warm-up ones excluded (benchmarks.server)
@@ -83,6 +85,17 @@ def test_the_realistic_mode_serves_participants_with_think_time_and_loses_nothin
                                              / result["server_cpu_ms_per_solo_noop_median"], 1)
     assert 0 <= result["slow_call_seconds"] <= result["slow_calls"] <= result["calls"]
     assert not get_user_model().objects.filter(username__startswith="bench-").exists()
+
+
+def test_a_call_to_an_ended_shift_reads_as_the_shift_over_not_an_error(signed_in, shift):
+    from benchmarks.realistic import shift_over
+    end_shift(shift, "ended by the participant")
+    reply = signed_in.post(f"/shifts/{shift.pk}/call/", {"tool": "store_status", "call_id": "c" * 12},
+                           HTTP_HX_REQUEST="true")
+    assert shift_over(reply.status_code, reply.headers)
+    refused = signed_in.post(f"/shifts/{shift.pk}/call/", {"tool": "store_status", "call_id": "bad"},
+                             HTTP_HX_REQUEST="true")
+    assert not shift_over(refused.status_code, refused.headers)  # 400: a bad call id is an error
 
 
 def test_slow_calls_are_counted_with_the_seconds_they_were_sent_in():

@@ -187,7 +187,14 @@ class Command(BaseCommand):
                 f"(median {result['server_cpu_ms_per_solo_call_median']} ms over the {result['solo_calls']} calls "
                 f"that had their process to themselves; a no-op view's median {result['server_cpu_ms_per_solo_noop_median']}"
                 f" ms, ratio {result['solo_cpu_ratio']}), {self._slow(result)}, {result['errors']} errors,"
-                f" {result['lost_calls']} lost")
+                f" {result['lost_calls']} lost{self._over(result)}")
+
+    @staticmethod
+    def _over(result: dict) -> str:
+        if not result["shifts_over"]:
+            return ""
+        return (f"; {result['shifts_over']} of {result['participants']} participants played their shift to the "
+                "store's horizon (about 1,200 calls) and stopped calling there: shorten --duration or lengthen --think")
 
     @staticmethod
     def _slow(result: dict) -> str:
