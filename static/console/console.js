@@ -1,15 +1,19 @@
 // The shift page's live parts. Everything here is an enhancement: without it the
 // page still works (htmx swaps the header after each call and polls the shift bar).
 
-// The last operation of a window moves the world on: ask first.
-// (end_window and destructive tools carry their own hx-confirm.)
+// The last operation of a window moves the world on: ask first. A form with its own
+// question (a destructive tool, a reorder landing after the close) gets one dialog that
+// asks both; end_window's own question already says the window ends.
 document.addEventListener("htmx:confirm", function (evt) {
   var form = evt.detail.elt;
-  if (!form || !form.dataset || form.dataset.spends !== "1" || evt.detail.question) return;
+  if (!form || !form.dataset || form.dataset.spends !== "1") return;
   var header = document.getElementById("store-header");
   if (!header || header.dataset.opsLeft !== "1") return;
+  var tool = form.querySelector && form.querySelector("input[name=tool]");
+  if (tool && tool.value === "end_window") return;
   evt.preventDefault();
-  if (window.confirm("This is the last operation of the window: after this call the store moves on to the next window. Continue?")) {
+  var last = "This is the last operation of the window: after this call the store moves on to the next window. Continue?";
+  if (window.confirm(evt.detail.question ? evt.detail.question + "\n\n" + last : last)) {
     evt.detail.issueRequest(true);
   }
 });

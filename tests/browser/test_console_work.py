@@ -338,3 +338,44 @@ def test_the_pages_fit_1280_wide(counted, server, login, screenshot):
     answered(page, page.locator("#tool-get_product button[type=submit]"))
     screenshot(page, "workspace-long-title-1280", full_page=False)
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+
+
+def spend_to_last_operation(server, shift: int) -> None:
+    """Spend the shift's window down to its last operation, through the console's own call path."""
+    server.shell(
+        "import uuid\n"
+        "from console.workspace import perform_call\n"
+        "from shifts.models import Shift\n"
+        f"shift = Shift.objects.get(pk={shift})\n"
+        "left = None\n"
+        "while left != 1:\n"
+        "    done = perform_call(shift, 'list_orders', {'page_size': 1}, uuid.uuid4().hex, owner=shift.participant_id)\n"
+        "    left = done.header.ops_left\n")
+
+
+def test_the_last_operation_warning_is_not_lost_behind_a_forms_own_question(counted, server, login):
+    """At one operation left, a call whose form asks its own question (cancel_order: it cannot
+    be undone) also says the window ends, in the same dialog; declined, nothing is sent."""
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    spend_to_last_operation(server, shift)
+    page.goto(f"/shifts/{shift}/")
+    assert page.get_attribute("#store-header", "data-ops-left") == "1"
+    asked: list[str] = []
+    page.remove_listener("dialog", counted._dialog)
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    form = page.locator("#tool-cancel_order")
+    form.locator("[name=arg_order_id]").fill("ORD-000001")
+    form.locator("button[type=submit]").click()
+    page.wait_for_timeout(500)
+    assert len(asked) == 1, asked
+    assert "cannot be undone" in asked[0] and "last operation of the window" in asked[0]
+    page.reload()
+    assert page.get_attribute("#store-header", "data-ops-left") == "1"
+    page.locator(".quick-bar button[data-tool=list_orders]").click()  # no question of its own
+    page.locator(".quick-bar button[data-tool=end_window]").click()  # its own question says the window ends
+    page.wait_for_timeout(500)
+    assert asked[1].startswith("This is the last operation of the window") and asked[2].startswith("End the window now?")
+    assert "last operation" not in asked[2]
+    page.reload()
+    assert page.get_attribute("#store-header", "data-ops-left") == "1"
