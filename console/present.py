@@ -37,6 +37,8 @@ _TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)Z$")
 _ID = re.compile(r"^(ORD|RET|PRD|SP|VND|PO|CUS|ANN)-[A-Za-z0-9-]+$")
 # Keys whose numbers are not money even when they look like it.
 _NOT_MONEY = frozenset({"rating", "defect_returns_per_100_sold"})
+# Keys whose whole numbers are years, written without a thousands separator.
+_YEARS = frozenset({"founded"})
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,8 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
     if key.startswith("hours_to") and isinstance(value, (int, float)):
         return Cell(f"{value:.1f} h", f"{value:020.3f}" if value >= 0 else f"-{-value:019.3f}", "hours")
     if isinstance(value, (int, float)):
-        return Cell(f"{value:,}" if isinstance(value, int) else str(value), _num_sort(value), "number")
+        grouped = isinstance(value, int) and key not in _YEARS
+        return Cell(f"{value:,}" if grouped else str(value), _num_sort(value), "number")
     if isinstance(value, str):
         if _MONEY.match(value) and key not in _NOT_MONEY:
             return Cell(_money_text(value), _num_sort(Decimal(value)), "money")

@@ -174,6 +174,13 @@ def test_a_list_of_prices_reads_as_money():
     assert cell("skus", ["PRD-001-XS-BLS"]).text == "PRD-001-XS-BLS"
 
 
+def test_a_year_reads_as_a_year_and_a_count_keeps_its_separator():
+    from console.present import cell
+
+    assert cell("founded", 2013).text == "2013"  # supplier_profile; was "2,013"
+    assert cell("stock_units", 1695).text == "1,695"
+
+
 def test_lines_that_are_not_json_are_refused_by_the_store(signed_in, shift):
     before = ops_left(call(signed_in, shift, "store_status").content.decode())
     html = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0004",
