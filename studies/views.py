@@ -449,8 +449,10 @@ def enter(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "studies/enter.html", {"error": str(exc)}, status=400)
     consent = participants.current_consent(study)
     found = entry.find(study, ids["PROLIFIC_PID"])
-    # Only the same PID in the same session is greeted as returning (the page reveals no one else).
-    known = found if found is not None and found.external_ids.get("SESSION_ID") == ids.get("SESSION_ID") else None
+    # Only the same PID in the same session, who entered before (has an account), is greeted as
+    # returning (the page reveals no one else); a PID the team imported signs in by its invitation.
+    known = (found if found is not None and found.user_id is not None
+             and found.external_ids.get("SESSION_ID") == ids.get("SESSION_ID") else None)
     context = {"study": study, "consent": consent, "known": known, "query": request.GET.urlencode()}
     if request.method == "POST":
         form = forms.EnterForm(request.POST)

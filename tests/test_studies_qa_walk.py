@@ -2,7 +2,8 @@
 from django.core.files.uploadedfile import SimpleUploadedFile
 from test_studies_support import admin, coordinator, study  # noqa: F401
 
-from studies import bulk
+from studies import bulk, entry, pay
+from studies.design import add_consent_version
 
 
 def test_import_refuses_a_prolific_pid_another_participant_holds(client, study, coordinator):
@@ -16,3 +17,23 @@ def test_import_refuses_a_prolific_pid_another_participant_holds(client, study, 
     html = client.post(f"/studies/{study.pk}/import/", {"file": upload}).content.decode()
     assert "0 added, 1 refused" in html and "already belongs to participant &#x27;Heidi&#x27;" in html
     assert sorted(study.participants.values_list("label", flat=True)) == ["Alice", "Heidi"]
+
+
+def test_study_link_does_not_greet_an_imported_pid_as_returning(client, study, coordinator, admin):
+    """A PID the team imported (no account yet) has never entered: the study link's page
+    does not say "Welcome back" to it (its POST is refused: the invitation signs it in)."""
+    add_consent_version(admin, study, "You run a simulated store for one shift.")
+    entry.configure(coordinator, study, entry_open=True, completion_url="https://app.prolific.com/submissions/complete",
+                    completion_code="C0MPLETE", return_code="RETURN12", base_pay_cents=500,
+                    bonus_bands=pay.parse_bands("0:25"), fault_compensation_cents=0, reason="open")
+    study.refresh_from_db()
+    bulk.import_participants(coordinator, study, "label,PROLIFIC_PID,SESSION_ID\nAlice,pidA,sessA\n")
+    url = f"/studies/s/{study.entry_slug}/?PROLIFIC_PID=pidA&STUDY_ID=s1&SESSION_ID=sessA"
+    html = client.get(url).content.decode()
+    assert "Welcome back" not in html and "Give consent and start" in html
+    # Someone who entered through the link is still greeted on return.
+    assert client.post(f"/studies/s/{study.entry_slug}/?PROLIFIC_PID=pidB&SESSION_ID=sessB",
+                       {"version": 1, "agree": "on"}).status_code == 302
+    client.logout()
+    assert "Welcome back" in client.get(f"/studies/s/{study.entry_slug}/?PROLIFIC_PID=pidB&SESSION_ID=sessB"
+                                        ).content.decode()
