@@ -15,7 +15,8 @@ from xml.sax.saxutils import escape
 
 COLOURS = {"human": "#1f6feb", "participants": "#1f6feb", "anchor": "#8a8a8a", "model": "#d4731f"}
 ROW = 22
-LABEL_WIDTH = 230
+LABEL_WIDTH = 230  # at least; widened to the longest name
+CHAR_WIDTH = 7  # a generous width of one 12px sans-serif character, to fit a name in the label column
 PLOT_WIDTH = 420
 TOP = 24
 BOTTOM = 30
@@ -36,11 +37,12 @@ def _range(entries) -> tuple[float, float]:
 def forest_svg(entries: Sequence) -> str:
     """The plot as an SVG document (a string)."""
     low, high = _range(entries)
+    label_width = max([LABEL_WIDTH, *(16 + CHAR_WIDTH * len(e.name) for e in entries)])
     height = TOP + ROW * len(entries) + BOTTOM
-    width = LABEL_WIDTH + PLOT_WIDTH + 20
+    width = label_width + PLOT_WIDTH + 20
 
     def x(value: Decimal | float) -> float:
-        return round(LABEL_WIDTH + (float(value) - low) / (high - low) * PLOT_WIDTH, 2)
+        return round(label_width + (float(value) - low) / (high - low) * PLOT_WIDTH, 2)
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="Forest plot of the leaderboard" '
@@ -55,7 +57,7 @@ def forest_svg(entries: Sequence) -> str:
     for i, entry in enumerate(entries):
         y = TOP + ROW * i + ROW / 2
         est, colour = entry.estimate, COLOURS.get(entry.kind, "#000")
-        out.append(f'<text x="{LABEL_WIDTH - 8}" y="{y + 4}" text-anchor="end" class="label">'
+        out.append(f'<text x="{label_width - 8}" y="{y + 4}" text-anchor="end" class="label">'
                    f'{escape(entry.name)}</text>')
         if est.low is not None and est.high is not None:
             out.append(f'<line class="interval kind-{entry.kind}" x1="{x(est.low)}" y1="{y}" x2="{x(est.high)}" '

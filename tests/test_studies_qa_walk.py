@@ -1,9 +1,14 @@
 """Bugs found walking a study as its coordinator in a browser (import, study link, forest plot)."""
+import xml.etree.ElementTree as ET
+from decimal import Decimal
+from types import SimpleNamespace
+
 from django.core.files.uploadedfile import SimpleUploadedFile
 from test_studies_support import admin, coordinator, study  # noqa: F401
 
 from studies import bulk, entry, pay
 from studies.design import add_consent_version
+from studies.forest import forest_svg
 
 
 def test_import_refuses_a_prolific_pid_another_participant_holds(client, study, coordinator):
@@ -37,3 +42,20 @@ def test_study_link_does_not_greet_an_imported_pid_as_returning(client, study, c
     client.logout()
     assert "Welcome back" in client.get(f"/studies/s/{study.entry_slug}/?PROLIFIC_PID=pidB&SESSION_ID=sessB"
                                         ).content.decode()
+
+
+def test_forest_plot_label_column_fits_the_longest_name():
+    """'Humans (equal-person mean over 12 people)' was drawn past the SVG's left edge."""
+    def entry_(name, value):
+        est = SimpleNamespace(value=Decimal(value), low=Decimal(value), high=Decimal(value), n=3)
+        return SimpleNamespace(name=name, kind="human", estimate=est)
+
+    long_name = "Humans (equal-person mean over 12 people)"
+    svg = forest_svg([entry_("rule-based", "0.6"), entry_(long_name, "0.4")])
+    root = ET.fromstring(svg)
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    for label in root.findall(".//s:text[@class='label']", ns):
+        # measured in Chromium: 12px sans-serif runs about 5.8 px a character
+        assert float(label.get("x")) >= 6.5 * len(label.text), label.text
+    circles = root.findall(".//s:circle", ns)
+    assert all(float(c.get("cx")) <= float(root.get("width")) for c in circles)
