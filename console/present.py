@@ -33,6 +33,7 @@ from .toolforms import json_problems
 
 URGENT_HOURS = 12.0  # one window of the standard 12-hour clock
 _MONEY = re.compile(r"^-?\d+\.\d{2}$")
+_DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
 _TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)Z$")
 _ID = re.compile(r"^(ORD|RET|PRD|SP|VND|PO|CUS|ANN)-[A-Za-z0-9-]+$")
 # Keys whose numbers are not money even when they look like it.
@@ -155,6 +156,8 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
     if isinstance(value, str):
         if _MONEY.match(value) and key not in _NOT_MONEY:
             return Cell(_money_text(value), _num_sort(Decimal(value)), "money")
+        if _DECIMAL.match(value):  # a figure sent as text (a rate to four places): a number, not words
+            return Cell(value, _num_sort(Decimal(value)), "number")
         when = _TIME.match(value)
         if when:
             date = f"{when[1]}-{when[2]}-{when[3]}" if dated else f"{when[2]}-{when[3]}"

@@ -181,6 +181,14 @@ def test_a_year_reads_as_a_year_and_a_count_keeps_its_separator():
     assert cell("stock_units", 1695).text == "1,695"
 
 
+def test_a_figure_sent_as_text_is_a_number():
+    from console.present import cell
+
+    rate = cell("storage_charge_per_unit_day", "0.0200")  # platform_terms
+    assert (rate.text, rate.kind) == ("0.0200", "number")
+    assert cell("rating", "4.60").kind == "number"
+
+
 def test_lines_that_are_not_json_are_refused_by_the_store(signed_in, shift):
     before = ops_left(call(signed_in, shift, "store_status").content.decode())
     html = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0004",

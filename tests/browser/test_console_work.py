@@ -379,3 +379,19 @@ def test_the_last_operation_warning_is_not_lost_behind_a_forms_own_question(coun
     assert "last operation" not in asked[2]
     page.reload()
     assert page.get_attribute("#store-header", "data-ops-left") == "1"
+
+
+def test_a_cards_numbers_are_not_broken_across_lines(counted, server, login):
+    """A card's money, counts and rates stay on one line at 1280 wide (platform_terms'
+    long wording beside them once squeezed "$15.00" into "$15.0" over "0"); labels and
+    words wrap instead."""
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    page.locator("#tool-platform_terms").locator("xpath=ancestor::details").locator("summary").click()
+    answered(page, page.locator("#tool-platform_terms button[type=submit]"))
+    lines = page.eval_on_selector_all(
+        "#result dl.fields dd.k-money, #result dl.fields dd.k-number",
+        "found => found.map(dd => { const r = document.createRange(); r.selectNodeContents(dd);"
+        " return [dd.textContent, new Set(Array.from(r.getClientRects()).map(x => Math.round(x.top))).size]; })")
+    assert lines and all(count == 1 for _, count in lines), [text for text, count in lines if count != 1]
