@@ -11,7 +11,8 @@
   accepted once: that binds it to the participant's account, and a later use signs
   nobody in (:class:`~studies.errors.InvitationUsed`; the account's own session
   goes on). Recruitment ids already recorded are never overwritten (a differing
-  value is noted in the audit event).
+  value is noted in the audit event), and a ``PROLIFIC_PID`` another participant of
+  the study holds is not recorded (noted too): one Prolific account is one participant.
 * The sessions a link signed in are remembered on the invitation; revoking the link
   ends them.
 * Consent is versioned: the participant records the version they accepted and when.
@@ -231,13 +232,18 @@ def accept(token: str, query: dict):
         participant.user = user
         StudyMembership.objects.get_or_create(study=participant.study, user=user, role=Role.PARTICIPANT)
     conflicts = sorted(k for k, v in ids.items() if participant.external_ids.get(k, v) != v)
+    pid = ids.get("PROLIFIC_PID")
+    taken = bool(pid) and participant.study.participants.filter(external_ids__PROLIFIC_PID=pid).exclude(
+        pk=participant.pk).exists()
+    if taken:  # one Prolific account is one participant: another's id is not recorded for this one
+        ids = {k: v for k, v in ids.items() if k != "PROLIFIC_PID"}
     participant.external_ids = {**ids, **participant.external_ids}
     participant.save(update_fields=["user", "external_ids"])
     invitation.accepted_at = timezone.now()
     invitation.save(update_fields=["accepted_at"])
     audit.record(participant.study, participant.user, AuditAction.INVITATION_ACCEPTED, participant=participant,
                  invitation=invitation.pk, external_ids=sorted(ids) or None,
-                 external_ids_kept=conflicts or None)
+                 external_ids_kept=conflicts or None, prolific_pid_held_by_another=taken or None)
     return participant
 
 

@@ -6,9 +6,10 @@ from types import SimpleNamespace
 from django.core.files.uploadedfile import SimpleUploadedFile
 from test_studies_support import admin, coordinator, study  # noqa: F401
 
-from studies import bulk, entry, pay
+from studies import bulk, entry, participants, pay
 from studies.design import add_consent_version
 from studies.forest import forest_svg
+from studies.models import AuditAction, AuditEvent
 
 
 def test_import_refuses_a_prolific_pid_another_participant_holds(client, study, coordinator):
@@ -22,6 +23,22 @@ def test_import_refuses_a_prolific_pid_another_participant_holds(client, study, 
     html = client.post(f"/studies/{study.pk}/import/", {"file": upload}).content.decode()
     assert "0 added, 1 refused" in html and "already belongs to participant &#x27;Heidi&#x27;" in html
     assert sorted(study.participants.values_list("label", flat=True)) == ["Alice", "Heidi"]
+
+
+def test_invitation_link_does_not_record_a_prolific_pid_another_participant_holds(client, study, coordinator):
+    """Accepting an invitation whose link carries another participant's PROLIFIC_PID used
+    to record it, so two people shared one Prolific id; it is now left out and noted."""
+    bulk.import_participants(coordinator, study, "label,PROLIFIC_PID\nHeidi,pidH\nIvan,\n")
+    ivan = study.participants.get(label="Ivan")
+    issued = participants.invite(coordinator, ivan)
+    response = client.post(f"/studies/join/{issued.token}/?PROLIFIC_PID=pidH&SESSION_ID=sessX")
+    assert response.status_code == 302
+    ivan.refresh_from_db()
+    assert ivan.user_id is not None and ivan.external_ids == {"SESSION_ID": "sessX"}
+    assert list(study.participants.filter(external_ids__PROLIFIC_PID="pidH").values_list("label", flat=True)) == [
+        "Heidi"]
+    event = AuditEvent.objects.get(action=AuditAction.INVITATION_ACCEPTED, participant=ivan)
+    assert event.detail["prolific_pid_held_by_another"] is True
 
 
 def test_study_link_does_not_greet_an_imported_pid_as_returning(client, study, coordinator, admin):
