@@ -140,5 +140,6 @@ def add_member_by_username(actor, study: Study, username: str, role: str) -> Stu
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         require(actor, study, Action.ADMINISTER)
-        raise StudyError(f"no user named {username!r}")
+        raise StudyError(f"no user named {username!r}: check the spelling (usernames are case-sensitive), "
+                         "or create the account in the admin first")
     return add_member(actor, study, user, role)

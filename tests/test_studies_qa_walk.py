@@ -76,3 +76,11 @@ def test_forest_plot_label_column_fits_the_longest_name():
         assert float(label.get("x")) >= 6.5 * len(label.text), label.text
     circles = root.findall(".//s:circle", ns)
     assert all(float(c.get("cx")) <= float(root.get("width")) for c in circles)
+
+
+def test_unknown_team_username_says_what_to_do(client, admin, study):
+    client.force_login(admin)
+    html = client.post(f"/studies/{study.pk}/members/", {"username": "Coordinator", "role": "reviewer"},
+                       follow=True).content.decode()
+    assert "no user named &#x27;Coordinator&#x27;: check the spelling" in html
+    assert "create the account in the admin first" in html
