@@ -84,3 +84,8 @@ def test_unknown_team_username_says_what_to_do(client, admin, study):
                        follow=True).content.decode()
     assert "no user named &#x27;Coordinator&#x27;: check the spelling" in html
     assert "create the account in the admin first" in html
+
+
+def test_new_study_form_says_how_to_write_the_seeds(client, admin):
+    client.force_login(admin)
+    assert "space-separated, e.g. 7 11 13" in client.get("/studies/new/").content.decode()
