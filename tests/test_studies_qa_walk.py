@@ -89,3 +89,9 @@ def test_unknown_team_username_says_what_to_do(client, admin, study):
 def test_new_study_form_says_how_to_write_the_seeds(client, admin):
     client.force_login(admin)
     assert "space-separated, e.g. 7 11 13" in client.get("/studies/new/").content.decode()
+
+
+def test_explorer_pages_name_the_sites_icon(client, admin):
+    """Without it every explorer page sent the browser to /favicon.ico, a 404."""
+    client.force_login(admin)  # a superuser is a researcher
+    assert 'rel="icon"' in client.get("/explorer/").content.decode()
