@@ -395,3 +395,31 @@ def test_a_cards_numbers_are_not_broken_across_lines(counted, server, login):
         "found => found.map(dd => { const r = document.createRange(); r.selectNodeContents(dd);"
         " return [dd.textContent, new Set(Array.from(r.getClientRects()).map(x => Math.round(x.top))).size]; })")
     assert lines and all(count == 1 for _, count in lines), [text for text, count in lines if count != 1]
+
+
+def test_at_400_wide_nothing_scrolls_the_page_sideways_and_the_store_header_stays_in_view(browser, server, login):
+    """At 400 px the home page, the workspace (with its returns inbox filled), the history
+    and the end page fit the width (a wide table scrolls in its own box), and the store
+    header stays on screen while the workspace is scrolled down."""
+    context = browser.new_context(base_url=server.url, viewport={"width": 400, "height": 800})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    c = Counter(page)  # accepts dialogs
+    shift = ready_participant(server, login, page, "steady", 3)
+    too_wide = {}
+    page.goto("/")
+    too_wide["home"] = page.evaluate("() => document.documentElement.scrollWidth")
+    page.goto(f"/shifts/{shift}/")
+    quick(c, "list_returns")
+    too_wide["workspace"] = page.evaluate("() => document.documentElement.scrollWidth")
+    page.evaluate("() => window.scrollTo(0, document.getElementById('inbox').offsetTop)")
+    top = page.locator("#store-header").bounding_box()["y"]
+    page.goto(f"/shifts/{shift}/history/")
+    too_wide["history"] = page.evaluate("() => document.documentElement.scrollWidth")
+    page.goto(f"/shifts/{shift}/")
+    page.click("form.end-shift button")
+    page.wait_for_selector("#end-page")
+    too_wide["end"] = page.evaluate("() => document.documentElement.scrollWidth")
+    context.close()
+    assert all(width <= 400 for width in too_wide.values()), too_wide
+    assert 0 <= top < 10, top
