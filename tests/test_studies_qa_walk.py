@@ -4,12 +4,12 @@ from decimal import Decimal
 from types import SimpleNamespace
 
 from django.core.files.uploadedfile import SimpleUploadedFile
-from test_studies_support import admin, coordinator, study  # noqa: F401
+from test_studies_support import admin, coordinator, make_user, study  # noqa: F401
 
 from studies import bulk, entry, participants, pay
-from studies.design import add_consent_version
+from studies.design import add_consent_version, add_member
 from studies.forest import forest_svg
-from studies.models import AuditAction, AuditEvent
+from studies.models import AuditAction, AuditEvent, Role
 
 
 def test_import_refuses_a_prolific_pid_another_participant_holds(client, study, coordinator):
@@ -95,3 +95,18 @@ def test_explorer_pages_name_the_sites_icon(client, admin):
     """Without it every explorer page sent the browser to /favicon.ico, a 404."""
     client.force_login(admin)  # a superuser is a researcher
     assert 'rel="icon"' in client.get("/explorer/").content.decode()
+
+
+def test_study_navigation_links_only_to_pages_the_role_may_open(client, admin, study):
+    """A researcher's study page linked to Monitor and Pay (both 403 for them), a reviewer's to Exports and Pay."""
+    pages = {"Monitor": "monitor/", "Exports": "exports/", "Pay": "pay/"}
+    for role, expected in ((Role.RESEARCHER, {"Exports"}), (Role.REVIEWER, {"Monitor"}),
+                           (Role.COORDINATOR, {"Monitor", "Exports", "Pay"})):
+        user = make_user(f"team-{role}")
+        add_member(admin, study, user, role)
+        client.force_login(user)
+        html = client.get(f"/studies/{study.pk}/leaderboard/").content.decode()
+        linked = {name for name, path in pages.items() if f'href="/studies/{study.pk}/{path}"' in html}
+        assert linked == expected, role
+        for name in linked:
+            assert client.get(f"/studies/{study.pk}/{pages[name]}").status_code == 200, (role, name)
