@@ -8,9 +8,12 @@ back button and a restored tab fetch the state afresh.
 """
 import os
 import re
+from collections.abc import Callable
+from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.http import HttpRequest as DjangoRequest
 from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH, get_token
@@ -20,6 +23,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from environment.tools import REGISTRY
@@ -41,6 +45,22 @@ class HttpRequest(DjangoRequest):
     """A request as the views see it: django-htmx's middleware adds ``htmx``."""
 
     htmx: HtmxDetails
+
+
+def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``login_required``; an htmx request without a session (signed out in another tab, the
+    session expired) sends the whole page to the sign-in page, coming back to the page it was
+    on: followed as a swap, the redirect put the sign-in page inside the result panel."""
+    guarded = login_required(view)
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.htmx and not request.user.is_authenticated:
+            back = request.htmx.current_url_abs_path or reverse("console:home")
+            return HttpResponseClientRedirect(redirect_to_login(back).url)
+        return guarded(request, *args, **kwargs)
+
+    return wrapper
 
 
 INBOX_TOOLS = frozenset({"list_returns", "refund_return"})
@@ -80,7 +100,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 
 
-@login_required
+@signed_in
 def briefing_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         try:
@@ -145,7 +165,7 @@ def _seq_param(request: HttpRequest) -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
-@login_required
+@signed_in
 @require_GET
 @never_cache
 def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
@@ -156,7 +176,7 @@ def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
         brief_open=workspace.brief_open(overview.shift, overview.calls)))
 
 
-@login_required
+@signed_in
 @require_GET
 @never_cache
 def shift_bar(request: HttpRequest, pk: int) -> HttpResponse:
@@ -168,7 +188,7 @@ def shift_bar(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "console/_shift_bar.html", _context(overview))
 
 
-@login_required
+@signed_in
 @require_GET
 @never_cache
 def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
@@ -182,7 +202,7 @@ def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
     return render(request, "console/_result.html", _context(overview, rereading=True))
 
 
-@login_required
+@signed_in
 @require_GET
 @never_cache
 def shift_panels(request: HttpRequest, pk: int) -> HttpResponse:
@@ -199,7 +219,7 @@ def shift_panels(request: HttpRequest, pk: int) -> HttpResponse:
                   _context(overview, new_calls=[c for c in reversed(overview.calls) if c.seq > after]))
 
 
-@login_required
+@signed_in
 @require_GET
 @never_cache
 def shift_history(request: HttpRequest, pk: int) -> HttpResponse:
@@ -216,7 +236,7 @@ def shift_history(request: HttpRequest, pk: int) -> HttpResponse:
                    "tools": sorted(tool_forms())})
 
 
-@login_required
+@signed_in
 @require_POST
 def shift_start(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
@@ -228,7 +248,7 @@ def shift_start(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(_workspace_url(overview.shift))
 
 
-@login_required
+@signed_in
 @require_POST
 def shift_end(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
@@ -236,7 +256,7 @@ def shift_end(request: HttpRequest, pk: int) -> HttpResponse:
     return _to_workspace(request, overview.shift)
 
 
-@login_required
+@signed_in
 @require_POST
 def shift_pause(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
@@ -247,7 +267,7 @@ def shift_pause(request: HttpRequest, pk: int) -> HttpResponse:
     return _to_workspace(request, shift)
 
 
-@login_required
+@signed_in
 @require_POST
 def shift_resume(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
@@ -291,7 +311,7 @@ def _to_workspace(request: HttpRequest, shift: Shift, seq: int | None = None) ->
     return redirect(url)
 
 
-@login_required
+@signed_in
 @require_POST
 def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     # The ownership check is made by the call's own locked read (one query fewer per call).
@@ -332,7 +352,7 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponse(html)
 
 
-@login_required
+@signed_in
 @require_GET
 @never_cache
 def shift_call_status(request: HttpRequest, pk: int, call_id: str) -> JsonResponse:

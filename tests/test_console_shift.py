@@ -251,3 +251,22 @@ def test_a_read_made_with_the_windows_last_operation_is_labelled_with_its_own_wi
     assert "as read at <b>2026-08-01 00:00 UTC</b>, window 1" in html  # the inbox
     workspace = page(signed_in, shift)
     assert "2026-08-01 00:00 · W1 <small class=\"muted\">(earlier window)</small>" in workspace
+
+
+def test_a_call_after_signing_out_sends_the_whole_page_to_sign_in_and_spends_nothing(signed_in, shift):
+    """Signed out in another tab, a call from the open workspace used to follow the redirect and
+    put the sign-in page inside the result panel (and, signed in there, land on the call URL).
+    Now the page itself goes to the sign-in page, coming back to the workspace; nothing is spent."""
+    before = shift.calls.count()
+    signed_in.post("/logout/")
+    workspace = f"/shifts/{shift.pk}/"
+    headers = {**HX, "HTTP_HX_CURRENT_URL": f"http://testserver{workspace}?call=1"}
+    response = signed_in.post(f"/shifts/{shift.pk}/call/", {"tool": "list_orders", "call_id": "a" * 16}, **headers)
+    assert response.status_code == 200 and response["HX-Redirect"] == f"/login/?next={workspace}%3Fcall%3D1"
+    assert b"Sign in" not in response.content
+    for panel in ("panels/?after=0", "bar/", "calls/1/"):
+        answer = signed_in.get(f"/shifts/{shift.pk}/{panel}", **headers)
+        assert answer["HX-Redirect"].startswith("/login/?next="), panel
+    assert shift.calls.count() == before
+    plain = signed_in.get(workspace)  # without htmx: the usual redirect
+    assert plain.status_code == 302 and plain["Location"] == f"/login/?next={workspace}"
