@@ -51,11 +51,11 @@ def import_participants(actor, study: Study, text: str) -> list[RowReport]:
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = [h.strip() for h in (reader.fieldnames or [])]
     if "label" not in header:
-        raise StudyError(f"the CSV needs a header row with a 'label' column; columns allowed: "
-                         f"{', '.join(IMPORT_COLUMNS)}")
+        raise StudyError(_header_problem(header))
     unknown = [h for h in header if h not in IMPORT_COLUMNS]
     if unknown:
-        raise StudyError(f"unknown column(s): {', '.join(unknown)}; columns allowed: {', '.join(IMPORT_COLUMNS)}")
+        raise StudyError(f"unknown column(s): {', '.join(unknown)}; columns allowed: {', '.join(IMPORT_COLUMNS)}"
+                         + _case_hint(unknown))
     reports: list[RowReport] = []
     for index, raw in enumerate(reader):
         line = index + 2
@@ -93,6 +93,24 @@ def import_participants(actor, study: Study, text: str) -> list[RowReport]:
     audit.record(study, actor, AuditAction.IMPORTED, rows=len(reports), added=sum(r.ok for r in reports),
                  refused=sum(not r.ok for r in reports))
     return reports
+
+
+def _case_hint(names: list[str]) -> str:
+    """How to respell column names that differ from allowed ones only in case."""
+    by_fold = {c.casefold(): c for c in IMPORT_COLUMNS}
+    fixes = [f"{n!r} should be {by_fold[n.casefold()]!r}" for n in names if n.casefold() in by_fold]
+    return f" (column names are written exactly as listed: {', '.join(fixes)})" if fixes else ""
+
+
+def _header_problem(header: list[str]) -> str:
+    """Why a header row has no 'label' column, and what to change in the file."""
+    allowed = f"columns allowed: {', '.join(IMPORT_COLUMNS)}"
+    if len(header) == 1:
+        for separator, name in ((";", "semicolons"), ("\t", "tabs")):
+            if "label" in [h.strip().casefold() for h in header[0].split(separator)]:
+                return (f"the columns are separated by {name}, not commas; save the file as CSV with commas "
+                        f"(in Excel: CSV UTF-8 (Comma delimited)); {allowed}")
+    return f"the CSV needs a header row with a 'label' column; {allowed}{_case_hint(header)}"
 
 
 def report_csv(reports: list[RowReport]) -> str:

@@ -110,3 +110,22 @@ def test_study_navigation_links_only_to_pages_the_role_may_open(client, admin, s
         assert linked == expected, role
         for name in linked:
             assert client.get(f"/studies/{study.pk}/{pages[name]}").status_code == 200, (role, name)
+
+
+def test_import_says_how_to_fix_a_header_excel_wrote(client, study, coordinator):
+    """A semicolon-separated file (Excel in many locales) and a capitalised header were both
+    told they lacked a 'label' column, which each of them has."""
+    client.force_login(coordinator)
+
+    def refusal(content: bytes) -> str:
+        upload = SimpleUploadedFile("p.csv", content, content_type="text/csv")
+        return client.post(f"/studies/{study.pk}/import/", {"file": upload}, follow=True).content.decode()
+
+    html = refusal("label;email;years_ecommerce\nJosé;jose@example.org;4\n".encode())
+    assert "separated by semicolons, not commas; save the file as CSV with commas" in html
+    assert "separated by tabs" in refusal(b"label\temail\nKim\tkim@example.org\n")
+    html = refusal(b"Label,Email\nKim,kim@example.org\n")
+    assert "&#x27;Label&#x27; should be &#x27;label&#x27;" in html and "&#x27;Email&#x27; should be &#x27;email&#x27;" in html
+    html = refusal(b"label,prolific_pid\nKim,p1\n")
+    assert "unknown column(s): prolific_pid" in html and "&#x27;prolific_pid&#x27; should be &#x27;PROLIFIC_PID&#x27;" in html
+    assert not study.participants.exists()
