@@ -88,7 +88,8 @@ def add_participant(actor, study: Study, label: str, qualifications: dict | None
         raise StudyError("a participant label is at most 80 characters")
     taken = label.casefold()  # labels differ by more than case: "Alice" and "alice" are one person on a page
     if any(other.casefold() == taken for other in study.participants.values_list("label", flat=True)):
-        raise StudyError(f"study {study.name!r} already has a participant labelled {label!r}")
+        raise StudyError(f"study {study.name!r} already has a participant labelled {label!r} (labels differ by "
+                         "more than case); choose another label")
     participant = Participant.objects.create(study=study, label=label, code=new_code(), is_bot=is_bot,
                                              qualifications=clean_qualifications(qualifications or {}),
                                              user=user)

@@ -127,7 +127,7 @@ def member_add(request: HttpRequest, pk: int) -> HttpResponse:
         design.add_member_by_username(request.user, study, d["username"], d["role"])
         return f"{d['username']}: role {d['role']} added (any roles they had are kept)."
 
-    return _submitted(request, study, forms.MemberForm(request.POST), "members", add)
+    return _submitted(request, study, forms.MemberForm(request.POST), "members", add, keep="member_form")
 
 
 @login_required

@@ -129,3 +129,15 @@ def test_import_says_how_to_fix_a_header_excel_wrote(client, study, coordinator)
     html = refusal(b"label,prolific_pid\nKim,p1\n")
     assert "unknown column(s): prolific_pid" in html and "&#x27;prolific_pid&#x27; should be &#x27;PROLIFIC_PID&#x27;" in html
     assert not study.participants.exists()
+
+
+def test_refused_team_and_participant_forms_say_what_to_do_and_keep_the_input(client, admin, study):
+    client.force_login(admin)
+    response = client.post(f"/studies/{study.pk}/members/", {"username": "Rita", "role": "researcher"})
+    html = response.content.decode()
+    assert response.status_code == 400 and 'name="username" required value="Rita"' in html
+    assert '<option value="researcher" selected>' in html
+    client.post(f"/studies/{study.pk}/participants/", {"label": "Alice"})
+    html = client.post(f"/studies/{study.pk}/participants/", {"label": "alice", "role": "buyer"},
+                       follow=True).content.decode()
+    assert "already has a participant labelled &#x27;alice&#x27; (labels differ by more than case); choose another label" in html
