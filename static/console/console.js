@@ -366,11 +366,32 @@ document.addEventListener("htmx:confirm", function (evt) {
     }
     ask();
   }
+  // A 4xx is not swapped by htmx: without this the page would show nothing at all. The
+  // request was refused before the view (a stale security token after signing in again, 403)
+  // or by it before any call (400, 404): nothing reached the store.
+  function refused(evt, xhr) {
+    var form = evt.detail.elt;
+    if (!form || form.tagName !== "FORM" || !form.querySelector("input[name=call_id]")) return;
+    var box = form.classList.contains("row-action") ? form.parentNode.querySelector(".row-status") : document.getElementById("result");
+    if (!box) return;
+    var said = (xhr.responseText || "").trim();
+    var note = document.createElement("p");
+    note.className = "problem outcome";
+    note.setAttribute("role", "alert");
+    note.dataset.ok = "0";
+    note.textContent = xhr.status === 403
+      ? "Refused before the store, nothing spent: this page's security token is out of date (you signed in again, perhaps in another tab). Reload the page, then send the call again."
+      : "Refused before the store (" + xhr.status + "), nothing spent" +
+        (said && said.length < 300 && said.indexOf("<") < 0 ? ": " + said : ".") + " Reload the page if this persists.";
+    box.innerHTML = "";
+    box.appendChild(note);
+  }
   document.addEventListener("htmx:sendError", unanswered);
   document.addEventListener("htmx:timeout", unanswered);
   document.addEventListener("htmx:responseError", function (evt) {
     var xhr = evt.detail.xhr;
-    if (xhr && xhr.status >= 500) unanswered(evt);
+    if (!xhr) return;
+    if (xhr.status >= 500) unanswered(evt); else refused(evt, xhr);
   });
 })();
 

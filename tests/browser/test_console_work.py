@@ -423,3 +423,35 @@ def test_at_400_wide_nothing_scrolls_the_page_sideways_and_the_store_header_stay
     context.close()
     assert all(width <= 400 for width in too_wide.values()), too_wide
     assert 0 <= top < 10, top
+
+
+def test_a_call_with_a_stale_security_token_says_to_reload(counted, server, login):
+    """Signed in again in another tab (Django rotates the CSRF token), a call from the open
+    workspace is refused 403 before the store. The page used to show nothing at all; it now says
+    why and what to do, in the result panel and in a row, and nothing is spent."""
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+
+    def as_in_production(route):  # without django-htmx's debug hook, which shows error pages whole
+        response = route.fetch()
+        route.fulfill(response=response, body=response.text().replace('data-debug="True"', 'data-debug="False"'))
+
+    page.route(f"**/shifts/{shift}/", as_in_production)
+    page.goto(f"/shifts/{shift}/")
+    quick(counted, "list_orders")
+    ops = page.get_attribute("#store-header", "data-ops-left")
+    other = page.context.new_page()
+    other.goto("/")
+    other.locator("form[action='/logout/'] button").click()
+    login(other, page.evaluate("() => document.querySelector('.who strong').textContent"), PASSWORD)
+    other.close()
+    row = page.locator("#result tr:has(form.row-action[data-tool=fulfill_order])").first
+    row.locator("form.row-action button").click()
+    row.locator(".row-status p.problem").wait_for()
+    assert "Reload the page" in row.locator(".row-status").inner_text()
+    page.locator(".quick-bar button[data-tool=list_returns]").click()
+    problem = page.locator("#result p.problem")
+    problem.wait_for()
+    assert "Reload the page" in problem.inner_text() and "before the store" in problem.inner_text()
+    page.reload()
+    assert page.get_attribute("#store-header", "data-ops-left") == ops
