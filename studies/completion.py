@@ -14,9 +14,13 @@ from .models import Attempt, AttemptStatus
 
 # Closed without a committed score, and not by the participant: the team or the platform ended it.
 NOT_THEIR_DOING = (AttemptStatus.INVALID, AttemptStatus.ABANDONED)
+# The end reason of an unstarted attempt the participant's own return closed (their doing).
+RETURNED = "the participant left the study (returned)"
 
 
 def not_their_doing(attempt: Attempt) -> bool:
+    if attempt.status == AttemptStatus.ABANDONED and attempt.end_reason == RETURNED:
+        return attempt.platform_fault
     return attempt.platform_fault or attempt.status in NOT_THEIR_DOING
 
 
@@ -25,5 +29,5 @@ def completion_code(user, attempt: Attempt) -> str | None:
     code = completion_code_for(user, attempt)  # refuses anyone but the participant
     if code is not None:
         return code
-    attempt.refresh_from_db(fields=["status", "platform_fault"])
+    attempt.refresh_from_db(fields=["status", "platform_fault", "end_reason"])
     return attempt.completion_code if not_their_doing(attempt) else None

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from . import audit
 from .assignment import abandon_unstarted
+from .completion import RETURNED
 from .errors import StudyError
 from .models import Attempt, AttemptStatus, AuditAction, Participant, Role, Study, StudyMembership
 from .participants import current_consent, external_ids_from, new_code
@@ -138,7 +139,7 @@ def leave(participant: Participant) -> str:
             locked.save(update_fields=["returned_at"])
             for attempt in Attempt.objects.filter(participant=locked, status=AttemptStatus.ASSIGNED):
                 if attempt.shift.started_at is None:
-                    abandon_unstarted(attempt, "the participant left the study (returned)")
+                    abandon_unstarted(attempt, RETURNED)
             audit.record(study, locked.user, AuditAction.RETURNED, participant=locked)
     return completion_target(study, study.return_code or "RETURNED")
 

@@ -4,9 +4,11 @@ from decimal import Decimal
 from types import SimpleNamespace
 
 from django.core.files.uploadedfile import SimpleUploadedFile
-from test_studies_support import admin, coordinator, make_user, study  # noqa: F401
+from test_studies_support import admin, cell, coordinator, make_user, study  # noqa: F401
 
-from studies import bulk, entry, participants, pay
+from studies import assignment, bulk, entry, participants, pay
+from studies import attempts as attempt_actions
+from studies.completion import completion_code
 from studies.design import add_consent_version, add_member
 from studies.forest import forest_svg
 from studies.models import AuditAction, AuditEvent, Role
@@ -141,3 +143,28 @@ def test_refused_team_and_participant_forms_say_what_to_do_and_keep_the_input(cl
     html = client.post(f"/studies/{study.pk}/participants/", {"label": "alice", "role": "buyer"},
                        follow=True).content.decode()
     assert "already has a participant labelled &#x27;alice&#x27; (labels differ by more than case); choose another label" in html
+
+
+def test_an_attempt_closed_by_the_participants_own_return_gives_no_completion_code(client, study, coordinator, cell):
+    """'I want to stop' closed the unstarted attempt, and the participant's page then showed
+    its completion code, marked 'ended by the study team or a platform fault, not by you'."""
+    entry.configure(coordinator, study, entry_open=True, completion_url="https://app.prolific.com/submissions/complete",
+                    completion_code="C0MPLETE", return_code="RETURN12", base_pay_cents=0, bonus_bands=[],
+                    fault_compensation_cents=0, reason="open")
+    study.refresh_from_db()
+    client.post(f"/studies/s/{study.entry_slug}/?PROLIFIC_PID=pidR&SESSION_ID=sessR", {"agree": "on"})
+    person = study.participants.get()
+    attempt = assignment.create_attempt(None, person, cell)
+    assert client.post("/studies/me/return/").status_code == 302
+    attempt.refresh_from_db()
+    assert attempt.status == "abandoned" and completion_code(person.user, attempt) is None
+    html = client.get(f"/studies/me/?study={study.pk}").content.decode()
+    assert attempt.completion_code not in html and "not by you" not in html
+    assert "none: you left the study before this shift started" in html
+    # Closed by the team before it started, the code is still given.
+    other = make_user("walk-other")
+    kept = participants.add_participant(coordinator, study, "Other", user=other)
+    closed = assignment.create_attempt(None, kept, cell)
+    attempt_actions.force_end(coordinator, closed, "cell withdrawn")
+    closed.refresh_from_db()
+    assert completion_code(other, closed) == closed.completion_code
