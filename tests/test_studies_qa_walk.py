@@ -168,3 +168,16 @@ def test_an_attempt_closed_by_the_participants_own_return_gives_no_completion_co
     attempt_actions.force_end(coordinator, closed, "cell withdrawn")
     closed.refresh_from_db()
     assert completion_code(other, closed) == closed.completion_code
+
+
+def test_returning_the_study_asks_before_it_is_done(client, study, coordinator):
+    """'I want to stop (return the study)' returned the study on one click, with no question."""
+    entry.configure(coordinator, study, entry_open=True, completion_url="https://app.prolific.com/submissions/complete",
+                    completion_code="C0MPLETE", return_code="RETURN12", base_pay_cents=0, bonus_bands=[],
+                    fault_compensation_cents=0, reason="open")
+    study.refresh_from_db()
+    client.post(f"/studies/s/{study.entry_slug}/?PROLIFIC_PID=pidQ&SESSION_ID=sessQ", {"agree": "on"})
+    html = client.get(f"/studies/me/?study={study.pk}").content.decode()
+    form = html[html.index('id="leave-form"'):]
+    form = form[:form.index("</form>")]
+    assert "return confirm('Stop taking part and return the study" in form and 'id="leave"' in form
