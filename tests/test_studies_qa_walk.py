@@ -181,3 +181,13 @@ def test_returning_the_study_asks_before_it_is_done(client, study, coordinator):
     form = html[html.index('id="leave-form"'):]
     form = form[:form.index("</form>")]
     assert "return confirm('Stop taking part and return the study" in form and 'id="leave"' in form
+
+
+def test_leaderboard_with_bots_links_back_to_the_figures_without_them(client, admin, study):
+    """With bots included the page still offered only 'include bots', linking to itself."""
+    client.force_login(admin)
+    plain = client.get(f"/studies/{study.pk}/leaderboard/").content.decode()
+    assert '<a href="?include_bots=1" id="bots-toggle">include bots</a>' in plain
+    with_bots = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    assert f'<a href="/studies/{study.pk}/leaderboard/" id="bots-toggle">leave bots out</a>' in with_bots
+    assert "include_bots=1\" id=\"bots-toggle" not in with_bots
