@@ -486,6 +486,8 @@ document.addEventListener("htmx:confirm", function (evt) {
   }
   function sendOne(form, row) {
     return new Promise(function (resolve) {
+      var started = false;
+      function began(evt) { if (evt.detail.elt === form) started = true; }
       function done(evt) {
         if (evt.detail.elt !== form) return;
         document.removeEventListener("htmx:afterRequest", done);
@@ -497,8 +499,15 @@ document.addEventListener("htmx:confirm", function (evt) {
                     text: outcome ? outcome.textContent.trim() : "" });
         }, 0);
       }
+      document.addEventListener("htmx:beforeRequest", began);
       document.addEventListener("htmx:afterRequest", done);
       if (form.requestSubmit) form.requestSubmit(); else form.querySelector("button").click();
+      setTimeout(function () {  // a declined confirm (the last operation, a late reorder) sends nothing
+        document.removeEventListener("htmx:beforeRequest", began);
+        if (started) return;
+        document.removeEventListener("htmx:afterRequest", done);
+        resolve({ declined: true, answered: false, ok: false, text: "" });
+      }, 0);
     });
   }
   function run(block) {
@@ -519,6 +528,14 @@ document.addEventListener("htmx:confirm", function (evt) {
       var row = rows[sent], form = row.querySelector("form.row-action"), box = row.querySelector("input.pick");
       status.textContent = "Sending " + (sent + 1) + " of " + total + " (" + row.dataset.key + ")…";
       sendOne(form, row).then(function (result) {
+        if (result.declined) {
+          bar.dataset.running = "";
+          status.classList.add("problem");
+          status.textContent = "Batch stopped at row " + row.dataset.key + ": its warning was declined, so its call was not sent and nothing was spent. " +
+            (total - sent) + " row" + (total - sent === 1 ? " was" : "s were") + " not sent; they stay ticked.";
+          update(block);
+          return;
+        }
         sent += 1;
         if (box) box.checked = false;
         if (result.ok) { next(); return; }

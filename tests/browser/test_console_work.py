@@ -455,3 +455,30 @@ def test_a_call_with_a_stale_security_token_says_to_reload(counted, server, logi
     assert "Reload the page" in problem.inner_text() and "before the store" in problem.inner_text()
     page.reload()
     assert page.get_attribute("#store-header", "data-ops-left") == ops
+
+
+def test_a_batch_whose_warning_is_declined_stops_and_can_be_sent_again(counted, server, login):
+    """At one operation left a batch's first row asks before ending the window. Declined, the
+    batch used to wait for an answer that never came ("Sending 1 of 2…", Send disabled until a
+    reload); it now stops, says nothing was sent, and can be sent again."""
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(counted, "list_orders")
+    orders = seq_shown(page)
+    spend_to_last_operation(server, shift)
+    page.goto(f"/shifts/{shift}/?call={orders}")  # the orders list again, read free
+    assert page.get_attribute("#store-header", "data-ops-left") == "1"
+    page.remove_listener("dialog", counted._dialog)
+    asked: list[str] = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    boxes = page.locator("#result tr:has(form.row-action[data-tool=fulfill_order]) input.pick")
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    page.locator("#result button.batch-send").click()
+    status = page.locator("#result .batch-status")
+    expect(status).to_contain_text("not sent and nothing was spent")
+    assert len(asked) == 1 and "last operation" in asked[0]
+    assert "2 rows were not sent" in status.inner_text()
+    expect(page.locator("#result button.batch-send")).to_be_enabled()
+    assert page.get_attribute("#store-header", "data-ops-left") == "1"
