@@ -170,7 +170,11 @@ def _seq_param(request: HttpRequest) -> int | None:
 @never_cache
 def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
-    overview = workspace.shift_overview(shift, _seq_param(request))
+    seq = _seq_param(request)
+    overview = workspace.shift_overview(shift, seq)
+    if seq is not None and overview.shown is None and overview.calls:
+        messages.warning(request, f"This shift has no call #{seq}: here is its latest call.")
+        return redirect(_workspace_url(shift))
     return render(request, "console/shift.html", _context(
         overview, brief=workspace.shift_brief(overview.shift),
         brief_open=workspace.brief_open(overview.shift, overview.calls)))

@@ -270,3 +270,13 @@ def test_a_call_after_signing_out_sends_the_whole_page_to_sign_in_and_spends_not
     assert shift.calls.count() == before
     plain = signed_in.get(workspace)  # without htmx: the usual redirect
     assert plain.status_code == 302 and plain["Location"] == f"/login/?next={workspace}"
+
+
+def test_a_link_to_a_call_the_shift_does_not_have_says_so(signed_in, shift):
+    """?call=999 used to show an empty result panel ("The result of your next call appears
+    here") on a shift full of calls; it now says there is no such call and shows the latest."""
+    response = signed_in.get(f"/shifts/{shift.pk}/?call=999", follow=True)
+    html = response.content.decode()
+    assert response.redirect_chain == [(f"/shifts/{shift.pk}/", 302)]
+    assert "This shift has no call #999: here is its latest call." in html
+    assert "The result of your next call appears here." not in html
