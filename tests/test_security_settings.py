@@ -107,6 +107,16 @@ def test_static_files_are_served_outside_debug(client, settings):
     assert b"".join(response.streaming_content if response.streaming else [response.content])
 
 
+@pytest.mark.parametrize("path", ["/no/such/page/", "/explorer/"])
+def test_error_pages_name_the_sites_icon_so_the_browser_asks_for_no_favicon_ico(client, settings, path, db):
+    settings.DEBUG = False
+    if path == "/explorer/":  # a signed-in participant is refused there (403)
+        client.force_login(get_user_model().objects.create_user("someone", password="pw"))
+    response = client.get(path)
+    assert response.status_code in (403, 404)
+    assert '<link rel="icon" type="image/svg+xml" href="/static/console/favicon.svg">' in response.content.decode()
+
+
 def test_an_unknown_page_lists_nothing(client, settings):
     settings.DEBUG = False
     response = client.get("/no/such/page/")
