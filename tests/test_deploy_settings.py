@@ -24,7 +24,8 @@ def start(tmp_path, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("secret", ["changeme", "x" * 64, "django-insecure-" + secrets.token_urlsafe(50),
-                                    secrets.token_urlsafe(30)])
+                                    secrets.token_urlsafe(30)],
+                         ids=["common word", "one character", "django's insecure prefix", "short"])
 def test_a_weak_secret_is_refused_outside_debug(tmp_path, secret):
     done = start(tmp_path, DJANGO_SECRET_KEY=secret)
     assert done.returncode != 0
