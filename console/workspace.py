@@ -16,11 +16,12 @@ from environment.brief import brief
 from environment.tasks import get_task
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
-from shifts.briefing import acknowledgement, practice_completed, start_refusal
+from shifts.briefing import acknowledgement, practice_completed, refusal_to_start
 from shifts.cache import replay_episode
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift
+from shifts.errors import StartRefused
 from shifts.lifecycle import OPENING_CALL_ID, begin_shift
 from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
@@ -172,7 +173,7 @@ class Home:
     shifts: list[Shift]
     acknowledgement: Any  # BriefingAcknowledgement of the current briefing, or None
     practice_done: bool
-    locks: dict[int, str]  # assigned shift id -> why it may not start yet
+    locks: dict[int, StartRefused]  # assigned shift id -> why it may not start yet, and where to go
 
 
 def participant_home(user) -> Home:
@@ -182,7 +183,7 @@ def participant_home(user) -> Home:
     locks = {}
     for shift in shifts:
         if shift.status == Shift.Status.ASSIGNED:
-            refusal = start_refusal(user, shift)
+            refusal = refusal_to_start(user, shift)
             if refusal is not None:
                 locks[shift.pk] = refusal
     return Home(shifts=shifts, acknowledgement=acknowledgement(user), practice_done=practice_completed(user),

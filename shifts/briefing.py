@@ -69,12 +69,6 @@ def refusal_to_start(user, shift: Shift) -> StartRefused | None:
     return None
 
 
-def start_refusal(user, shift: Shift) -> str | None:
-    """Why ``user`` may not start ``shift`` now, in words, or None if they may."""
-    refused = refusal_to_start(user, shift)
-    return None if refused is None else str(refused)
-
-
 def acknowledge_briefing(user, version: str) -> BriefingAcknowledgement:
     """Record that ``user`` read briefing ``version`` (which must be the current one),
     and give them a practice shift if they have none. Acknowledging twice keeps the

@@ -62,6 +62,12 @@ def test_the_home_page_shows_the_practice_shift_locked_until_consent(client, inv
     assert "Locked: Give your consent to study &#x27;Study A&#x27;" in html
 
 
+def test_the_home_pages_lock_links_to_the_page_where_consent_is_given(client, invited, practice):
+    client.force_login(invited.user)
+    html = client.get("/").content.decode()
+    assert f'<a href="/studies/me/?study={invited.study_id}">Go there</a>' in html
+
+
 def test_after_consenting_the_practice_shift_starts(client, invited, practice):
     client.force_login(invited.user)
     client.post("/studies/me/", {"version": 1, "agree": "on"})
