@@ -193,3 +193,15 @@ def test_a_huge_trial_number_is_a_clear_error(db, client):
     assert response.status_code == 400 and f"There is no trial {'9' * 40}, 1." in response.content.decode()
     assert client.get("/explorer/trials/" + "9" * 40 + "/").status_code == 404
     assert client.get("/studies/" + "9" * 40 + "/").status_code == 404
+
+
+def test_a_form_with_an_out_of_date_token_says_to_reload_and_that_nothing_was_done(db):
+    user = get_user_model().objects.create_user("someone", password="pw")
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    browser.get("/")  # the page sets the CSRF cookie; the form below carries an old token
+    response = browser.post("/logout/", {"csrfmiddlewaretoken": "x" * 64})
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert "This page is out of date" in html and "Nothing was done." in html
+    assert "reload the page and send the form again" in html
