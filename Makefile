@@ -41,8 +41,11 @@ run: $(VENV)/.installed
 	@echo
 	$(VENV)/bin/uvicorn config.asgi:application --host 127.0.0.1 --port $(PORT)
 
+# On every core, at most four (pytest-xdist; each worker takes whole test files and has its
+# own test database). TEST_WORKERS=0 runs in one process, with plain tracebacks.
+TEST_WORKERS ?= auto
 test: $(VENV)/.installed
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 
 # Ruff (rules in pyproject.toml) on everything, mypy (django-stubs) on the code outside tests.
 lint: $(VENV)/.installed
