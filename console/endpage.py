@@ -52,7 +52,8 @@ def _business_words(c: dict) -> str:
     change = f"{moved} from {usd(net - rise)} at the opening (cash and deposit) to {usd(net)} after settlement"
     if rise == 0:
         change = f"stayed at {usd(net)} from the opening (cash and deposit) to settlement"
-    return (f"Net assets {change}. Business does not score that change as it is: it places it on the scale "
+    return (f"Net assets {change}. The opening counts cash and deposit only; the header's net assets also "
+            "counted the stock on hand, so they started higher. Business does not score that change as it is: it places it on the scale "
             "calibrated for this shift's store, where 0 is the change the same store makes when nobody runs it "
             "(stock on hand keeps selling, money owed keeps coming in) and 1 the change the best scripted "
             "reference store makes. A rise no larger than a store left alone makes scores 0. "

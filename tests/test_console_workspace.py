@@ -198,6 +198,8 @@ def test_end_page_says_where_net_assets_started_and_why_a_rise_can_score_zero(si
     words = html.split('<tr id="score-business">')[1].split("</tr>")[0]
     assert f"from {opening} at the opening (cash and deposit) to " in words
     assert "A rise no larger than a store left alone makes scores 0." in words
+    # the header and the chart start from net assets with the opening stock; the page says why they differ
+    assert "the header&#x27;s net assets also counted the stock on hand, so they started higher" in words
 
 
 def test_end_page_labels_the_frozen_store_as_the_store_before_settlement(signed_in, shift):
