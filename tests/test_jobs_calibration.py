@@ -93,6 +93,19 @@ def test_run_calibration_command_shows_progress(tmp_path, capsys):
     assert json.loads(out.read_text())["tasks"]["counter-punch"]["7"]["seed"] == 7
 
 
+def test_following_a_job_prints_its_end_when_it_came_after_the_last_item(monkeypatch):
+    from jobs.management import follow as following
+    job = Job.objects.create(kind=Job.Kind.CALIBRATION, status=Job.Status.RUNNING, done=2, total=2)
+
+    def gathered(_seconds):  # the worker gathers the file after the last cell, then the job is done
+        Job.objects.filter(pk=job.pk).update(status=Job.Status.DONE, finished_at=timezone.now())
+
+    monkeypatch.setattr(following.time, "sleep", gathered)
+    lines: list[str] = []
+    following.follow(job, 60, lines.append)
+    assert lines == ["[2/2] running", "[2/2] done"]
+
+
 def test_batch_job_writes_one_trial_folder_per_cell(tmp_path):
     job = submit_batch(["counter-punch"], [7, 11], tmp_path / "trials", policy="rule-based",
                        calibration="calibration/public.json")

@@ -9,14 +9,16 @@ from jobs.models import Job
 
 
 def follow(job: Job, timeout: float, write) -> Job:
-    """Print ``[done/total] status`` at each change until the job ends; a failed job or one
-    still running after ``timeout`` seconds is a :class:`CommandError` naming it."""
+    """Print ``[done/total] status`` at each change of either until the job ends (so its
+    last line says how it ended, also when the end came after the last item: gathering a
+    calibration); a failed job or one still running after ``timeout`` seconds is a
+    :class:`CommandError` naming it."""
     deadline = time.monotonic() + timeout
-    shown = -1
+    shown: tuple[int, str] | None = None
     while True:
         job.refresh_from_db()
-        if job.done != shown:
-            shown = job.done
+        if (job.done, job.status) != shown:
+            shown = (job.done, job.status)
             write(f"[{job.done}/{job.total}] {job.get_status_display().lower()}")
         if job.finished:
             break
