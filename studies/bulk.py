@@ -69,7 +69,7 @@ def import_participants(actor, study: Study, text: str) -> list[RowReport]:
         try:
             ids = participants.external_ids_from(row)
             pid = ids.get("PROLIFIC_PID")
-            holder = study.participants.filter(external_ids__PROLIFIC_PID=pid).first() if pid else None
+            holder = participants.pid_holder(study, pid) if pid else None
             if holder is not None:
                 raise StudyError(f"PROLIFIC_PID {pid} already belongs to participant {holder.label!r} in this "
                                  "study (one Prolific account is one participant): correct the id or leave it out")

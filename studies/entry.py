@@ -30,7 +30,7 @@ from .assignment import abandon_unstarted
 from .completion import RETURNED
 from .errors import StudyError
 from .models import Attempt, AttemptStatus, AuditAction, Participant, Role, Study, StudyMembership
-from .participants import current_consent, external_ids_from, new_code
+from .participants import current_consent, external_ids_from, new_code, pid_holder
 from .permissions import Action, require
 
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -57,10 +57,6 @@ def platform_ids(query) -> dict:
     return ids
 
 
-def find(study: Study, pid: str) -> Participant | None:
-    return study.participants.filter(external_ids__PROLIFIC_PID=pid).select_related("user").first()
-
-
 @transaction.atomic
 def enter(study: Study, query, consent_version: int | None) -> Participant:
     """Create or find the participant of these platform ids, with their consent recorded."""
@@ -72,7 +68,7 @@ def enter(study: Study, query, consent_version: int | None) -> Participant:
     if consent is not None and consent_version != consent.version:
         raise StudyError(f"consent version {consent_version} is not the current version ({consent.version}); "
                          "reload the page and read the current text")
-    participant = find(study, ids["PROLIFIC_PID"])
+    participant = pid_holder(study, ids["PROLIFIC_PID"])
     now = timezone.now()
     if participant is None:
         user = get_user_model().objects.create_user(username=f"p-{secrets.token_hex(8)}")

@@ -234,8 +234,7 @@ def accept(token: str, query: dict):
         StudyMembership.objects.get_or_create(study=participant.study, user=user, role=Role.PARTICIPANT)
     conflicts = sorted(k for k, v in ids.items() if participant.external_ids.get(k, v) != v)
     pid = ids.get("PROLIFIC_PID")
-    taken = bool(pid) and participant.study.participants.filter(external_ids__PROLIFIC_PID=pid).exclude(
-        pk=participant.pk).exists()
+    taken = bool(pid) and pid_holder(participant.study, str(pid), other_than=participant) is not None
     if taken:  # one Prolific account is one participant: another's id is not recorded for this one
         ids = {k: v for k, v in ids.items() if k != "PROLIFIC_PID"}
     participant.external_ids = {**ids, **participant.external_ids}
@@ -293,6 +292,15 @@ def consent_gate(user, shift) -> StartRefused | None:
                                 "before starting a shift: read the consent text there and tick the box.",
                                 next_url=my_page_url(participant))
     return None
+
+
+def pid_holder(study: Study, pid: str, other_than: Participant | None = None) -> Participant | None:
+    """The study's participant whose ``PROLIFIC_PID`` is ``pid`` (one Prolific account is one
+    participant), leaving ``other_than`` out."""
+    found = study.participants.filter(external_ids__PROLIFIC_PID=pid)
+    if other_than is not None:
+        found = found.exclude(pk=other_than.pk)
+    return found.select_related("user").first()
 
 
 def my_page_url(participant: Participant) -> str:

@@ -448,7 +448,7 @@ def enter(request: HttpRequest, slug: str) -> HttpResponse:
     except StudyError as exc:
         return render(request, "studies/enter.html", {"error": str(exc)}, status=400)
     consent = participants.current_consent(study)
-    found = entry.find(study, ids["PROLIFIC_PID"])
+    found = participants.pid_holder(study, ids["PROLIFIC_PID"])
     # Only the same PID in the same session, who entered before (has an account), is greeted as
     # returning (the page reveals no one else); a PID the team imported signs in by its invitation.
     known = (found if found is not None and found.user_id is not None
