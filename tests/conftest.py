@@ -93,6 +93,14 @@ def fresh_console_cache():
 
 
 @pytest.fixture
+def deployed_site(settings):
+    """Settings as on a deployment: debug off, only the site's own host name, HTTPS required."""
+    settings.DEBUG = False
+    settings.ALLOWED_HOSTS = ["bench.example.org"]
+    settings.SECURE_SSL_REDIRECT = True
+
+
+@pytest.fixture
 def user(db):
     from console_helpers import briefed_user
 

@@ -8,14 +8,7 @@ from studies import assignment, bots
 from studies.models import AttemptStatus
 
 
-@pytest.fixture
-def deployed(settings):
-    settings.DEBUG = False
-    settings.ALLOWED_HOSTS = ["bench.example.org"]
-    settings.SECURE_SSL_REDIRECT = True
-
-
-def test_a_bot_plays_a_shift_on_a_deployed_site(deployed, study, admin):
+def test_a_bot_plays_a_shift_on_a_deployed_site(deployed_site, study, admin):
     attempt = assignment.assign_next(admin, study, [bots.add_bot(admin, study, "b")], include_bots=True)
     assert bots.play(attempt, "clerk").status == AttemptStatus.SUBMITTED
 
