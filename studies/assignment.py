@@ -7,6 +7,11 @@ that slips past it.  A cell's quota counts its first attempts that are still ope
 completed (not invalid, abandoned or practice); coached retries and reassignments
 replace an attempt and do not count against it.
 
+A scored first attempt, and a reassignment, must be the person's first sight of the
+cell: one who has played it (any attempt on it whose shift started, a practice one
+included) is refused it, and the policies never propose it.  Playing a cell again is
+what a coached retry is for.
+
 Concurrency: :func:`create_attempt` locks the cell's row, then the participant's,
 before it checks the quota and the open attempts (``SELECT ... FOR UPDATE`` on
 PostgreSQL; SQLite's immediate transactions serialise writers), so two requests at
@@ -59,6 +64,35 @@ def _open_attempt(participant: Participant, cell: Cell) -> Attempt | None:
     return Attempt.objects.filter(participant=participant, cell=cell, status__in=OPEN_STATUSES).first()
 
 
+# Attempts by which a person has seen a cell or may yet: the shift started, or it is open.
+SEEN = Q(shift__started_at__isnull=False) | Q(status__in=OPEN_STATUSES)
+
+
+def seen_attempt(participant: Participant, cell: Cell) -> Attempt | None:
+    """The earliest attempt by which ``participant`` has seen ``cell`` or holds it open, or None."""
+    return (Attempt.objects.filter(SEEN, participant=participant, cell=cell).select_related("shift")
+            .order_by("number").first())
+
+
+def seen_pairs(study: Study) -> set[tuple[int, int]]:
+    """Every (participant id, cell id) in ``study`` whose person has seen or holds the cell, in one query."""
+    return set(Attempt.objects.filter(SEEN, study=study).values_list("participant_id", "cell_id"))
+
+
+def _open_refusal(participant: Participant, cell: Cell, existing: Attempt) -> str:
+    return (f"participant {participant.label} already has an open attempt on cell {cell.key} "
+            f"(attempt #{existing.number}, {existing.get_status_display().lower()})")
+
+
+def seen_refusal(participant: Participant, cell: Cell, seen: Attempt) -> str:
+    if seen.shift.started_at is None:
+        return _open_refusal(participant, cell, seen)
+    practice = ", a practice attempt" if seen.is_practice else ""
+    return (f"participant {participant.label} has already seen cell {cell.key} (attempt #{seen.number}{practice}); "
+            "a scored first attempt or a reassignment must be their first sight of it: choose another cell "
+            "or person, or grant a coached retry")
+
+
 def quota_used(cell: Cell) -> int:
     return cell.attempts.filter(kind=AttemptKind.FIRST, is_practice=False, status__in=QUOTA_STATUSES).count()
 
@@ -82,8 +116,11 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
         Participant.objects.select_for_update().filter(pk=participant.pk).first()
         existing = _open_attempt(participant, cell)
         if existing is not None:
-            raise StudyError(f"participant {participant.label} already has an open attempt on cell {cell.key} "
-                             f"(attempt #{existing.number}, {existing.get_status_display().lower()})")
+            raise StudyError(_open_refusal(participant, cell, existing))
+        if kind != AttemptKind.COACHED_RETRY and not practice:
+            seen = seen_attempt(participant, cell)
+            if seen is not None:
+                raise StudyError(seen_refusal(participant, cell, seen))
         if kind == AttemptKind.FIRST and not practice and quota_used(cell) >= cell.quota:
             raise StudyError(f"cell {cell.key} is full: {cell.quota} of {cell.quota} attempts assigned")
         number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
@@ -163,7 +200,7 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
     available = [p for p in participants if p.pk not in busy and can_start(p, include_bots=include_bots)]
     cells = list(study.cells.all())
     loads = [CellLoad(str(c.pk), quota_used(c), c.quota) for c in cells]
-    tried = {(str(p), str(c)) for p, c in Attempt.objects.filter(study=study, is_practice=False)
+    tried = {(str(p), str(c)) for p, c in Attempt.objects.filter(Q(is_practice=False) | SEEN, study=study)
              .values_list("participant_id", "cell_id")}
     seed = f"{study.random_seed}:{Attempt.objects.filter(study=study).count()}"
     try:

@@ -23,7 +23,7 @@ from shifts.lifecycle import move_deadline
 from shifts.models import Shift
 
 from . import audit
-from .assignment import abandon_unstarted, create_attempt
+from .assignment import abandon_unstarted, create_attempt, seen_attempt, seen_pairs, seen_refusal
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -68,12 +68,14 @@ def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
     return retry
 
 
-def reassign_refusal(attempt: Attempt, to: Participant) -> str | None:
+def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int]] | None = None) -> str | None:
     """Why ``attempt`` cannot be reassigned to ``to``, or None when it can: the one rule
     :func:`reassign` enforces and the study's pages offer targets by.  The target is
     another participant of the study, still taking part (not withdrawn, not returned),
     with an account (invitation accepted); a person's attempt never goes to a rehearsal
-    bot (a bot's, in a rehearsal, may)."""
+    bot (a bot's, in a rehearsal, may); and the target has not seen the cell yet
+    (:data:`studies.assignment.SEEN`; ``seen``, from :func:`~studies.assignment.seen_pairs`,
+    saves the query for each target on a page that lists many)."""
     if to.study_id != attempt.study_id:
         return f"{to.label} is not in study {attempt.study.name!r}; reassign to one of its participants"
     if to.pk == attempt.participant_id:
@@ -85,6 +87,10 @@ def reassign_refusal(attempt: Attempt, to: Participant) -> str | None:
         return f"{to.label} has {left} the study; reassign to someone still taking part"
     if to.user_id is None:
         return f"{to.label} has no account yet (invitation not accepted); reassign to someone who has one"
+    if seen is None or (to.pk, attempt.cell_id) in seen:
+        earlier = seen_attempt(to, attempt.cell)
+        if earlier is not None:
+            return seen_refusal(to, attempt.cell, earlier)
     return None
 
 
@@ -95,16 +101,20 @@ def reassignment_candidates(study: Study) -> list[Participant]:
 
 
 def reassignment_targets(study: Study, attempt: Attempt | None = None,
-                         candidates: list[Participant] | None = None) -> list[Participant]:
+                         candidates: list[Participant] | None = None,
+                         seen: set[tuple[int, int]] | None = None) -> list[Participant]:
     """Whom the study's pages offer as a reassignment's target: those :func:`reassign`
     accepts for ``attempt``; without an attempt (one list for every attempt, as on the
     monitor), those it accepts for any attempt, i.e. people and never a bot.  A page
-    listing many attempts reads ``candidates`` (:func:`reassignment_candidates`) once."""
+    listing many attempts reads ``candidates`` (:func:`reassignment_candidates`) and
+    ``seen`` (:func:`~studies.assignment.seen_pairs`) once."""
     if candidates is None:
         candidates = reassignment_candidates(study)
     if attempt is None:
         return [p for p in candidates if not p.is_bot]
-    return [p for p in candidates if reassign_refusal(attempt, p) is None]
+    if seen is None:
+        seen = seen_pairs(study)
+    return [p for p in candidates if reassign_refusal(attempt, p, seen) is None]
 
 
 def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:

@@ -9,6 +9,7 @@ from django.db.models import Count, Q
 from shifts.models import Shift
 from shifts.naming import names_of
 
+from .assignment import seen_pairs
 from .attempts import reassignment_candidates, reassignment_targets
 from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
@@ -43,9 +44,10 @@ def study_overview(actor, study: Study) -> Overview:
     for cell in cells:
         cell.n_completed = completed[cell.pk]  # type: ignore[attr-defined]  # read through each attempt's shift
     invitations = list(Invitation.objects.filter(participant__study=study).select_related("participant"))
-    candidates = reassignment_candidates(study)
+    candidates, seen = reassignment_candidates(study), seen_pairs(study)
     for attempt in attempts:  # whom each attempt row offers a reassignment to (the domain's rule)
-        attempt.reassign_targets = reassignment_targets(study, attempt, candidates)  # type: ignore[attr-defined]
+        attempt.reassign_targets = reassignment_targets(  # type: ignore[attr-defined]
+            study, attempt, candidates, seen)
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,

@@ -189,7 +189,7 @@ def test_an_attempt_whose_shift_ran_out_of_time_is_settled_before_the_open_attem
     now = timezone.now()  # started 12 hours ago (a bot's briefing is its script's business)
     Shift.objects.filter(pk=first.shift_id).update(status=Shift.Status.ACTIVE, started_at=now - timedelta(hours=12),
                                                    deadline=now - timedelta(minutes=1))
-    second = assignment.assign(admin, bot, cell)
+    second = assignment.assign(admin, bot, cell, practice=True)  # a scored one: seen_refusal
     first.refresh_from_db()
     assert first.status == AttemptStatus.TIMED_OUT and second.number == 2
 
