@@ -3,7 +3,7 @@
 A participant starts no shift before acknowledging the *current* briefing (the text
 is the console's template ``console/briefing.html``; its version is
 :data:`BRIEFING_VERSION`, bumped whenever the prose changes, so everyone reads the new
-text once).  A scored shift also needs one ended practice shift.  Both rules are
+text once).  A scored shift also needs one ended practice shift on the practice task.  Both rules are
 checked here, on the server, by :func:`refusal_to_start`, which
 :func:`shifts.lifecycle.begin_shift` calls; templates only mirror them.
 
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .errors import StartRefused
@@ -46,8 +47,18 @@ def acknowledgement(user) -> BriefingAcknowledgement | None:
     return BriefingAcknowledgement.objects.filter(user=user, version=BRIEFING_VERSION).first()
 
 
+# The console's practice shifts: those on the practice task.  A coordinator's practice
+# attempt on a study cell is a practice shift too, but not the briefing's short practice:
+# it unlocks nothing.
+ON_PRACTICE_TASK = Q(is_practice=True, task_id=PRACTICE_CELL[0])
+
+
+def practice_shifts(user_or_id):
+    return Shift.objects.filter(ON_PRACTICE_TASK, participant=user_or_id)
+
+
 def practice_completed(user) -> bool:
-    return Shift.objects.filter(participant=user, is_practice=True, status=Shift.Status.ENDED).exists()
+    return practice_shifts(user).filter(status=Shift.Status.ENDED).exists()
 
 
 def add_start_gate(gate: StartGate) -> None:
@@ -78,7 +89,7 @@ def acknowledge_briefing(user, version: str) -> BriefingAcknowledgement:
     with transaction.atomic():
         ack, _created = BriefingAcknowledgement.objects.get_or_create(
             user=user, version=BRIEFING_VERSION, defaults={"acknowledged_at": timezone.now()})
-        if not Shift.objects.filter(participant=user, is_practice=True).exists():
+        if not practice_shifts(user).exists():
             task_id, seed = PRACTICE_CELL
             Shift.objects.create(participant=user, task_id=task_id, seed=seed, is_practice=True)
     return ack

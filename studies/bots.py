@@ -166,8 +166,7 @@ class Bot:
         if briefing.acknowledgement(user) is None:
             self._post("/briefing/", {"version": briefing.BRIEFING_VERSION})
         if not self.attempt.is_practice and not briefing.practice_completed(user):
-            practice = Shift.objects.filter(participant=user, is_practice=True).exclude(
-                status=Shift.Status.ENDED).first()
+            practice = briefing.practice_shifts(user).exclude(status=Shift.Status.ENDED).first()
             if practice is None:
                 raise BotError(f"bot {self.attempt.participant.label} has no practice shift to play")
             self._post(f"/shifts/{practice.pk}/start/")

@@ -7,9 +7,9 @@ The permission is the monitor's (admins, coordinators, reviewers), checked here.
 """
 from __future__ import annotations
 
-from shifts.briefing import BRIEFING_VERSION
+from shifts.briefing import BRIEFING_VERSION, practice_shifts
 from shifts.clock import time_account
-from shifts.models import BriefingAcknowledgement, Shift
+from shifts.models import BriefingAcknowledgement
 from shifts.results import result_of
 
 from .models import Attempt, AuditEvent, Participant
@@ -24,8 +24,7 @@ def participant_view(actor, person: Participant) -> dict:
     ack = practice = None
     if person.user_id:
         ack = BriefingAcknowledgement.objects.filter(user_id=person.user_id, version=BRIEFING_VERSION).first()
-        practice = (Shift.objects.filter(participant_id=person.user_id, is_practice=True)
-                    .order_by("created_at", "pk").first())
+        practice = practice_shifts(person.user_id).order_by("created_at", "pk").first()
     events = list(AuditEvent.objects.filter(participant=person).select_related("actor").order_by("created_at", "id"))
     # A running shift's stored seconds are written when it ends: its clock is read live.
     active = {a.pk: time_account(a.shift).active for a in attempts if a.shift is not None}

@@ -36,7 +36,7 @@ from django.conf import settings
 from django.db.models import Count
 
 from environment.csvcells import CODEBOOK_NOTE, safe_cell
-from shifts.briefing import BRIEFING_VERSION
+from shifts.briefing import BRIEFING_VERSION, ON_PRACTICE_TASK
 from shifts.models import BriefingAcknowledgement, Shift
 
 from . import reference
@@ -99,7 +99,7 @@ PARTICIPANT_COLUMNS = (
     ("consent_version", "integer", "the consent version accepted (empty for a bot: a script gives no consent)"),
     ("consented_at", "datetime", "when consent was given (ISO 8601, UTC)"),
     ("briefing_acknowledged_at", "datetime", "when the current briefing was acknowledged"),
-    ("practice_ended_at", "datetime", "when the first practice shift ended"),
+    ("practice_ended_at", "datetime", "when the first practice shift on the practice task ended"),
     ("returned_at", "datetime", "when the participant left through the return path"),
     ("attempts", "integer", "scored attempts in this export (the export's filters applied)"),
     ("attempts_in_study", "integer", "every attempt of this participant in the study, practice and invalidated "
@@ -186,7 +186,7 @@ def participant_rows(study: Study, filters: Filters) -> Iterator[dict]:
     acks = dict(BriefingAcknowledgement.objects.filter(user_id__in=users, version=BRIEFING_VERSION)
                 .values_list("user_id", "acknowledged_at"))
     practice: dict = {}
-    for user_id, ended in (Shift.objects.filter(participant_id__in=users, is_practice=True,
+    for user_id, ended in (Shift.objects.filter(ON_PRACTICE_TASK, participant_id__in=users,
                                                 status=Shift.Status.ENDED)
                            .order_by("ended_at").values_list("participant_id", "ended_at")):
         practice.setdefault(user_id, ended)

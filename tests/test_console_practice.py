@@ -63,6 +63,22 @@ def test_a_study_refuses_the_practice_task_as_a_cell(admin):  # noqa: F811
     assert "practice is not a task a study can use (the practice task is never a study cell)" in str(form.errors)
 
 
+def test_a_practice_attempt_on_a_study_cell_is_not_the_briefings_practice(client, admin, bot, cell,  # noqa: F811
+                                                                          fresh_console_cache):
+    on_cell = assignment.assign(admin, bot, cell, practice=True)  # given before the briefing was read
+    briefing.acknowledge_briefing(bot.user, briefing.BRIEFING_VERSION)
+    short = Shift.objects.get(participant=bot.user, task_id=PRACTICE_TASK)
+    assert short.is_practice and short.status == Shift.Status.ASSIGNED
+    client.force_login(bot.user)
+    client.post(f"/shifts/{on_cell.shift_id}/start/")
+    client.post(f"/shifts/{on_cell.shift_id}/end/")
+    assert Shift.objects.get(pk=on_cell.shift_id).status == Shift.Status.ENDED
+    assert not briefing.practice_completed(bot.user)
+    client.post(f"/shifts/{short.pk}/start/")
+    client.post(f"/shifts/{short.pk}/end/")
+    assert briefing.practice_completed(bot.user)
+
+
 def test_the_database_refuses_a_practice_cell(study):  # noqa: F811
     with pytest.raises(IntegrityError), transaction.atomic():
         Cell.objects.create(study=study, task_id=PRACTICE_TASK, seed=1, threshold="0.5")

@@ -105,12 +105,15 @@ def test_a_call_that_moves_the_window_is_marked_and_history_shows_arguments(sign
     assert "A new window started: this call moved the store to window 2 of 14 (2026-08-01 12:00 UTC)" in html
 
 
-def test_home_after_practice_says_what_comes_next(signed_in, shift, user):
+def test_home_after_practice_says_what_comes_next(signed_in, user):
+    from shifts.briefing import PRACTICE_CELL
+    from shifts.lifecycle import assign_shift, start_shift
+
+    practice = start_shift(user, *PRACTICE_CELL, practice=True)
     assert 'id="next-step"' not in signed_in.get("/").content.decode()  # practice still open
-    signed_in.post(f"/shifts/{shift.pk}/end/")
+    signed_in.post(f"/shifts/{practice.pk}/end/")
     html = signed_in.get("/").content.decode()
     assert "Next: no scored shift is assigned to you yet" in html and 'href="/studies/me/"' in html
-    from shifts.lifecycle import assign_shift
 
     assign_shift(user, "steady", 3)
     html = signed_in.get("/").content.decode()

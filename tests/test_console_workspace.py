@@ -181,10 +181,11 @@ def ended(client, shift):
     return page(client, shift)
 
 
-def test_end_page_of_a_shift_no_study_assigned_does_not_send_to_a_study_page(signed_in, shift, user):
+def test_end_page_of_a_shift_no_study_assigned_does_not_send_to_a_study_page(signed_in, user):
+    from shifts.briefing import PRACTICE_CELL
     from shifts.lifecycle import start_shift
 
-    ended(signed_in, shift)  # the practice
+    ended(signed_in, start_shift(user, *PRACTICE_CELL, practice=True))
     html = ended(signed_in, start_shift(user, "counter-punch", 7))
     assert "study page" not in html and "/studies/me/" not in html
     assert 'Next:</b> any other shifts assigned to you are listed on <a href="/">your shifts page</a>' in html

@@ -11,7 +11,7 @@ from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, make_user, study  # noqa: F401
 
-from shifts.briefing import BRIEFING_VERSION
+from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL
 from shifts.lifecycle import assign_shift
 from shifts.models import BriefingAcknowledgement, Shift
 from studies import assignment, attempts, bots, participants
@@ -27,7 +27,7 @@ def ready_person(actor, study, label, *, briefed=True, practised=True):
     if briefed:
         BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
     if practised:
-        practice = assign_shift(user, "counter-punch", 7, practice=True)
+        practice = assign_shift(user, *PRACTICE_CELL, practice=True)
         Shift.objects.filter(pk=practice.pk).update(status=Shift.Status.ENDED)
     return person
 
