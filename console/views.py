@@ -29,7 +29,7 @@ from django_htmx.middleware import HtmxDetails
 from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
 from shifts import briefing
-from shifts.errors import ShiftNotActive, ShiftPaused, StartRefused
+from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StartRefused
 from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
 from shifts.results import result_of
@@ -231,7 +231,7 @@ def shift_history(request: HttpRequest, pk: int) -> HttpResponse:
     text, tool = request.GET.get("q", ""), request.GET.get("tool", "")
     try:
         history = workspace.search_history(shift, text, tool)
-    except ValueError as problem:
+    except workspace.HistorySearchRefused as problem:
         return render(request, "console/history.html",
                       {"shift": shift, "error": str(problem), "q": text, "tool": tool,
                        "tools": sorted(tool_forms())}, status=400)
@@ -266,7 +266,7 @@ def shift_pause(request: HttpRequest, pk: int) -> HttpResponse:
     shift = _own_shift(request, pk)
     try:
         pause_shift(shift, request.POST.get("reason", ""))
-    except (ValueError, ShiftNotActive) as refusal:
+    except ShiftError as refusal:  # PauseRefused, ShiftNotActive
         messages.error(request, str(refusal))
     return _to_workspace(request, shift)
 

@@ -21,7 +21,7 @@ from shifts.cache import replay_episode
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift
-from shifts.errors import StartRefused
+from shifts.errors import ShiftError, StartRefused
 from shifts.lifecycle import OPENING_CALL_ID, begin_shift
 from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
@@ -209,14 +209,18 @@ class History:
 HISTORY_QUERY_MAX = 200
 
 
+class HistorySearchRefused(ShiftError):
+    """A history search the page cannot run (text too long, a tool that does not exist)."""
+
+
 def search_history(shift: Shift, text: str = "", tool: str = "") -> History:
     """The shift's calls, newest first, whose tool, arguments or result contain
     ``text`` (case-insensitive), optionally of one ``tool``; free (nothing is sent)."""
     text, tool = (text or "").strip(), (tool or "").strip()
     if len(text) > HISTORY_QUERY_MAX:
-        raise ValueError(f"The search text is {len(text)} characters long; at most {HISTORY_QUERY_MAX} are allowed.")
+        raise HistorySearchRefused(f"The search text is {len(text)} characters long; at most {HISTORY_QUERY_MAX} are allowed.")
     if tool and tool not in REGISTRY:
-        raise ValueError(f"There is no tool {tool!r}: pick one of the 29 tools or leave the tool blank.")
+        raise HistorySearchRefused(f"There is no tool {tool!r}: pick one of the {len(REGISTRY)} tools or leave the tool blank.")
     calls = list(shift.calls.order_by("-seq"))
     total = len(calls)
     if tool:

@@ -14,6 +14,10 @@ class ShiftPaused(ShiftNotActive):
     """The shift is paused: tool calls wait until it is resumed."""
 
 
+class PauseRefused(ShiftError):
+    """A pause was asked for without a usable reason (none, or too long)."""
+
+
 class StartRefused(ShiftError):
     """A shift may not start yet; the message says what to do first and ``next_url``,
     when set, is the page where that is done (a study's consent page, say)."""

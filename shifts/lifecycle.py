@@ -24,7 +24,7 @@ from .briefing import refusal_to_start
 from .calls import call_tool
 from .clock import store_account
 from .ending import end_if_due
-from .errors import ShiftNotActive
+from .errors import PauseRefused, ShiftNotActive
 from .events import announce
 from .models import SHIFT_LENGTH, Shift, ShiftPause
 
@@ -80,9 +80,9 @@ def pause_shift(shift: Shift, reason: str) -> Shift:
     The deadline keeps running (it is wall-clock, breaks included)."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValueError("A reason for the pause is required.")
+        raise PauseRefused("A reason for the pause is required.")
     if len(reason) > PAUSE_REASON_MAX:
-        raise ValueError(f"The reason is {len(reason)} characters long; at most {PAUSE_REASON_MAX} are allowed.")
+        raise PauseRefused(f"The reason is {len(reason)} characters long; at most {PAUSE_REASON_MAX} are allowed.")
     with cache.lock(shift.pk):
         end_if_due(shift)
         if shift.status == Shift.Status.PAUSED:

@@ -33,8 +33,17 @@ def test_pause_needs_a_reason(signed_in, shift):
 
 
 def test_a_too_long_reason_is_refused(shift):
-    with pytest.raises(ValueError, match="^The reason is 201 characters long; at most 200 are allowed.$"):
+    with pytest.raises(errors.PauseRefused, match="^The reason is 201 characters long; at most 200 are allowed.$"):
         lifecycle.pause_shift(shift, "x" * 201)
+
+
+def test_a_bug_while_pausing_is_raised_not_shown_as_a_refusal(signed_in, shift, monkeypatch):
+    def broken(shift, now=None):
+        raise ValueError("a bug in the deadline check")
+
+    monkeypatch.setattr(lifecycle, "end_if_due", broken)
+    with pytest.raises(ValueError, match="^a bug in the deadline check$"):
+        signed_in.post(f"/shifts/{shift.pk}/pause/", {"reason": "lunch"})
 
 
 def test_tool_calls_are_refused_while_paused(signed_in, shift):

@@ -6,6 +6,8 @@ import re
 import pytest
 from console_helpers import OPS, call, ops_left
 
+from console import workspace
+
 pytestmark = pytest.mark.usefixtures("fast_password_hashing", "fresh_console_cache")
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -80,6 +82,15 @@ def test_history_with_an_unknown_tool_is_a_clear_error(signed_in, shift):
     assert response.status_code == 400
     assert "There is no tool &#x27;drop_tables&#x27;: pick one of the 29 tools or leave the tool blank." \
         in response.content.decode()
+
+
+def test_a_bug_while_searching_history_is_raised_not_shown_as_a_refusal(signed_in, shift, monkeypatch):
+    def broken(**fields):
+        raise ValueError("a bug in the search")
+
+    monkeypatch.setattr(workspace, "History", broken)
+    with pytest.raises(ValueError, match="^a bug in the search$"):
+        signed_in.get(f"/shifts/{shift.pk}/history/", {"q": "awaiting"})
 
 
 def test_history_costs_nothing(signed_in, shift):
