@@ -192,7 +192,7 @@ class Bot:
                 for return_id in self._ids(self.call("list_returns", page_size=self.skill.refunds), "return_id"):
                     self.call("refund_return", return_id=return_id)
             self.shift.refresh_from_db()
-            if self.shift.status != "active":
+            if self.shift.status != Shift.Status.ACTIVE:
                 break
             self.call("end_window")
         self._renew()

@@ -41,7 +41,7 @@ from shifts.models import BriefingAcknowledgement, Shift
 
 from . import reference
 from .figures import Filters, attempts, reference_rows
-from .models import SCORE_FIELDS, AuditEvent, Study
+from .models import SCORE_FIELDS, AttemptKind, AuditEvent, Study
 
 TABLES = ("attempts", "participants", "events", "aggregates", "wide")
 FORMATS = ("csv", "json")
@@ -163,8 +163,8 @@ def attempt_rows(study: Study, filters: Filters) -> Iterator[dict]:
             "attempt_number": a.number, "kind": a.kind, "replaces_attempt_id": a.replaces_id,
             "release": a.release, "calibration_hash": a.calibration_hash, "selected": a.is_selected,
             "selection_rule": a.selection_rule, "status": a.status, "end_reason": a.end_reason,
-            "coached": a.kind == "coached_retry", "coach": a.coach.get_username() if a.coach else "",
-            "reassigned": a.kind == "reassignment", "platform_fault": a.platform_fault,
+            "coached": a.kind == AttemptKind.COACHED_RETRY, "coach": a.coach.get_username() if a.coach else "",
+            "reassigned": a.kind == AttemptKind.REASSIGNMENT, "platform_fault": a.platform_fault,
             "practice": a.is_practice, "bot": a.is_bot, "assigned_at": _iso(a.assigned_at),
             "completed_at": _iso(a.completed_at), "threshold": _s(a.cell.threshold),
             "composite": _s(a.composite), "passed": a.passed, "business": _s(a.business),

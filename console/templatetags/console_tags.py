@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from console import endpage
 from console.present import URGENT_HOURS
 from shifts import results
+from shifts.models import Shift
 
 register = template.Library()
 
@@ -188,7 +189,7 @@ def table_rows(context, table) -> SafeString:
     """A result table's ``<tr>`` rows: what each row is (its key, done or urgent), its
     actions while the shift is active, its cells (:func:`row_cells`).  Written out here
     rather than as template nodes: a result has up to a hundred rows."""
-    active = context["shift"].status == "active"
+    active = context["shift"].status == Shift.Status.ACTIVE
     has_actions = table.has_actions
     parts = _form_parts(context) if has_actions and active else None  # worked out once, not once a row
     out = []
