@@ -29,7 +29,7 @@ from django_htmx.middleware import HtmxDetails
 from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
 from shifts import briefing
-from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StartRefused
+from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StaleBriefing, StartRefused
 from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
 from shifts.results import result_of
@@ -105,7 +105,7 @@ def briefing_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         try:
             briefing.acknowledge_briefing(request.user, request.POST.get("version", ""))
-        except ValueError as refusal:
+        except StaleBriefing as refusal:
             messages.error(request, str(refusal))
             return redirect("console:briefing")
         messages.success(request, "Briefing acknowledged. Your practice shift is unlocked.")

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .errors import StartRefused
+from .errors import StaleBriefing, StartRefused
 from .models import BriefingAcknowledgement, Shift
 
 StartGate = Callable[[Any, Shift], StartRefused | None]
@@ -85,7 +85,7 @@ def acknowledge_briefing(user, version: str) -> BriefingAcknowledgement:
     and give them a practice shift if they have none. Acknowledging twice keeps the
     first time."""
     if version != BRIEFING_VERSION:
-        raise ValueError(STALE_VERSION)
+        raise StaleBriefing(STALE_VERSION)
     with transaction.atomic():
         ack, _created = BriefingAcknowledgement.objects.get_or_create(
             user=user, version=BRIEFING_VERSION, defaults={"acknowledged_at": timezone.now()})

@@ -14,6 +14,10 @@ class ShiftPaused(ShiftNotActive):
     """The shift is paused: tool calls wait until it is resumed."""
 
 
+class StaleBriefing(ShiftError):
+    """An acknowledgement of a briefing version that is not the current one."""
+
+
 class PauseRefused(ShiftError):
     """A pause was asked for without a usable reason (none, or too long)."""
 

@@ -54,7 +54,7 @@ from .models import (
 from .notifications import schedule_assignment_notice
 from .participants import needs_consent
 from .permissions import Action, require
-from .policies import CellLoad, Person, choose
+from .policies import POLICIES, CellLoad, Person, choose
 from .settling import settle_ended
 
 QUOTA_STATUSES = (*OPEN_STATUSES, *COMPLETED_STATUSES)
@@ -193,6 +193,8 @@ def assign_self(participant: Participant) -> Attempt | None:
 def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,
                       via: str | None = None, reason: str = "", rehearsal: str | None = None) -> Attempt | None:
     policy = policy or study.policy
+    if policy not in POLICIES:
+        raise StudyError(f"unknown assignment policy {policy!r}; choose one of {', '.join(POLICIES)}")
     if participants is None:
         participants = study.participants.exclude(user=None).filter(withdrawn_at=None, returned_at=None)
     settle_ended(Attempt.objects.filter(study=study, participant__in=[p.pk for p in participants]))
@@ -203,10 +205,7 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
     tried = {(str(p), str(c)) for p, c in Attempt.objects.filter(Q(is_practice=False) | SEEN, study=study)
              .values_list("participant_id", "cell_id")}
     seed = f"{study.random_seed}:{Attempt.objects.filter(study=study).count()}"
-    try:
-        pair = choose(policy, _people(study, available), loads, tried, seed)
-    except ValueError as exc:
-        raise StudyError(str(exc)) from exc
+    pair = choose(policy, _people(study, available), loads, tried, seed)
     if pair is None:
         return None
     participant = next(p for p in available if str(p.pk) == pair[0])

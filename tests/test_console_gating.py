@@ -71,6 +71,15 @@ def test_an_outdated_briefing_version_is_refused(carol, user):
     assert not BriefingAcknowledgement.objects.filter(user=user).exists()
 
 
+def test_a_bug_while_acknowledging_is_raised_not_shown_as_a_refusal(carol, user, monkeypatch):
+    def broken(user_or_id):
+        raise ValueError("a bug in the practice lookup")
+
+    monkeypatch.setattr(briefing, "practice_shifts", broken)
+    with pytest.raises(ValueError, match="^a bug in the practice lookup$"):
+        carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION})
+
+
 def test_scored_shift_locked_until_practice_ended(carol, user):
     carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION})
     practice = Shift.objects.get(participant=user, is_practice=True)

@@ -248,6 +248,22 @@ def test_random_policy_is_seeded(admin):
     assert run("R1") == run("R2")
 
 
+def test_an_unknown_policy_is_refused_by_name(study, admin, bot):
+    with pytest.raises(StudyError, match=r"^unknown assignment policy 'greedy'; choose one of balanced, random, "
+                                         r"adaptive$"):
+        assignment.assign_next(admin, study, policy="greedy", include_bots=True)
+
+
+def test_a_bug_inside_a_policy_is_raised_not_shown_as_a_refusal(study, admin, bot, monkeypatch):
+    def broken(*args):
+        raise ValueError("a bug in the policy")
+
+    monkeypatch.setattr(assignment, "choose", broken)
+    with pytest.raises(ValueError, match="^a bug in the policy$") as raised:
+        assignment.assign_next(admin, study, policy="balanced", include_bots=True)
+    assert type(raised.value) is ValueError  # not a StudyError, which the pages show as a refusal
+
+
 def test_adaptive_policy_favours_the_better_performer(study, admin):
     weak, strong = bots.add_bot(admin, study, "weak"), bots.add_bot(admin, study, "strong")
     cells = list(study.cells.all())
