@@ -27,6 +27,7 @@ import io
 import json
 import os
 import shutil
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
@@ -334,10 +335,36 @@ def sha256_of(path: Path) -> str:
 
 
 def write_export(study: Study, filters: Filters, directory: Path, progress=lambda pct: None) -> dict:
-    """Write every table, the codebook and the manifest into ``directory`` (replaced whole)."""
-    tmp = directory.with_name(directory.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    """Write every table, the codebook and the manifest into ``directory`` (replaced whole).
+
+    Each call writes in a working folder of its own (``<directory>.tmp-<random>``, removed
+    if the call fails), so two deliveries of one export job at once no longer remove each
+    other's files; the last to finish puts its (identical) folder in place."""
+    tmp = directory.with_name(f"{directory.name}.tmp-{uuid.uuid4().hex[:12]}")
     tmp.mkdir(parents=True)
+    try:
+        manifest = _write_into(study, filters, tmp, progress)
+        _replace(directory, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already once renamed
+    return manifest
+
+
+def _replace(directory: Path, tmp: Path) -> None:
+    """Put ``tmp`` where ``directory`` is; another delivery renaming its own folder there
+    between the removal and the rename makes the rename fail, and it is tried again."""
+    for _ in range(5):
+        shutil.rmtree(directory, ignore_errors=True)
+        try:
+            tmp.rename(directory)
+            return
+        except OSError:
+            if not directory.exists():
+                raise
+    tmp.rename(directory)
+
+
+def _write_into(study: Study, filters: Filters, tmp: Path, progress) -> dict:
     counts: dict[str, int] = {}
     producers = {
         "attempts": lambda: attempt_rows(study, filters),
@@ -356,8 +383,6 @@ def write_export(study: Study, filters: Filters, directory: Path, progress=lambd
     manifest = {"study": study.name, "calibration_hash": study.calibration_hash, "filters": filters.as_dict(),
                 "files": files}
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    shutil.rmtree(directory, ignore_errors=True)
-    tmp.rename(directory)
     return manifest
 
 

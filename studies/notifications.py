@@ -79,7 +79,7 @@ def schedule_assignment_notice(attempt: Attempt) -> None:
     transaction.on_commit(lambda: notify.delay(attempt_id, kind))
 
 
-@shared_task(acks_late=True)
+@shared_task(acks_late=True, reject_on_worker_lost=True)  # a killed pool process sends it back
 def notify(attempt_id: int, kind: str) -> str:
     return "sent" if send_notice(attempt_id, kind) else "skipped"
 

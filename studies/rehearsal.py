@@ -184,10 +184,12 @@ def _record(study: Study, actor, rehearsal_id: str, run: Run, action: AuditActio
                  skipped=run.skipped or None, **detail)
 
 
-@shared_task(acks_late=True)
+@shared_task(acks_late=True, reject_on_worker_lost=True)
 def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str, rehearsal_id: str = "") -> int:
     """Idempotent: a redelivered task (acks_late) counts what rehearsal ``rehearsal_id``
-    already assigned and only tops it up to ``count`` (see :func:`rehearse`).
+    already assigned and only tops it up to ``count`` (see :func:`rehearse`).  A pool
+    process killed mid-rehearsal sends the message back (``reject_on_worker_lost``)
+    rather than acknowledging it, which left the rehearsal with no recorded end.
 
     Its end is audited either way (``rehearsed`` with the attempts played, or
     ``rehearsal_failed`` with the reason), so the study page can say what became of a
