@@ -5,16 +5,12 @@ A participant sees the graded components of their own shift and what each one me
 never the business zero and scale the calibration found for the cell or any anchor
 policy's figures (those would tell them the task and where the scripted stores landed),
 and the cell's pass threshold only when the study that assigned the shift allows it
-(:func:`threshold_shown`).
+(:func:`shifts.affiliation.affiliation_of`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-
-from django.core.exceptions import FieldError
-
-from shifts.models import Shift
 
 
 @dataclass(frozen=True)
@@ -83,30 +79,3 @@ def score_rows(components: dict) -> list[ScoreRow]:
                  "obligation due was enforced."),
     ]
     return [r for r in rows if r.value is not None]
-
-
-def study_of(shift: Shift) -> int | None:
-    """The id of the study that assigned the shift (its participant has a study page there, with a
-    completion code), read through the ``study_attempt`` relation as :func:`threshold_shown` reads
-    it; None without the studies app, or for a shift assigned by hand or the practice."""
-    try:
-        found: int | None = (Shift.objects.filter(pk=shift.pk, study_attempt__isnull=False)
-                             .values_list("study_attempt__study_id", flat=True).first())
-    except FieldError:
-        return None
-    return found
-
-
-def threshold_shown(shift: Shift) -> bool:
-    """Whether the shift's end page may show the cell's pass threshold: only for a shift
-    that a study assigned, when that study's ``show_threshold_to_participants`` is on.
-
-    The setting is read through the study attempt's relation to the shift (the
-    ``study_attempt`` reverse name the studies app declares), so the console imports
-    nothing of the studies app; without that app, or for a shift no study assigned
-    (the practice shift, a shift given by hand), the answer is no.
-    """
-    try:
-        return Shift.objects.filter(pk=shift.pk, study_attempt__study__show_threshold_to_participants=True).exists()
-    except FieldError:
-        return False

@@ -29,6 +29,7 @@ from django_htmx.middleware import HtmxDetails
 from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
 from shifts import briefing
+from shifts.affiliation import affiliation_of
 from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StaleBriefing, StartRefused
 from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
@@ -36,7 +37,7 @@ from shifts.results import result_of
 
 from . import reply, workspace
 from .chart import timeline_svg
-from .endpage import score_rows, study_of, threshold_shown
+from .endpage import score_rows
 from .templatetags.console_tags import present_call, tool_form
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
@@ -150,11 +151,12 @@ def _context(overview: workspace.Overview, **extra) -> dict:
     }
     if shift.status == Shift.Status.ENDED:
         components = shift.score_components or {}
+        study = affiliation_of(shift)
         context.update({
             "score_rows": _score_rows(shift),
             "explained_rows": score_rows(components),
-            "threshold": components.get("threshold") if threshold_shown(shift) else None,
-            "study_id": study_of(shift),
+            "threshold": components.get("threshold") if study is not None and study.show_threshold else None,
+            "study_page": study.page_url if study is not None else None,
             "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
         })
     return context

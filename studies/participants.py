@@ -32,6 +32,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from shifts.affiliation import Affiliation
 from shifts.errors import StartRefused
 
 from . import audit
@@ -292,6 +293,17 @@ def consent_gate(user, shift) -> StartRefused | None:
                                 "before starting a shift: read the consent text there and tick the box.",
                                 next_url=my_page_url(participant))
     return None
+
+
+def affiliation(shift) -> Affiliation | None:
+    """The shift domain's lookup for studies (added in ``StudiesConfig.ready``): the study
+    that assigned ``shift``, as its end page needs it (the participant's page there and
+    whether the pass threshold may be shown); None for a shift no study assigned."""
+    found = (Participant.objects.filter(attempts__shift=shift).select_related("study")
+             .only("pk", "study_id", "study__show_threshold_to_participants").first())
+    if found is None:
+        return None
+    return Affiliation(page_url=my_page_url(found), show_threshold=found.study.show_threshold_to_participants)
 
 
 def pid_holder(study: Study, pid: str, other_than: Participant | None = None) -> Participant | None:
