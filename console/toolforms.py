@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any, Literal, cast
 
 from annotated_types import Ge, Le, MaxLen, MinLen
+from django.core.exceptions import BadRequest
 
 from environment.tools import REGISTRY
 from environment.tools.registry import Family, ToolSpec
@@ -237,10 +238,16 @@ def _convert(field: FieldSpec, raw: str) -> Any:
 
 def arguments_from_form(form: ToolForm, data: typing.Mapping[str, str]) -> dict[str, Any]:
     """The MCP ``arguments`` object for a submitted tool form; blank fields (spaces only
-    included) are omitted, so the store refuses a call missing a required one."""
+    included) are omitted, so the store refuses a call missing a required one.
+
+    Text holding a NUL character (U+0000) raises :class:`~django.core.exceptions.BadRequest`
+    (a 400, nothing sent or spent): PostgreSQL cannot store it in the call's row, so the
+    call would reach the store and then fail to be recorded (a 500)."""
     arguments: dict[str, Any] = {}
     for field in form.fields:
         raw = data.get(field.input_name, "")
+        if "\x00" in raw:
+            raise BadRequest(f"The {field.label} field holds a NUL character, which cannot be sent.")
         if field.kind not in ("text", "textarea"):
             raw = raw.strip()
         if raw.strip() == "":

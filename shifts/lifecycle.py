@@ -83,6 +83,8 @@ def pause_shift(shift: Shift, reason: str) -> Shift:
         raise PauseRefused("A reason for the pause is required.")
     if len(reason) > PAUSE_REASON_MAX:
         raise PauseRefused(f"The reason is {len(reason)} characters long; at most {PAUSE_REASON_MAX} are allowed.")
+    if "\x00" in reason:  # PostgreSQL stores no NUL in a text column: the INSERT would fail (a 500)
+        raise PauseRefused("The reason holds a NUL character; write it again without it.")
     with cache.lock(shift.pk):
         end_if_due(shift)
         if shift.status == Shift.Status.PAUSED:
