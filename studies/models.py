@@ -518,3 +518,8 @@ class ExportJob(models.Model):
 
     def __str__(self) -> str:
         return f"export {self.pk} ({self.status})"
+
+    @property
+    def matched_nothing(self) -> bool:
+        """Done, with no attempt row: the page says which filters leave attempts out."""
+        return self.status == self.Status.DONE and self.row_counts.get("attempts.csv") == 0

@@ -81,3 +81,15 @@ def test_a_failed_late_delivery_leaves_a_done_export_done(job, monkeypatch):
         tasks.run_export(job.pk)
     job.refresh_from_db()
     assert job.status == ExportJob.Status.DONE and job.error == ""
+
+
+def test_an_export_no_attempt_passed_says_why_on_its_page(client, job):
+    """Done with 0 attempt rows (a study with no attempt yet, or only bot attempts under the
+    default filters) used to show only "Done" and "attempts.csv: 0"; the page now says which
+    filters leave attempts out."""
+    assert tasks.run_export(job.pk) == "done"
+    job.refresh_from_db()
+    assert job.row_counts["attempts.csv"] == 0
+    client.force_login(job.requested_by)
+    page = client.get(f"/studies/{job.study_id}/exports/").content.decode()
+    assert "no attempt passed this export" in page and "tick them above" in page
