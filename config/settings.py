@@ -342,3 +342,13 @@ EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = os.environ.get("EMAIL_USE_TLS", "") == "1"
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "StoreBench studies <studies@localhost>")
+
+# The site's public address (STOREBENCH_SITE_URL, e.g. https://bench.example.org): the
+# e-mail notices, written by the worker with no request to take a host from, link to it.
+# Unset, their links are paths only ("Open it: /shifts/12/"), which a mail reader cannot open.
+SITE_URL = os.environ.get("STOREBENCH_SITE_URL", "").strip().rstrip("/")
+if SITE_URL and (not SITE_URL.startswith(("https://", "http://")) or not SITE_URL.split("://", 1)[1]
+                 or any(c.isspace() for c in SITE_URL)):
+    raise ImproperlyConfigured(
+        f"STOREBENCH_SITE_URL must be the site's address as participants open it, with its scheme, "
+        f"e.g. https://bench.example.org (got {SITE_URL!r})")

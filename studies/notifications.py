@@ -10,6 +10,8 @@ is written in the same transaction as the send, so a task run twice sends once).
 * ``deadline`` and ``code_ready`` are found by :func:`sweep`, which Celery beat runs
   every few minutes: open attempts whose shift deadline is within two hours, and
   attempts whose shift has a committed score.
+* Links are absolute when ``STOREBENCH_SITE_URL`` is set (``settings.SITE_URL``), paths
+  otherwise.
 * A participant without an e-mail address (their account's) gets no mail; nothing
   fails (the address is the participant's, else their account's).  The backend is ``settings.EMAIL_BACKEND`` (the console backend unless
   configured: ``EMAIL_BACKEND``/``EMAIL_HOST``... in the environment).
@@ -40,8 +42,9 @@ SUBJECTS = {
 
 
 def _body(attempt: Attempt, kind: str) -> str:
-    shift_url = reverse("console:shift", args=[attempt.shift_id])
-    me_url = reverse("studies:me")
+    site = settings.SITE_URL  # STOREBENCH_SITE_URL: a mail is read away from the site
+    shift_url = site + reverse("console:shift", args=[attempt.shift_id])
+    me_url = site + reverse("studies:me")
     if kind == NoticeKind.DEADLINE:
         deadline = attempt.shift.deadline
         return (f"Your shift in {attempt.study.name} ends at {deadline:%Y-%m-%d %H:%M} UTC. "
