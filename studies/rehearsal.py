@@ -184,12 +184,18 @@ def _record(study: Study, actor, rehearsal_id: str, run: Run, action: AuditActio
                  skipped=run.skipped or None, **detail)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
-def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str, rehearsal_id: str = "") -> int:
+COME_BACK = 2  # times a delivery that skipped claimed attempts is run again after the lease
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_rehearsal(self, study_id: int, actor_id: int, count: int, skill: str, rehearsal_id: str = "") -> int:
     """Idempotent: a redelivered task (acks_late) counts what rehearsal ``rehearsal_id``
     already assigned and only tops it up to ``count`` (see :func:`rehearse`).  A pool
     process killed mid-rehearsal sends the message back (``reject_on_worker_lost``)
-    rather than acknowledging it, which left the rehearsal with no recorded end.
+    rather than acknowledging it, which left the rehearsal with no recorded end.  The new
+    delivery then finds the dead one's claim still running and skips its attempt, so on a
+    worker a delivery that skipped some comes back (up to :data:`COME_BACK` times) once
+    the claims it met can have lapsed, and plays whatever is still unfinished.
 
     Its end is audited either way (``rehearsed`` with the attempts played, or
     ``rehearsal_failed`` with the reason), so the study page can say what became of a
@@ -209,6 +215,11 @@ def run_rehearsal(study_id: int, actor_id: int, count: int, skill: str, rehearsa
         _record(study, actor, rehearsal_id, run, AuditAction.REHEARSAL_FAILED,
                 f"internal error ({type(bug).__name__}: {bug}); the server log has the traceback")
         raise
+    request = self.request
+    if request.retries and not run.played and not run.skipped:
+        return 0  # came back to find the other delivery had finished: its outcome stands
     _record(study, actor, rehearsal_id, run, AuditAction.REHEARSED,
             f"{len(run.played)} rehearsal attempt(s) played by {skill} bots", played=len(run.played))
+    if run.skipped and not request.called_directly and not request.is_eager and request.retries < COME_BACK:
+        raise self.retry(countdown=bots.LEASE.total_seconds() + 15)
     return len(run.played)

@@ -130,3 +130,50 @@ def test_a_bot_whose_claim_is_taken_over_mid_play_stops_and_is_counted_as_skippe
     assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ASSIGNED  # this bot did not start it
     assert _claim_of(attempt)[0] == taken_over[0].token
     assert rehearsal.last_outcome(study).reason == f"0 rehearsal attempt(s) played by clerk bots; {SKIPPED}"
+
+
+def test_a_delivery_that_skipped_a_claimed_attempt_comes_back_once_the_claim_can_have_lapsed(
+        study, admin, monkeypatch):  # noqa: F811
+    """A pool process killed mid-play sends its message straight back (reject_on_worker_lost),
+    and the new delivery finds the dead one's claim still running (5 minutes): it used to skip
+    the attempt and end, leaving it assigned for good.  On a worker it now comes back after the lease."""
+    from celery.exceptions import Retry
+
+    attempt = _mid_shift(admin, study)
+    bots.claim(attempt)  # the dead delivery's claim
+    asked = []
+
+    def retry(**kwargs):
+        asked.append(kwargs)
+        return Retry("later")
+
+    monkeypatch.setattr(rehearsal.run_rehearsal, "retry", retry)
+    rehearsal.run_rehearsal.push_request(called_directly=False, is_eager=False, retries=0)
+    try:
+        with pytest.raises(Retry):
+            rehearsal.run_rehearsal.run(study.pk, admin.pk, 1, "clerk", "r-1")
+    finally:
+        rehearsal.run_rehearsal.pop_request()
+    assert asked and asked[0]["countdown"] > bots.LEASE.total_seconds()
+    assert rehearsal.last_outcome(study).detail["skipped"] == 1  # this delivery's outcome is still audited
+
+    _lapse(attempt)  # the retry, after the lease: it plays the attempt the dead delivery left
+    rehearsal.run_rehearsal.push_request(called_directly=False, is_eager=False, retries=1)
+    try:
+        assert rehearsal.run_rehearsal.run(study.pk, admin.pk, 1, "clerk", "r-1") == 1
+    finally:
+        rehearsal.run_rehearsal.pop_request()
+    assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ENDED
+
+
+def test_a_come_back_that_finds_nothing_left_leaves_the_outcome_as_it_was(study, admin):  # noqa: F811
+    attempt = _assigned(admin, study)
+    rehearsal.run_rehearsal(study.pk, admin.pk, 1, "clerk", "r-1")  # the live delivery played it
+    before = rehearsal.last_outcome(study)
+    assert Attempt.objects.get(pk=attempt.pk).shift.status == Shift.Status.ENDED
+    rehearsal.run_rehearsal.push_request(called_directly=False, is_eager=False, retries=1)
+    try:
+        assert rehearsal.run_rehearsal.run(study.pk, admin.pk, 1, "clerk", "r-1") == 0
+    finally:
+        rehearsal.run_rehearsal.pop_request()
+    assert rehearsal.last_outcome(study) == before
