@@ -66,10 +66,10 @@ def fail(job_id: int, error: str) -> Job:
 
 def claim_item(item_id: int) -> JobItem | None:
     """The item to work on, marked running with one more attempt; None when there is
-    nothing to do (already done, or its job has failed)."""
+    nothing to do (already done, its job has failed, or the job was deleted meanwhile)."""
     with transaction.atomic():
-        item = JobItem.objects.select_for_update().select_related("job").get(pk=item_id)
-        if item.status in (JobItem.Status.DONE, JobItem.Status.FAILED) or item.job.status == Job.Status.FAILED:
+        item = JobItem.objects.select_for_update().select_related("job").filter(pk=item_id).first()
+        if item is None or item.status in (JobItem.Status.DONE, JobItem.Status.FAILED) or item.job.status == Job.Status.FAILED:
             return None
         JobItem.objects.filter(pk=item_id).update(status=JobItem.Status.RUNNING, attempts=F("attempts") + 1,
                                                   started_at=timezone.now())

@@ -47,7 +47,10 @@ def run_calibration_cell(item_id: int) -> None:
             raise
         job, complete = progress.complete_item(item_id, result)
     else:
-        job = Job.objects.get(items__pk=item_id)
+        found = Job.objects.filter(items__pk=item_id).first()
+        if found is None:  # deleted meanwhile
+            return
+        job = found
         complete = job.status != Job.Status.FAILED and job.done == job.total
     if complete:
         transaction.on_commit(lambda: gather_calibration.delay(job.pk))
@@ -55,6 +58,8 @@ def run_calibration_cell(item_id: int) -> None:
 
 @shared_task(**ITEM_TASK)
 def gather_calibration(job_id: int) -> None:
+    if not Job.objects.filter(pk=job_id).exists():  # deleted meanwhile
+        return
     try:
         calibration.gather(job_id)
     except OSError as exc:  # the file cannot be written where the job said
