@@ -82,7 +82,13 @@ def schedule_assignment_notice(attempt: Attempt) -> None:
     transaction.on_commit(lambda: notify.delay(attempt_id, kind))
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)  # a killed pool process sends it back
+# A killed pool process sends the message back (reject_on_worker_lost); a mail server that
+# cannot be reached (OSError, smtplib's errors included) is tried again 1, 2, 4, 8 and then
+# every 10 minutes, for about an hour: the sweep looks for deadline and code-ready notices
+# only, so a failed assigned or reassigned notice was lost for good.  The delays stay under
+# Redis's visibility timeout (config/celery.py); a Notice row keeps a retry from sending twice.
+@shared_task(acks_late=True, reject_on_worker_lost=True, autoretry_for=(OSError,), retry_backoff=60,
+             retry_backoff_max=600, retry_jitter=False, max_retries=8)
 def notify(attempt_id: int, kind: str) -> str:
     return "sent" if send_notice(attempt_id, kind) else "skipped"
 

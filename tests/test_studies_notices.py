@@ -62,3 +62,22 @@ def test_no_address_no_mail(study, admin, cell, django_capture_on_commit_callbac
     with django_capture_on_commit_callbacks(execute=True):
         assignment.assign(admin, quiet, cell)
     assert mail.outbox == [] and not Notice.objects.exists()
+
+
+def test_a_notice_the_mail_server_refused_is_tried_again(person, cell, admin, monkeypatch):
+    """An unreachable mail server (ConnectionRefusedError, seen on a real worker) failed the
+    notify task for good: no Notice row, and the sweep does not look for assigned notices."""
+    attempt = assignment.assign(admin, person, cell)
+    real, refused = notifications.send_mail, []
+
+    def flaky(*args, **kwargs):
+        if not refused:
+            refused.append(1)
+            raise ConnectionRefusedError(111, "Connection refused")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(notifications, "send_mail", flaky)
+    assert notifications.notify.apply(args=[attempt.pk, NoticeKind.ASSIGNED], throw=False).get() == "sent"
+    assert refused and Notice.objects.filter(attempt=attempt, kind=NoticeKind.ASSIGNED).count() == 1
+    assert len(mail.outbox) == 1
+    assert notifications.notify.retry_backoff_max <= 900  # under Redis's visibility timeout (config/celery.py)
