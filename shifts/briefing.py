@@ -3,7 +3,9 @@
 A participant starts no shift before acknowledging the *current* briefing (the text
 is the console's template ``console/briefing.html``; its version is
 :data:`BRIEFING_VERSION`, bumped whenever the prose changes, so everyone reads the new
-text once).  A scored shift also needs one ended practice shift on the practice task.  Both rules are
+text once).  A scored shift also needs one ended practice shift on the practice task,
+and no other scored shift of the person still running (one at a time: each has its own
+wall-clock deadline, and a reference score is one person's attention on one store).  Both rules are
 checked here, on the server, by :func:`refusal_to_start`, which
 :func:`shifts.lifecycle.begin_shift` calls; templates only mirror them.
 
@@ -24,6 +26,7 @@ from django.utils import timezone
 
 from .errors import StaleBriefing, StartRefused
 from .models import BriefingAcknowledgement, Shift
+from .naming import name_of
 
 StartGate = Callable[[Any, Shift], StartRefused | None]
 _gates: list[StartGate] = []
@@ -38,6 +41,8 @@ PRACTICE_CELL = ("practice", 1)
 
 NEEDS_BRIEFING = "Read and acknowledge the briefing before starting a shift."
 NEEDS_PRACTICE = "Finish your practice shift before starting a scored shift."
+NEEDS_ONE_AT_A_TIME = ("Finish {name} before starting another scored shift: one scored shift runs at a time "
+                      "(end it on its page, or it ends at its deadline).")
 STALE_VERSION = ("The briefing changed since you opened it: read the current version "
                  "and acknowledge it again.")
 
@@ -77,6 +82,12 @@ def refusal_to_start(user, shift: Shift) -> StartRefused | None:
         return StartRefused(NEEDS_BRIEFING)
     if not shift.is_practice and not practice_completed(user):
         return StartRefused(NEEDS_PRACTICE)
+    if not shift.is_practice:
+        running = (Shift.objects.filter(participant=user, is_practice=False, deadline__gt=timezone.now(),
+                                        status__in=(Shift.Status.ACTIVE, Shift.Status.PAUSED))
+                   .exclude(pk=shift.pk).order_by("started_at", "pk").first())
+        if running is not None:
+            return StartRefused(NEEDS_ONE_AT_A_TIME.format(name=name_of(running)))
     return None
 
 
