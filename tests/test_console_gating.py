@@ -106,13 +106,19 @@ def test_scored_shift_locked_until_practice_ended(carol, user):
     assert scored.status == Shift.Status.ACTIVE
 
 
-def test_one_scored_shift_runs_at_a_time(carol, user):
+def _two_scored_and_the_first_started(carol, user) -> tuple[Shift, Shift]:
+    """Briefing read, practice played, two scored shifts assigned and the first started."""
     carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION})
     practice = Shift.objects.get(participant=user, is_practice=True)
     carol.post(f"/shifts/{practice.pk}/start/")
     carol.post(f"/shifts/{practice.pk}/end/")
     first, second = lifecycle.assign_shift(user, "steady", 11), lifecycle.assign_shift(user, "steady", 13)
     carol.post(f"/shifts/{first.pk}/start/")
+    return first, second
+
+
+def test_one_scored_shift_runs_at_a_time(carol, user):
+    first, second = _two_scored_and_the_first_started(carol, user)
     lifecycle.pause_shift(Shift.objects.get(pk=first.pk), "lunch")  # a paused shift is still running
     refusal = "Finish Shift 1 before starting another scored shift: one scored shift runs at a time " \
               "(end it on its page, or it ends at its deadline)."
@@ -131,12 +137,7 @@ def test_a_shift_past_its_deadline_does_not_hold_the_next_one(carol, user):
 
     from django.utils import timezone
 
-    carol.post("/briefing/", {"version": briefing.BRIEFING_VERSION})
-    practice = Shift.objects.get(participant=user, is_practice=True)
-    carol.post(f"/shifts/{practice.pk}/start/")
-    carol.post(f"/shifts/{practice.pk}/end/")
-    first, second = lifecycle.assign_shift(user, "steady", 11), lifecycle.assign_shift(user, "steady", 13)
-    carol.post(f"/shifts/{first.pk}/start/")
+    first, second = _two_scored_and_the_first_started(carol, user)
     Shift.objects.filter(pk=first.pk).update(deadline=timezone.now() - timedelta(minutes=1))  # not swept yet
     carol.post(f"/shifts/{second.pk}/start/")
     assert Shift.objects.get(pk=second.pk).status == Shift.Status.ACTIVE
