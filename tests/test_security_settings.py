@@ -117,6 +117,13 @@ def test_error_pages_name_the_sites_icon_so_the_browser_asks_for_no_favicon_ico(
     assert '<link rel="icon" type="image/svg+xml" href="/static/console/favicon.svg">' in response.content.decode()
 
 
+def test_admin_pages_name_the_sites_icon_too(client, db):
+    client.force_login(get_user_model().objects.create_superuser("root", password=None))
+    html = client.get("/admin/").content.decode()
+    assert '<link rel="icon" type="image/svg+xml" href="/static/console/favicon.svg">' in html
+    assert "Site administration" in html  # the admin's own index, its template extended
+
+
 def test_an_unknown_page_lists_nothing(client, settings):
     settings.DEBUG = False
     response = client.get("/no/such/page/")
