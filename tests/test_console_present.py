@@ -238,3 +238,21 @@ def test_a_read_does_not_repeat_its_number_under_its_title(signed_in, shift):
     html = call(signed_in, shift, "list_orders").content.decode()
     assert "#2 done" not in html
     assert re.search(r'<p class="outcome" role="status" data-ok="1" data-seq="2"></p>', html)
+
+
+def test_a_team_account_without_shifts_is_shown_its_team_pages_not_the_participant_steps(client, db):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.create_superuser("root", password=None))
+    html = client.get("/").content.decode()
+    team = html.split('<p id="team-home">')[1].split("</p>")[0]
+    assert '<a href="/studies/">Studies</a> · <a href="/explorer/">Explorer</a> · <a href="/admin/">Admin</a>' in team
+    assert "Read the briefing." not in html
+
+
+def test_a_participant_without_shifts_still_sees_the_steps(client, db):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.create_user("newcomer", password=None))
+    html = client.get("/").content.decode()
+    assert "Read the briefing." in html and 'id="team-home"' not in html
