@@ -18,9 +18,18 @@ BZPOPMIN's timeout and the client giving up on the read; the receive raised
 ``redis.exceptions.TimeoutError``, the consumer died and the page's socket dropped
 (1006) every 5 s of quiet, the monitor's for 10 s more.  A timeout the URL gives
 (``?socket_timeout=...``) still wins.
+
+A receive ends when it is cancelled (:class:`ReceiveEndsWhenCancelled`): channels ends a
+consumer by cancelling its receive and waiting for it, and redis-py sends each command
+through ``asyncio.wait_for``, which on Python 3.11 drops a cancellation that arrives as
+the command's write completes.  channels_redis's receive then went on asking Redis for a
+message every 5 s, for good: a refused websocket (a page retrying after its sign-in was
+revoked) cancels its receive while the first commands are sent, and uvicorn's shutdown
+then waited on that consumer ("Waiting for background tasks to complete") until killed.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -50,9 +59,32 @@ return over_capacity
 """
 
 
-class RedisChannelLayer(ChannelsRedisLayer):
-    """channels_redis's layer with :meth:`group_send` in fewer round trips, and reads that
-    outlast a receive's blocking pop (see the module)."""
+# Seconds between cancellations of a receive that did not end.
+RECANCEL_SECONDS = 0.2
+
+
+class ReceiveEndsWhenCancelled:
+    """A channel layer whose ``receive``, once cancelled, is cancelled again every
+    :data:`RECANCEL_SECONDS` until it has ended (see the module); then the cancellation
+    goes on.  Mixed in before the layer class."""
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        task = asyncio.ensure_future(super().receive(channel))  # type: ignore[misc]
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            while not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+            if not task.cancelled():
+                task.exception()  # retrieved: a message that came after the consumer stopped goes nowhere
+            raise
+        return task.result()
+
+
+class RedisChannelLayer(ReceiveEndsWhenCancelled, ChannelsRedisLayer):
+    """channels_redis's layer with :meth:`group_send` in fewer round trips, reads that
+    outlast a receive's blocking pop, and a receive that ends when cancelled (see the module)."""
 
     # Seconds a connection waits for a reply: a blocking pop's wait and then some.
     SOCKET_TIMEOUT_MARGIN = 10

@@ -12,23 +12,14 @@ call: a page that has not seen that call (another tab made it) fetches its side 
 (history, inbox, cached views) from ``/shifts/<pk>/panels/?after=<seq>``. Pages work
 without it: htmx swaps the header after each call and polls the shift bar (see
 ``templates/console/shift.html``).
-
-The consumer receives from the channel layer through :func:`receive_to_the_end`: a
-cancelled receive that goes on (on Python 3.11 redis-py's writes can drop a
-cancellation) is cancelled again until it ends, so a consumer that stops always ends
-and the server can shut down.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 
 from channels.db import database_sync_to_async
-from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from channels.layers import get_channel_layer
-from channels.utils import await_many_dispatch
 from django.template.loader import render_to_string
 from django.urls import reverse
 
@@ -39,33 +30,6 @@ from shifts.models import Shift
 from .workspace import live_state
 
 REFUSED = 4403
-
-# Seconds between cancellations of a channel-layer receive that did not end (see below).
-RECANCEL_SECONDS = 0.2
-
-
-async def receive_to_the_end(layer, channel: str) -> dict:
-    """``layer.receive(channel)`` in a task of its own; when this is cancelled, that task is
-    cancelled again until it has ended, then the cancellation goes on.
-
-    channels ends a consumer by cancelling its receive and waiting for it.  redis-py sends
-    each command through ``asyncio.wait_for``, which on Python 3.11 drops a cancellation
-    that arrives as the command's write completes (it returns the write's result instead);
-    channels_redis's receive then goes on asking Redis for a message every 5 s, and the
-    consumer waits for it for good: uvicorn's shutdown waited on it ("Waiting for background
-    tasks to complete").  A refused socket (a page retrying after its sign-in was revoked)
-    cancels its receive while the first commands are being sent, which is when it happens."""
-    task = asyncio.ensure_future(layer.receive(channel))
-    try:
-        await asyncio.wait({task})
-    except asyncio.CancelledError:
-        while not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
-        if not task.cancelled():
-            task.exception()  # retrieved: a message or error after the consumer stopped goes nowhere
-        raise
-    return task.result()
 
 
 def shift_state(shift_id: int) -> dict:
@@ -98,22 +62,6 @@ def _session_lives(session) -> bool:
 
 class ShiftConsumer(AsyncJsonWebsocketConsumer):
     tick_seconds = 15
-
-    async def __call__(self, scope, receive, send) -> None:
-        """channels' ``AsyncConsumer.__call__`` (4.3), with the channel layer received from
-        through :func:`receive_to_the_end`."""
-        self.scope = scope
-        self.channel_layer = get_channel_layer(self.channel_layer_alias)
-        self.base_send = send
-        receivers = [receive]
-        if self.channel_layer is not None:
-            self.channel_name = await self.channel_layer.new_channel()
-            self.channel_receive = functools.partial(receive_to_the_end, self.channel_layer, self.channel_name)
-            receivers.append(self.channel_receive)
-        try:
-            await await_many_dispatch(receivers, self.dispatch)
-        except StopConsumer:
-            pass
 
     async def connect(self) -> None:
         self.shift_id = int(self.scope["url_route"]["kwargs"]["pk"])

@@ -1,6 +1,7 @@
 """A shift websocket's consumer ends when its socket does, even when the channel layer's
 receive goes on after its first cancellation, as redis-py's does on Python 3.11 (its
-``asyncio.wait_for`` drops a cancellation arriving as a command's write completes).
+``asyncio.wait_for`` drops a cancellation arriving as a command's write completes): the
+site's layer receives through ``config.layers.ReceiveEndsWhenCancelled``.
 
 Seen on a deployment: a participant's invitation was revoked while their shift page was
 open; the page's retries were refused (403), one refused socket's consumer waited for its
@@ -12,12 +13,14 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import InMemoryChannelLayer
 from channels.testing import WebsocketCommunicator
+from channels_redis.core import RedisChannelLayer as ChannelsRedisLayer
 from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 from test_studies_support import admin, study  # noqa: F401
 
 from config.asgi import application
+from config.layers import ReceiveEndsWhenCancelled, RedisChannelLayer
 from console.consumers import REFUSED
 from shifts import lifecycle
 from shifts.briefing import BRIEFING_VERSION
@@ -29,7 +32,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 ORIGIN = (b"origin", b"http://testserver")
 
 
-class StubbornLayer(InMemoryChannelLayer):
+class Stubborn(InMemoryChannelLayer):
     """The in-memory layer, whose receive, cancelled once, goes on receiving (as channels_redis's
     goes on asking Redis when redis-py dropped the cancellation); a second one ends it."""
 
@@ -39,16 +42,25 @@ class StubbornLayer(InMemoryChannelLayer):
         try:
             return await super().receive(channel)
         except asyncio.CancelledError:
-            StubbornLayer.swallowed += 1
+            Stubborn.swallowed += 1
         return await super().receive(channel)
+
+
+class StubbornLayer(ReceiveEndsWhenCancelled, Stubborn):
+    """The stubborn layer as the site's Redis layer is made: its receive ends when cancelled."""
+
+
+def test_the_sites_redis_layer_receives_so():
+    assert RedisChannelLayer.__mro__.index(ReceiveEndsWhenCancelled) < RedisChannelLayer.__mro__.index(
+        ChannelsRedisLayer)
 
 
 @pytest.fixture
 def stubborn_layer(settings):
-    StubbornLayer.swallowed = 0
+    Stubborn.swallowed = 0
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.StubbornLayer"}}
     yield
-    assert StubbornLayer.swallowed, "the layer's receive was never cancelled: the scenario did not happen"
+    assert Stubborn.swallowed, "the layer's receive was never cancelled: the scenario did not happen"
 
 
 async def ends_after_disconnect(ws: WebsocketCommunicator, code: int) -> None:
