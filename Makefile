@@ -63,7 +63,7 @@ release: $(VENV)/.installed
 	$(VENV)/bin/python manage.py migrate --noinput
 
 console: $(PROCESS_VENV)
-	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT) --proxy-headers --workers $(WEB_CONCURRENCY)
+	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT) --proxy-headers --workers $(WEB_CONCURRENCY) --timeout-graceful-shutdown 30
 
 mcp: $(PROCESS_VENV)
 	$(VENV)/bin/storebench mcp --http --host $(HOST) --port $(MCP_PORT) $(if $(MCP_STATE),--state $(MCP_STATE)) $(MCP_EPISODES)

@@ -43,6 +43,8 @@ def test_only_the_release_step_updates_the_environment_after_an_upgrade(checkout
         planned = dry_run(checkout, target)
         assert command in planned and "pip install" not in planned, (target, planned)
     assert "--proxy-headers" in dry_run(checkout, "console")  # as the Procfile's web line
+    for web in (dry_run(checkout, "console"), procfile_line("web")):  # a stop waits for connections 30 s at most
+        assert "--timeout-graceful-shutdown 30" in web, web
 
 
 def test_a_process_target_builds_a_missing_environment(checkout):
