@@ -23,7 +23,7 @@ from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift
 from shifts.errors import ShiftError, StartRefused
 from shifts.lifecycle import OPENING_CALL_ID, begin_shift
-from shifts.models import Shift, ShiftCall, ShiftPause
+from shifts.models import RUNNING, Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
 from shifts.timeline import series_of
 
@@ -177,7 +177,7 @@ class Home:
 
 
 def participant_home(user) -> Home:
-    for shift in Shift.objects.filter(participant=user, status__in=[Shift.Status.ACTIVE, Shift.Status.PAUSED]):
+    for shift in Shift.objects.filter(participant=user, status__in=RUNNING):
         end_if_due(shift)
     shifts = list(Shift.objects.filter(participant=user))
     locks = {}

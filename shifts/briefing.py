@@ -5,7 +5,7 @@ is the console's template ``console/briefing.html``; its version is
 :data:`BRIEFING_VERSION`, bumped whenever the prose changes, so everyone reads the new
 text once).  A scored shift also needs one ended practice shift on the practice task,
 and no other scored shift of the person still running (one at a time: each has its own
-wall-clock deadline, and a reference score is one person's attention on one store).  Both rules are
+wall-clock deadline, and a reference score is one person's attention on one store).  These rules are
 checked here, on the server, by :func:`refusal_to_start`, which
 :func:`shifts.lifecycle.begin_shift` calls; templates only mirror them.
 
@@ -25,7 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .errors import StaleBriefing, StartRefused
-from .models import BriefingAcknowledgement, Shift
+from .models import RUNNING, BriefingAcknowledgement, Shift
 from .naming import name_of
 
 StartGate = Callable[[Any, Shift], StartRefused | None]
@@ -84,7 +84,7 @@ def refusal_to_start(user, shift: Shift) -> StartRefused | None:
         return StartRefused(NEEDS_PRACTICE)
     if not shift.is_practice:
         running = (Shift.objects.filter(participant=user, is_practice=False, deadline__gt=timezone.now(),
-                                        status__in=(Shift.Status.ACTIVE, Shift.Status.PAUSED))
+                                        status__in=RUNNING)
                    .exclude(pk=shift.pk).order_by("started_at", "pk").first())
         if running is not None:
             return StartRefused(NEEDS_ONE_AT_A_TIME.format(name=name_of(running)))

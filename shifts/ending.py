@@ -23,7 +23,7 @@ from .clock import store_account
 from .errors import ShiftNotActive
 from .events import announce
 from .grading import grade_episode
-from .models import Shift
+from .models import RUNNING, Shift
 from .timeline import series_of
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def enforce_deadlines(now=None) -> list[int]:
     another sweep, or by another process) is skipped.
     """
     now = now or timezone.now()
-    due = Shift.objects.filter(status__in=[Shift.Status.ACTIVE, Shift.Status.PAUSED], deadline__lte=now)
+    due = Shift.objects.filter(status__in=RUNNING, deadline__lte=now)
     ended = []
     for shift in due.order_by("deadline", "pk"):
         try:

@@ -76,6 +76,10 @@ class Shift(models.Model):
         return f"Shift {self.pk} ({self.status})"
 
 
+# Started and not ended: the shift's deadline runs.
+RUNNING = (Shift.Status.ACTIVE, Shift.Status.PAUSED)
+
+
 class ShiftCall(models.Model):
     """One acknowledged tool call, exactly as sent to and answered by the MCP server."""
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from shifts.ending import end_shift
 from shifts.lifecycle import move_deadline
-from shifts.models import Shift
+from shifts.models import RUNNING, Shift
 
 from . import audit
 from .assignment import abandon_unstarted, create_attempt, seen_attempt, seen_pairs, seen_refusal
@@ -38,7 +38,6 @@ from .models import (
 from .permissions import Action, require
 from .settling import settle, settle_study
 
-RUNNING = (Shift.Status.ACTIVE, Shift.Status.PAUSED)  # started and not ended: the deadline runs
 MAX_DEADLINE_CHANGE_MINUTES = 12 * 60
 
 

@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from shifts.models import Shift
+from shifts.models import RUNNING, Shift
 
 from .models import OPEN_STATUSES, Attempt, AttemptKind, Notice, NoticeKind
 
@@ -99,7 +99,7 @@ def sweep(now=None) -> dict:
     sent = {NoticeKind.DEADLINE: 0, NoticeKind.CODE_READY: 0}
     base = (Attempt.objects.filter(is_bot=False, is_practice=False).exclude(participant__user=None)
             .exclude(participant__email="", participant__user__email=""))
-    near = base.filter(status__in=OPEN_STATUSES, shift__status__in=(Shift.Status.ACTIVE, Shift.Status.PAUSED),
+    near = base.filter(status__in=OPEN_STATUSES, shift__status__in=RUNNING,
                        shift__deadline__lte=now + DEADLINE_NOTICE, shift__deadline__gt=now) \
         .exclude(notices__kind=NoticeKind.DEADLINE)
     for attempt_id in near.values_list("pk", flat=True):
