@@ -1,6 +1,7 @@
 """The baseline LLM runner: any OpenAI-compatible chat-completions endpoint plays one cell.
 
     storebench agent --model NAME --base-url http://127.0.0.1:8000/v1 --task short-runway --seed 7
+    storebench agent --model NAME --base-url ... --tasks all --seeds 7 11 13 --concurrency 4 --skip-played
 
 The harness follows the paper's settings:
 
@@ -28,6 +29,15 @@ trial folder with the labels ``model``, ``harness``, ``context_policy``, ``max_t
 ``ended_by`` (``horizon``, ``suspended``, ``turn cap``, ``no tool calls``, ``endpoint error``).  If the
 endpoint never answered a single completion, nothing was played: no trial folder is
 written (``result`` is None) and the command exits 1.  Only ``httpx`` is needed, no SDK.
+
+A sweep (:func:`play_many`, or the command given several tasks or seeds) plays each cell once,
+``concurrency`` of them at a time in one process: a model turn is mostly waiting on the endpoint,
+and each cell has its own MCP server, session and connection, so cells share nothing but the
+endpoint.  Each turn's line on the log names its cell.  With ``skip_played`` a cell that already
+has a finished trial by the same model and this harness under ``trials`` is not played again;
+its folder's score counts in the summary, so an interrupted sweep is finished by running the
+same command again.  A cell whose endpoint never answered is reported as failed and the sweep
+goes on.
 """
 
 from __future__ import annotations
@@ -37,22 +47,26 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
+from environment.api import cell_constants
 from environment.cli import path_arg, positive_int, seed_arg, whole_number, writable_folder
 from environment.errors import StoreBenchError
+from environment.orchestration import batch_summary, expand_tasks, run_cells
 from environment.suite import public_calibration
+from environment.tasks import get_task
 
 from .client import episode_client
 from .server import build_server
-from .sessions import Session
+from .sessions import Session, session_folder_name
 
-__all__ = ["AgentRun", "HARNESS", "add_agent_command", "compact", "play"]
+__all__ = ["AgentRun", "HARNESS", "add_agent_command", "compact", "play", "play_many", "played_before", "sweep_summary"]
 
 HARNESS = "storebench-agent"
 MAX_TURNS = 150
@@ -66,6 +80,14 @@ LAST_NUDGE = ("Last reminder: the shift is still running and only tool calls act
               "reply calls no tool, the run stops here and the store is settled as it stands.")
 ENDED_BY_IDLE = "no tool calls"
 ENDED_BY_ENDPOINT = "endpoint error"
+
+
+class Log(Protocol):
+    """Where the runner writes its progress lines (standard error, a file, a cell's prefixed log)."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
 
 
 class EndpointError(RuntimeError):
@@ -138,7 +160,7 @@ async def _complete(http: httpx.AsyncClient, url: str, body: dict) -> dict:
 
 async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str | None = None,
                trials: str | Path = "trials", max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
-               max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None, log: IO[str] | None = None,
+               max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None, log: Log | None = None,
                timeout: float = 300.0) -> AgentRun:
     """Play ``task`` at ``seed`` with ``model`` behind ``base_url``; write the trial folder (none if the
     endpoint never answered a completion)."""
@@ -211,6 +233,110 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
     return run
 
 
+# --- sweeps -------------------------------------------------------------------------------------------------
+
+
+class _CellLog:
+    """A log that puts ``prefix`` before each whole line written to ``target`` (cells played at
+    once write their lines in turn; a line is passed on only once it is complete)."""
+
+    def __init__(self, target: Log, prefix: str) -> None:
+        self.target, self.prefix, self.pending = target, prefix, ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            self.target.write(f"{self.prefix}{line}\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+
+def played_before(trials: str | Path, task: str, seed: int, model: str,
+                  calibration: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The newest finished trial of ``task`` at ``seed`` by ``model`` under ``trials`` played by this
+    runner (``summary.json``'s ``harness``), as a sweep's row; None if there is none.
+
+    A trial folder is written whole or not at all (:func:`environment.artifacts.write_trial`), so a
+    folder with its ``summary.json`` and ``score.json`` is a finished trial; one whose files cannot be
+    read is passed over (it is not a finished trial).  ``pass`` is its composite against the cell's
+    threshold in ``calibration`` (or calibrated on the spot, as when it was played)."""
+    found: list[tuple[Path, dict, dict]] = []
+    for path in Path(trials).glob(f"{session_folder_name(task, seed, '*')}/summary.json"):
+        try:
+            summary = json.loads(path.read_text())
+            score = json.loads((path.parent / "score.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if (isinstance(summary, dict) and isinstance(score, dict) and summary.get("model") == model
+                and summary.get("harness") == HARNESS and summary.get("task") == task and summary.get("seed") == seed):
+            found.append((path.parent, summary, score))
+    if not found:
+        return None
+    folder, summary, score = max(found, key=lambda f: (f[0].stat().st_mtime, f[0].name))
+    composite = score.get("reward_composite")
+    threshold = cell_constants(get_task(task), seed, calibration)[0]["threshold"]
+    return {"task": task, "seed": seed, "out": str(folder), "reward_composite": composite,
+            "pass": isinstance(composite, (int, float)) and composite >= threshold, "turns": summary.get("turns"),
+            "operations_spent": summary.get("operations_spent"), "turns_taken": summary.get("turns_taken"),
+            "ended_by": summary.get("ended_by"), "metrics": summary.get("metrics") or {}, "skipped": True}
+
+
+async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: str, concurrency: int = 1,
+                    skip_played: bool = False, trials: str | Path = "trials", log: Log | None = None,
+                    **options: Any) -> list[dict[str, Any]]:
+    """Play every ``(task, seed)`` cell with ``model``, ``concurrency`` at a time; one row per cell, in
+    the order given: the cell and :meth:`AgentRun.summary` (``out`` None when the endpoint never
+    answered), or with ``skip_played`` the row of a trial already there (:func:`played_before`,
+    marked ``skipped``).  ``options`` go to :func:`play` for every cell."""
+    if concurrency < 1:
+        raise StoreBenchError(f"concurrency must be 1 or more, not {concurrency}")
+    log = log or sys.stderr
+    calibration = public_calibration()[0] if skip_played else None
+    gate = asyncio.Semaphore(concurrency)
+    total = len(cells)
+
+    async def one(index: int, task: str, seed: int) -> dict[str, Any]:
+        name = f"{task}/{seed}"
+        if skip_played:
+            before = played_before(trials, task, seed, model, calibration)
+            if before is not None:
+                print(f"{name}: already played by {model} ({before['out']}); skipped", file=log, flush=True)
+                return before
+        async with gate:
+            print(f"{name}: playing (cell {index + 1} of {total})", file=log, flush=True)
+            run = await play(task, seed, model=model, base_url=base_url, trials=trials,
+                             log=_CellLog(log, f"{name} "), **options)
+        row = {"task": task, "seed": seed, **run.summary()}
+        if run.result is None:
+            print(f"{name}: the endpoint never answered; nothing was played", file=log, flush=True)
+        else:
+            print(f"{name}: composite {row['reward_composite']}, {'pass' if row['pass'] else 'below threshold'}, "
+                  f"{row['turns_taken']} model turns, ended by {row['ended_by']} -> {row['out']}", file=log, flush=True)
+        return row
+
+    return list(await asyncio.gather(*(one(i, task, seed) for i, (task, seed) in enumerate(cells))))
+
+
+def sweep_summary(model: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A sweep's account: its cells, the graded trials' passes and mean composite
+    (:func:`environment.orchestration.batch_summary`, as ``storebench batch``), the cells left
+    unplayed because the endpoint never answered, token totals of the cells played now, and every row."""
+    graded = [r for r in rows if r.get("out") is not None]
+    tokens: dict[str, int] = {}
+    for row in rows:
+        if not row.get("skipped"):
+            for key, value in (row.get("metrics") or {}).items():
+                if isinstance(value, int):
+                    tokens[key] = tokens.get(key, 0) + value
+    return {"model": model, "harness": HARNESS, "cells": len(rows), **batch_summary(graded),
+            "skipped": sum(bool(r.get("skipped")) for r in rows),
+            "unplayed": [f"{r['task']}/{r['seed']}" for r in rows if r.get("out") is None],
+            "metrics": tokens, "rows": list(rows)}
+
+
 async def _run_tool(client: Any, call: dict) -> str:
     function = call.get("function") or {}
     name = function.get("name", "")
@@ -229,39 +355,53 @@ async def _run_tool(client: Any, call: dict) -> str:
 
 
 def _cmd_agent(args: argparse.Namespace) -> int:
-    from environment.tasks import get_task
-
-    get_task(args.task)
+    cells = run_cells(expand_tasks(args.tasks), args.seeds)  # unknown tasks, a task or seed named twice: refused
     base = urlsplit(args.base_url)
     if base.scheme not in ("http", "https") or not base.netloc:
         print(f"storebench: --base-url {args.base_url!r} is not an http(s) URL; give the endpoint's base, e.g. "
               "http://127.0.0.1:8000/v1", file=sys.stderr)
         return 2
     writable_folder(args.trials, "--trials")  # before the episode, so a bad path never costs one
-    run = asyncio.run(play(args.task, args.seed, model=args.model, base_url=args.base_url,
-                           api_key=args.api_key or os.environ.get("OPENAI_API_KEY"), trials=args.trials,
-                           max_turns=args.max_turns, keep_turns=args.keep_turns, max_idle_turns=args.max_idle_turns,
-                           temperature=args.temperature))
-    print(json.dumps(run.summary(), indent=2))
-    return 0 if run.ended_by != ENDED_BY_ENDPOINT else 1
+    options = {"model": args.model, "base_url": args.base_url, "trials": args.trials,
+               "api_key": args.api_key or os.environ.get("OPENAI_API_KEY"), "max_turns": args.max_turns,
+               "keep_turns": args.keep_turns, "max_idle_turns": args.max_idle_turns, "temperature": args.temperature}
+    if len(cells) == 1 and not args.skip_played:
+        run = asyncio.run(play(*cells[0], **options))
+        print(json.dumps(run.summary(), indent=2))
+        return 0 if run.ended_by != ENDED_BY_ENDPOINT else 1
+    rows = asyncio.run(play_many(cells, concurrency=args.concurrency, skip_played=args.skip_played, **options))
+    print(json.dumps(sweep_summary(args.model, rows) if len(cells) > 1 else rows[0], indent=2))
+    return 0 if all(row.get("ended_by") != ENDED_BY_ENDPOINT for row in rows if not row.get("skipped")) else 1
 
 
 def add_agent_command(sub: Any) -> None:
     agent = sub.add_parser(
-        "agent", help="play one cell with an LLM behind any OpenAI-compatible chat-completions endpoint",
+        "agent", help="play cells with an LLM behind any OpenAI-compatible chat-completions endpoint",
         description="The baseline runner: the model gets the merchant's brief as its system prompt and the 29 "
                     "MCP tools as function tools, plays up to --max-turns turns with context compaction keeping "
                     "the last --keep-turns turns, and the episode is graded into a trial folder under --trials "
-                    "(labels: model, harness, token metrics, turns). Prints a JSON summary with summary.json's "
-                    "names (turns: store calls; turns_taken: model turns). Exits 1 if the endpoint failed; if it "
-                    "never answered a completion, no trial folder is written.")
+                    "(labels: model, harness, token metrics, turns). One cell prints a JSON summary with "
+                    "summary.json's names (turns: store calls; turns_taken: model turns). Several cells (more "
+                    "than one task or seed) are a sweep: each cell played once, --concurrency at a time, each "
+                    "turn's progress line on stderr naming its cell, then one JSON summary (cells, trials, "
+                    "passed, mean_composite, unplayed cells, token totals and a row per cell). Exits 1 if the "
+                    "endpoint failed on a cell played now; a cell whose endpoint never answered a completion "
+                    "writes no trial folder.")
     agent.add_argument("--model", required=True, help="model name sent to the endpoint")
     agent.add_argument("--base-url", required=True,
                        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions)")
     agent.add_argument("--api-key", help="bearer key for the endpoint (default: $OPENAI_API_KEY, if set)")
-    agent.add_argument("--task", default="short-runway", help="task id (default short-runway)")
-    agent.add_argument("--seed", type=seed_arg, default=7, help="task seed (default 7)")
-    agent.add_argument("--trials", default="trials", type=path_arg, help="where the trial folder is written (default ./trials)")
+    agent.add_argument("--task", "--tasks", dest="tasks", nargs="+", default=["short-runway"], metavar="TASK",
+                       help="task ids, or all (default short-runway); with --seed, every task-seed cell is played")
+    agent.add_argument("--seed", "--seeds", dest="seeds", nargs="+", type=seed_arg, default=[7], metavar="SEED",
+                       help="task seeds (default 7)")
+    agent.add_argument("--concurrency", type=positive_int, default=1,
+                       help="cells played at once in a sweep (default 1); the endpoint then gets up to this many "
+                            "requests at a time")
+    agent.add_argument("--skip-played", action="store_true",
+                       help="do not play a cell that already has a finished trial by this --model under --trials "
+                            "(its score counts in the summary): run an interrupted sweep again with this to finish it")
+    agent.add_argument("--trials", default="trials", type=path_arg, help="where the trial folders are written (default ./trials)")
     agent.add_argument("--max-turns", type=positive_int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
     agent.add_argument("--keep-turns", type=whole_number(0), default=KEEP_TURNS,
                        help=f"earlier turns kept in context by compaction, 0 or more (default {KEEP_TURNS}; 0 "
