@@ -25,6 +25,8 @@ from typing import Any, cast
 
 from .errors import InvalidSeed, StoreBenchError, check_seed
 
+TASKS_HELP = "task ids, or all, eval (the evaluation lenses) or train (the training tasks)"
+
 
 def _print_json(data: object) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False)
@@ -661,7 +663,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "Progress goes to stderr; the summary (trials, passes, mean composite) to "
                                        "stdout, as text or with --json as JSON. Exits 1 if a trial could not be "
                                        "written.")
-    batch.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+    batch.add_argument("--tasks", nargs="+", default=["all"], help=f"{TASKS_HELP} (default all)")
     batch.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
     batch.add_argument("--policy", help=policy_names() + " (give this or --actions)")
     batch.add_argument("--actions", metavar="FILE", help="an actions.jsonl (at least one call) to replay on every "
@@ -707,7 +709,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "the failed calibration goes to STEM.failed.json beside it, with its report. "
                                      "Takes about a minute for the 51 public cells with --workers 2 on a two-core "
                                      "machine.")
-    cal.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+    cal.add_argument("--tasks", nargs="+", default=["all"], help=f"{TASKS_HELP} (default all)")
     cal.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
     cal.add_argument("--out", required=True, type=path_arg, help="calibration JSON to write (only if every gate holds)")
     cal.add_argument("--workers", type=positive_int, default=1,

@@ -5,7 +5,7 @@ the jobs app (``jobs/``) runs the same cells as Celery items, one item per cell,
 gathers them when the last one is done.  Only the scheduling differs.  What a run is
 made of lives here, so both read alike and stay alike:
 
-- which cells (``"all"`` expands to every registered task; unknown tasks, and a task or
+- which cells (``all``, ``eval`` and ``train`` expand to their tasks; unknown tasks, and a task or
   seed named twice, are refused before any work starts, by :func:`run_cells`);
 - where each batch trial is written (``<out>/<task>-<seed>-<label>``, the label being
   the policy's name or the action log's file stem) and what a batch summary says;
@@ -25,13 +25,15 @@ from .artifacts import ArtifactError, read_action_log
 from .calibration import GateFailure, calibrate_cell, cells_for, check_gates, document, file_hash, write_calibration
 from .errors import StoreBenchError
 from .report import write_report
-from .tasks import all_tasks, get_task
+from .tasks import TASK_GROUPS, all_tasks, get_task
 from .world import load_world, world_hash
 
 
 def expand_tasks(tasks: Sequence[str]) -> list[str]:
-    """The task ids a run names: ``["all"]`` is every registered task, in registry order."""
-    return [t.id for t in all_tasks()] if list(tasks) == ["all"] else list(tasks)
+    """The task ids a run names, each group name (:data:`TASK_GROUPS`) replaced by its tasks in
+    registry order: ``all`` is every eval and train task, ``eval`` and ``train`` one split."""
+    return [tid for name in tasks
+            for tid in ([t.id for t in all_tasks(TASK_GROUPS[name])] if name in TASK_GROUPS else [name])]
 
 
 def run_cells(task_ids: Iterable[str], seeds: Iterable[int]) -> list[tuple[str, int]]:

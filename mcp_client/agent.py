@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from environment.api import cell_constants
-from environment.cli import path_arg, positive_int, seed_arg, whole_number, writable_folder
+from environment.cli import TASKS_HELP, path_arg, positive_int, seed_arg, whole_number, writable_folder
 from environment.errors import StoreBenchError
 from environment.orchestration import batch_summary, expand_tasks, run_cells
 from environment.suite import public_calibration
@@ -392,7 +392,7 @@ def add_agent_command(sub: Any) -> None:
                        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions)")
     agent.add_argument("--api-key", help="bearer key for the endpoint (default: $OPENAI_API_KEY, if set)")
     agent.add_argument("--task", "--tasks", dest="tasks", nargs="+", default=["short-runway"], metavar="TASK",
-                       help="task ids, or all (default short-runway); with --seed, every task-seed cell is played")
+                       help=f"{TASKS_HELP} (default short-runway); with --seeds, every task-seed cell is played")
     agent.add_argument("--seed", "--seeds", dest="seeds", nargs="+", type=seed_arg, default=[7], metavar="SEED",
                        help="task seeds (default 7)")
     agent.add_argument("--concurrency", type=positive_int, default=1,

@@ -65,6 +65,24 @@ def test_batch_refuses_a_repeated_task(capsys, tmp_path):
     assert err == "storebench: --tasks names steady more than once: give each once (every task-seed cell runs once)\n"
 
 
+def test_task_groups_expand_to_their_split_in_registry_order():
+    from environment.orchestration import expand_tasks
+    from environment.tasks import all_tasks
+
+    evaluation, training = [t.id for t in all_tasks("eval")], [t.id for t in all_tasks("train")]
+    assert (len(evaluation), len(training)) == (12, 5)
+    assert expand_tasks(["eval"]) == evaluation and expand_tasks(["train"]) == training
+    assert expand_tasks(["all"]) == [t.id for t in all_tasks()] and "practice" not in expand_tasks(["all"])
+    assert expand_tasks(["train", "steady"]) == [*training, "steady"]
+
+
+def test_a_task_a_group_already_names_is_refused_as_named_twice(capsys, tmp_path):
+    code, _out, err = run(capsys, "batch", "--tasks", "eval", "steady", "--seeds", "7", "--policy", "absentee",
+                          "--out", tmp_path / "b")
+    assert code == 2
+    assert err == "storebench: --tasks names steady more than once: give each once (every task-seed cell runs once)\n"
+
+
 def test_calibrate_refuses_a_repeated_seed_before_any_cell(capsys, tmp_path):
     code, _out, err = run(capsys, "calibrate", "--tasks", "steady", "--seeds", "7", "11", "7", "--out",
                           tmp_path / "cal.json")

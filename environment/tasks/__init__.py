@@ -7,10 +7,10 @@ names follow the public release, so its task files load unchanged.  See
 """
 
 from .heldout import HELDOUT_ENV, held_out_dir, held_out_seeds
-from .loader import TaskFileError, all_tasks, get_task, load_task, load_task_text
+from .loader import TASK_GROUPS, TaskFileError, all_tasks, get_task, load_task, load_task_text
 from .model import Competitor, Event, Task
 
 PUBLIC_SEEDS = (7, 11, 13)
 
-__all__ = ["HELDOUT_ENV", "Competitor", "Event", "PUBLIC_SEEDS", "Task", "TaskFileError", "all_tasks", "get_task",
+__all__ = ["HELDOUT_ENV", "Competitor", "Event", "PUBLIC_SEEDS", "TASK_GROUPS", "Task", "TaskFileError", "all_tasks", "get_task",
            "held_out_dir", "held_out_seeds", "load_task", "load_task_text"]

@@ -284,6 +284,11 @@ def _bundled() -> dict[str, Task]:
     return tasks
 
 
+# What a run may name instead of task ids (expanded by environment.orchestration.expand_tasks):
+# the group's split, None for both eval and train.
+TASK_GROUPS: dict[str, str | None] = {"all": None, "eval": "eval", "train": "train"}
+
+
 def all_tasks(split: str | None = None) -> list[Task]:
     """The bundled tasks of ``split``; with no split, the eval and train tasks, never the
     practice ones (those are asked for by name or by ``split="practice"``)."""

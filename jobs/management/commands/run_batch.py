@@ -7,7 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from environment.cli import positive_seconds, seed_arg
+from environment.cli import TASKS_HELP, positive_seconds, seed_arg
 from environment.errors import StoreBenchError
 from jobs.management.follow import follow
 from jobs.submit import submit_batch
@@ -17,7 +17,7 @@ class Command(BaseCommand):
     help = "Submit a batch of trials (one task per trial) and show its progress."
 
     def add_arguments(self, parser):
-        parser.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+        parser.add_argument("--tasks", nargs="+", default=["all"], help=f"{TASKS_HELP} (default all)")
         parser.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13],
                             help="seeds (default 7 11 13)")
         parser.add_argument("--policy", help="an anchor policy")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from environment.cli import positive_seconds, seed_arg, writable_file
+from environment.cli import TASKS_HELP, positive_seconds, seed_arg, writable_file
 from environment.errors import StoreBenchError
 from jobs.management.follow import follow
 from jobs.submit import submit_calibration
@@ -16,7 +16,7 @@ class Command(BaseCommand):
     help = "Submit a calibration job (one task per cell) and show its progress."
 
     def add_arguments(self, parser):
-        parser.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+        parser.add_argument("--tasks", nargs="+", default=["all"], help=f"{TASKS_HELP} (default all)")
         parser.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13],
                             help="seeds (default 7 11 13)")
         parser.add_argument("--out", required=True, help="calibration JSON to write (its folder is created if need be)")
