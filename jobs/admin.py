@@ -6,7 +6,7 @@ from .models import Job, JobItem
 class JobItemInline(admin.TabularInline):
     model = JobItem
     extra = 0
-    fields = ("index", "key", "status", "attempts", "finished_at", "error")
+    fields = ("index", "key", "status", "attempts", "lease_owner", "lease_until", "finished_at", "error")
     readonly_fields = fields
 
 

@@ -66,6 +66,10 @@ class JobItem(models.Model):
     attempts = models.PositiveIntegerField(default=0)  # deliveries that started the work
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The lease of a running model trial (jobs.agents): who plays it and until when, refreshed by the
+    # player's heartbeat.  Empty for calibration cells and scripted trials, which may simply be replayed.
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["job", "index"]

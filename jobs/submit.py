@@ -13,6 +13,7 @@ from celery import current_app
 from django.db import transaction
 
 from . import tasks
+from .agents import create_agent_job
 from .batch import create_batch_job
 from .calibration import create_calibration_job
 from .models import Job
@@ -41,6 +42,14 @@ def submit_batch(tasks_: list[str], seeds: list[int], out: str | Path, **kwargs)
     with transaction.atomic():
         job = create_batch_job(tasks_, seeds, out, **kwargs)
         _fan_out(tasks.run_batch_trial, job)
+    return job
+
+
+def submit_agents(tasks_: list[str], seeds: list[int], out: str | Path, **kwargs) -> Job:
+    """One task per cell, each playing a model trial into ``out/<task>-<seed>-agent`` (:mod:`jobs.agents`)."""
+    with transaction.atomic():
+        job = create_agent_job(tasks_, seeds, out, **kwargs)
+        _fan_out(tasks.run_agent_trial, job)
     return job
 
 

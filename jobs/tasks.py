@@ -15,16 +15,25 @@ with the message.  Any other exception (a bug) fails them too, with the exceptio
 type and text, and is raised again for the worker's log: Celery acknowledges a task
 that raised, so nothing would run the item again and the job would stay running.
 Only a worker that dies mid-task leaves its message to be delivered again.
+
+Model trials (:func:`run_agent_trial`) are the exception to "redo it": they sample, so
+they run under a lease (:mod:`jobs.agents`): a delivery that finds the item's lease live
+plays nothing and checks again once the lease would have ended, one that finds it expired
+takes the item over, and only the lease holder writes the item's folder.
 """
 from __future__ import annotations
 
-from celery import shared_task
+import logging
+
+from celery import current_app, shared_task
 from django.db import transaction
 
 from environment.errors import StoreBenchError
 
-from . import batch, calibration, deadlines, progress
+from . import agents, batch, calibration, deadlines, progress
 from .models import Job
+
+logger = logging.getLogger(__name__)
 
 ITEM_TASK = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
 
@@ -85,6 +94,48 @@ def run_batch_trial(item_id: int) -> None:
     job, complete = progress.complete_item(item_id, result)
     if complete:
         progress.finish(job.pk, path=job.params["out"], summary=batch.summary(job))
+
+
+@shared_task(**ITEM_TASK)
+def run_agent_trial(item_id: int) -> None:
+    """One model trial under the item's lease (see :mod:`jobs.agents`)."""
+    owner = agents.new_owner()
+    found = agents.claim(item_id, owner)
+    if found.recheck_in is not None:
+        check_agent_trial_later(item_id, found.recheck_in)
+        return
+    if found.item is None:  # done or failed (a redelivery), or deleted: finish the job if that was missed
+        job = Job.objects.filter(items__pk=item_id).first()
+        if job is not None and job.status == Job.Status.RUNNING and job.done == job.total:
+            progress.finish(job.pk, path=job.params["out"], summary=agents.summary(job))
+        return
+    if found.took_over:
+        logger.warning("item %s: the lease of %s expired; playing the cell again", item_id, found.took_over)
+    try:
+        agents.play_item(found.item, owner)
+    except agents.LeaseLost as exc:
+        logger.warning("item %s: taken over by %s while playing; this attempt wrote nothing", item_id, exc)
+        return
+    except (StoreBenchError, OSError) as exc:
+        agents.fail_owned(item_id, owner, getattr(exc, "message", None) or str(exc))
+        return
+    except Exception as exc:
+        agents.fail_owned(item_id, owner, _bug(exc))
+        raise
+    job = Job.objects.get(pk=found.item.job_id)
+    if job.done == job.total and job.status != Job.Status.FAILED:
+        progress.finish(job.pk, path=job.params["out"], summary=agents.summary(job))
+
+
+def check_agent_trial_later(item_id: int, lease_left: float) -> None:
+    """Send the item's task again to run just after its live lease would end: if the player dies
+    meanwhile, that delivery takes the item over; if it finishes, the delivery does nothing.  Not in
+    eager mode (no broker: nothing can be redelivered, and the send would run at once, forever)."""
+    if current_app.conf.task_always_eager:
+        logger.warning("item %s: its lease is live for %.0f s more; nothing sent (tasks run in-process)",
+                       item_id, lease_left)
+        return
+    run_agent_trial.apply_async((item_id,), countdown=min(lease_left + 5, agents.RECHECK_MAX_SECONDS))
 
 
 @shared_task(ignore_result=True)
