@@ -10,7 +10,7 @@ import math
 
 from django.core.management.base import BaseCommand, CommandError
 
-from environment.cli import path_arg, positive_int, positive_seconds, seed_arg, whole_number
+from environment.cli import TASKS_HELP, path_arg, positive_int, positive_seconds, seed_arg, whole_number
 from environment.errors import StoreBenchError
 from jobs.agents import DEFAULT_KEY_ENV, RUNNER
 from jobs.management.follow import follow
@@ -38,7 +38,7 @@ class Command(BaseCommand):
                             help="the OpenAI-compatible endpoint's base URL, http(s) with a host, e.g. "
                                  "http://127.0.0.1:8000/v1 (workers POST to BASE/chat/completions; every "
                                  "worker must reach it)")
-        parser.add_argument("--tasks", nargs="+", default=["all"], help="task ids, or all (default)")
+        parser.add_argument("--tasks", nargs="+", default=["all"], help=f"{TASKS_HELP} (default all)")
         parser.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13],
                             help="seeds (default 7 11 13)")
         parser.add_argument("--out", required=True, type=path_arg,
