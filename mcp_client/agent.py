@@ -20,7 +20,11 @@ The harness follows the paper's settings:
   reply has no tool call either the runner stops (``ended_by`` ``"no tool calls"``), rather
   than spending the rest of the turn cap on a model that has stopped acting; tool
   arguments that are not a JSON object are answered with an error and not sent;
-* tokens (``usage`` of every response) and turns are summed and logged per turn on stderr.
+* tokens (``usage`` of every response) and turns are summed and logged per turn on stderr;
+* a request the endpoint may answer later (no answer, a timeout, a rate limit or an overloaded
+  or failing server: :data:`RETRY_STATUSES`) is sent again up to ``retries`` (2) times, after the
+  endpoint's ``Retry-After`` or a doubling pause (:class:`Retry`), as the common SDKs do; only
+  then does the endpoint count as failed.
 
 The episode is a graded session (:mod:`mcp_client.sessions`): when it reaches the horizon,
 the turn cap, or the idle limit, or the endpoint fails, the runner ends it, which writes its
@@ -80,6 +84,9 @@ LAST_NUDGE = ("Last reminder: the shift is still running and only tool calls act
               "reply calls no tool, the run stops here and the store is settled as it stands.")
 ENDED_BY_IDLE = "no tool calls"
 ENDED_BY_ENDPOINT = "endpoint error"
+RETRIES = 2  # a request the endpoint may answer later is sent again this many times (see Retry)
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+RETRY_AFTER_MAX = 60.0  # seconds of an endpoint's Retry-After that are waited; a longer one is not
 
 
 class Log(Protocol):
@@ -105,7 +112,8 @@ class AgentRun:
     turns_taken: int = 0
     tool_calls: int = 0
     metrics: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
-                                                             "total_tokens": 0, "requests": 0})
+                                                             "total_tokens": 0, "requests": 0,
+                                                             "retries": 0})
     ended_by: str = ""
     result: dict | None = None
 
@@ -140,13 +148,53 @@ def compact(head: list[dict], turns: list[list[dict]], keep: int = KEEP_TURNS) -
     return messages
 
 
-async def _complete(http: httpx.AsyncClient, url: str, body: dict) -> dict:
-    try:
-        response = await http.post(url, json=body)
-    except httpx.HTTPError as exc:
-        raise EndpointError(f"the endpoint {url} did not answer: {exc}") from exc
-    if response.status_code != 200:
-        raise EndpointError(f"the endpoint {url} answered {response.status_code}: {response.text[:300]}")
+@dataclass(frozen=True)
+class Retry:
+    """How a request the endpoint may answer later is tried again: a transport error (no answer, a
+    timeout) or a status of :data:`RETRY_STATUSES` (rate limited, overloaded, a gateway's or
+    server's failure) is sent again up to ``retries`` times, after the endpoint's ``Retry-After``
+    (seconds, at most :data:`RETRY_AFTER_MAX`) or else ``delay`` doubled each time, up to ``delay_max``."""
+
+    retries: int = RETRIES
+    delay: float = 0.5
+    delay_max: float = 8.0
+
+    def wait(self, attempt: int, response: httpx.Response | None) -> float:
+        after = response.headers.get("retry-after", "") if response is not None else ""
+        try:
+            told = float(after)
+        except ValueError:
+            told = -1.0
+        if 0 <= told <= RETRY_AFTER_MAX:
+            return told
+        return min(self.delay * 2 ** attempt, self.delay_max)
+
+
+async def _complete(http: httpx.AsyncClient, url: str, body: dict, retry: Retry, log: Log,
+                    metrics: dict[str, int]) -> dict:
+    """One completion; each request sent again is counted in ``metrics["retries"]`` and said on ``log``."""
+    attempt = 0
+    while True:
+        response: httpx.Response | None = None
+        try:
+            response = await http.post(url, json=body)
+        except httpx.HTTPError as exc:
+            failure = f"did not answer: {exc}"
+        else:
+            if response.status_code == 200:
+                break
+            failure = f"answered {response.status_code}: {response.text[:300]}"
+            if response.status_code not in RETRY_STATUSES:
+                raise EndpointError(f"the endpoint {url} {failure}")
+        if attempt >= retry.retries:
+            again = f" (after {attempt} {'retry' if attempt == 1 else 'retries'})" if attempt else ""
+            raise EndpointError(f"the endpoint {url} {failure}{again}")
+        pause = retry.wait(attempt, response)
+        attempt += 1
+        metrics["retries"] += 1
+        print(f"the endpoint {failure.splitlines()[0][:200]}; trying again in {pause:g} s "
+              f"({attempt} of {retry.retries})", file=log, flush=True)
+        await asyncio.sleep(pause)
     try:
         data = response.json()
         message = data["choices"][0]["message"]
@@ -161,7 +209,7 @@ async def _complete(http: httpx.AsyncClient, url: str, body: dict) -> dict:
 async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str | None = None,
                trials: str | Path = "trials", max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
                max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None, log: Log | None = None,
-               timeout: float = 300.0) -> AgentRun:
+               timeout: float = 300.0, retry: Retry | None = None) -> AgentRun:
     """Play ``task`` at ``seed`` with ``model`` behind ``base_url``; write the trial folder (none if the
     endpoint never answered a completion)."""
     if keep_turns < 0:
@@ -189,7 +237,7 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                                         "tools": tools, "tool_choice": "auto"}
                 if temperature is not None:
                     body["temperature"] = temperature
-                data = await _complete(http, url, body)
+                data = await _complete(http, url, body, retry or Retry(), log, run.metrics)
                 run.turns_taken += 1
                 run.metrics["requests"] += 1
                 usage = data.get("usage") or {}
@@ -364,7 +412,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     writable_folder(args.trials, "--trials")  # before the episode, so a bad path never costs one
     options = {"model": args.model, "base_url": args.base_url, "trials": args.trials,
                "api_key": args.api_key or os.environ.get("OPENAI_API_KEY"), "max_turns": args.max_turns,
-               "keep_turns": args.keep_turns, "max_idle_turns": args.max_idle_turns, "temperature": args.temperature}
+               "keep_turns": args.keep_turns, "max_idle_turns": args.max_idle_turns, "temperature": args.temperature,
+               "retry": Retry(retries=args.retries)}
     if len(cells) == 1 and not args.skip_played:
         run = asyncio.run(play(*cells[0], **options))
         print(json.dumps(run.summary(), indent=2))
@@ -411,4 +460,9 @@ def add_agent_command(sub: Any) -> None:
                             f"if the next reply calls no tool either, stops with ended_by \"{ENDED_BY_IDLE}\" "
                             f"(default {MAX_IDLE_TURNS})")
     agent.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
+    agent.add_argument("--retries", type=whole_number(0), default=RETRIES,
+                       help=f"times a request is sent again when the endpoint does not answer or answers "
+                            f"{', '.join(map(str, sorted(RETRY_STATUSES)))} (rate limited, overloaded, failing), "
+                            f"after its Retry-After or 0.5 s doubled each time up to 8 s (default {RETRIES}; 0 "
+                            "never); counted in the trial's metrics as retries")
     agent.set_defaults(func=_cmd_agent)

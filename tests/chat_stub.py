@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-# A responder takes the request body and gives (HTTP status, response bytes).
-Responder = Callable[[dict], tuple[int, bytes]]
+# A responder takes the request body and gives (HTTP status, response bytes), or with a third
+# item the response's extra headers.
+Responder = Callable[[dict], tuple]
 
 
 def completion(message: dict, *, model: str = "stub", prompt_tokens: int = 10,
@@ -35,8 +36,10 @@ def endpoint(responder: Responder, *, api_key: str | None = None) -> Iterator[tu
                 self.end_headers()
                 return
             seen.append(body)
-            status, data = responder(body)
+            status, data, *extra = responder(body)
             self.send_response(status)
+            for name, value in (extra[0] if extra else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
