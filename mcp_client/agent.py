@@ -106,7 +106,8 @@ class AgentRun:
     """What the runner did: the session it played and its own account.
 
     ``turns_taken`` counts model turns (chat-completions requests answered), as in
-    ``summary.json``; ``result`` is None when no trial folder was written."""
+    ``summary.json``; ``result`` is None when no trial folder was written; ``endpoint_error``
+    says how the endpoint failed (it names the URL and the answer, never the key)."""
 
     session: Session
     turns_taken: int = 0
@@ -115,6 +116,7 @@ class AgentRun:
                                                              "total_tokens": 0, "requests": 0,
                                                              "retries": 0})
     ended_by: str = ""
+    endpoint_error: str = ""  # how the endpoint failed, when ended_by is ENDED_BY_ENDPOINT
     result: dict | None = None
 
     def all_metrics(self) -> dict[str, int]:
@@ -270,6 +272,7 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                 run.ended_by = session.ended_by_itself() or "turn cap"
         except EndpointError as exc:
             run.ended_by = ENDED_BY_ENDPOINT
+            run.endpoint_error = str(exc)
             if run.metrics["requests"] == 0:
                 print(f"storebench agent: {exc}; the endpoint never answered a completion, so nothing was played "
                       "and no trial was written", file=log, flush=True)

@@ -61,6 +61,8 @@ def test_an_endpoint_still_failing_after_the_retries_ends_the_run_saying_how_oft
         result = run(url, tmp_path, log, Retry(retries=1, delay=0.01))
     assert len(seen) == 2 and result.result is None and result.ended_by == ENDED_BY_ENDPOINT
     assert "answered 503" in log.getvalue() and "(after 1 retry)" in log.getvalue()
+    assert result.endpoint_error == f'the endpoint {url}/chat/completions answered 503: {{"error": "busy"}} (after 1 retry)'
+
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])
