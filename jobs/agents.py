@@ -81,7 +81,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.db import close_old_connections, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -233,15 +233,19 @@ class Heartbeat(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopped.wait(HEARTBEAT_SECONDS):
-                if not renew(self.item_id, self.owner):
+                try:
+                    renewed = renew(self.item_id, self.owner)
+                except DatabaseError as exc:  # the database is away: try again next beat (fencing stays safe)
+                    logger.warning("item %s: lease not renewed: %s", self.item_id, exc)
+                    connection.close()
+                    continue
+                if not renewed:
                     self.lost = True
                     logger.warning("item %s: lease of %s lost; stopping its play", self.item_id, self.owner)
                     self.on_lost()
                     return
         finally:
-            close_old_connections()
-            from django.db import connection
-            connection.close()
+            connection.close()  # this thread's own connection
 
     def stop(self) -> None:
         self.stopped.set()
@@ -271,7 +275,9 @@ def publish(item_id: int, owner: str, attempt: Path, final: Path, result_json: s
     the item's and mark the item done; returns the job and whether all its items are done.
     Raises :class:`LeaseLost` (having written nothing) otherwise."""
     with transaction.atomic():
-        item = JobItem.objects.select_for_update().get(pk=item_id)
+        item = JobItem.objects.select_for_update().filter(pk=item_id).first()
+        if item is None:
+            raise LeaseLost("nobody: the job was deleted")
         job = progress.locked_job(item.job_id)
         if item.lease_owner != owner or item.status != JobItem.Status.RUNNING:
             raise LeaseLost(item.lease_owner)
@@ -288,14 +294,13 @@ def publish(item_id: int, owner: str, attempt: Path, final: Path, result_json: s
 
 def fail_owned(item_id: int, owner: str, error: str) -> bool:
     """Fail the item and its job, if the lease is still ``owner``'s (a taken-over attempt's failure
-    is not the item's)."""
-    with transaction.atomic():
-        item = JobItem.objects.select_for_update().get(pk=item_id)
-        if item.lease_owner != owner or item.status != JobItem.Status.RUNNING:
-            return False
-    progress.fail_item(item_id, error)
-    JobItem.objects.filter(pk=item_id).update(lease_until=None)
-    return True
+    is not the item's); one conditional UPDATE, so a takeover cannot slip in between."""
+    failed = JobItem.objects.filter(pk=item_id, lease_owner=owner, status=JobItem.Status.RUNNING).update(
+        status=JobItem.Status.FAILED, error=error, finished_at=timezone.now(), lease_until=None)
+    item = JobItem.objects.filter(pk=item_id).first() if failed else None
+    if item is not None:
+        progress.fail(item.job_id, f"{item.key}: {error}")
+    return item is not None
 
 
 # --- playing an item ------------------------------------------------------------------------------------------

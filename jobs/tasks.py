@@ -122,8 +122,8 @@ def run_agent_trial(item_id: int) -> None:
     except Exception as exc:
         agents.fail_owned(item_id, owner, _bug(exc))
         raise
-    job = Job.objects.get(pk=found.item.job_id)
-    if job.done == job.total and job.status != Job.Status.FAILED:
+    job = Job.objects.filter(pk=found.item.job_id).first()
+    if job is not None and job.done == job.total and job.status != Job.Status.FAILED:
         progress.finish(job.pk, path=job.params["out"], summary=agents.summary(job))
 
 

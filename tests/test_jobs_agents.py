@@ -227,3 +227,68 @@ def test_help_explains_each_option(capsys):
                  "--keep-turns", "--max-idle-turns", "--temperature", "--timeout", "--no-wait"):
         assert flag in text
     assert "only the name is stored" in text
+
+
+def _claimed(tmp_path: Path, owner: str) -> JobItem:
+    job = create_agent_job([TASK], [7], tmp_path / "out", model="m", base_url="http://127.0.0.1:9/v1")
+    claim = agents.claim(job.items.get().pk, owner)
+    assert claim.item is not None
+    return claim.item
+
+
+def test_the_heartbeat_renews_its_own_lease_and_reports_one_taken_over(tmp_path, monkeypatch):
+    item = _claimed(tmp_path, "me:1")
+    JobItem.objects.filter(pk=item.pk).update(lease_until=timezone.now())  # about to expire
+    monkeypatch.setattr(agents, "HEARTBEAT_SECONDS", 0)
+    renewals: list[bool] = []
+    real_renew = agents.renew
+
+    def renew(item_id: int, owner: str) -> bool:
+        renewals.append(real_renew(item_id, owner))
+        if len(renewals) == 2:
+            beat.stopped.set()
+        return renewals[-1]
+
+    monkeypatch.setattr(agents, "renew", renew)
+    beat = agents.Heartbeat(item.pk, "me:1", on_lost=lambda: pytest.fail("the lease is still mine"))
+    beat.start()
+    beat.join()
+    item.refresh_from_db()
+    assert renewals == [True, True] and not beat.lost
+    assert item.lease_until > timezone.now() + timedelta(seconds=agents.LEASE_SECONDS - 60)
+
+    JobItem.objects.filter(pk=item.pk).update(lease_owner="other:2")
+    lost: list[bool] = []
+    beat = agents.Heartbeat(item.pk, "me:1", on_lost=lambda: lost.append(True))
+    beat.start()
+    beat.join()  # it ends by itself once it has seen the lease gone
+    assert beat.lost and lost == [True] and renewals[2:] == [False]
+
+
+def test_a_player_whose_lease_is_taken_over_stops_playing_at_once(tmp_path, monkeypatch):
+    """The heartbeat cancels the play: no further request, so no more tokens spent.  Without the
+    cancellation the play would wait out the slow answer and ask a third time."""
+    import threading
+
+    monkeypatch.setattr(agents, "HEARTBEAT_SECONDS", 0.01)
+    released = threading.Event()
+
+    def steal_then_hang(body: dict) -> tuple[int, bytes]:
+        if len(seen) == 1:  # another worker takes the item over while this one plays
+            JobItem.objects.filter(status=JobItem.Status.RUNNING).update(
+                lease_owner="thief:1", lease_until=timezone.now() + timedelta(seconds=300))
+            return end_window(body)
+        released.wait(20)  # the model is slow: only a cancelled play stops waiting for it
+        return end_window(body)
+
+    with chat_stub.endpoint(steal_then_hang) as (base_url, seen):
+        item = _job(tmp_path, base_url).items.get()
+        try:
+            tasks.run_agent_trial.delay(item.pk)
+        finally:
+            released.set()
+        # cancelled while waiting for the first answer or the second: never the third (--max-turns 3)
+        assert len(seen) in (1, 2)
+    item.refresh_from_db()
+    assert (item.status, item.lease_owner, item.result_json) == (JobItem.Status.RUNNING, "thief:1", "")
+    assert list((tmp_path / "out").iterdir()) == []
