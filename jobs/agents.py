@@ -323,13 +323,15 @@ def play_item(item: JobItem, owner: str) -> str:
             run = asyncio.run(_leased_play(item, owner, attempt, api_key, log))
         if run.result is None:
             missing = "" if api_key else f" (no API key was sent: ${key_env} is not set on this worker)"
-            raise StoreBenchError(_endpoint_message(attempt / LOG_NAME) + missing)
+            raise StoreBenchError(f"{run.endpoint_error or 'the endpoint failed'}; it never answered a completion, "
+                                  f"so no trial was written{missing}")
         session_folder = final / Path(str(run.result["out"])).name
         summary = run.summary()
         result = {"task": item.params["task"], "seed": int(item.params["seed"]), "model": params["model"],
                   "out": str(session_folder), "reward_composite": summary["reward_composite"],
                   "pass": summary["pass"], "ended_by": run.ended_by, "turns_taken": run.turns_taken,
-                  "tool_calls": run.tool_calls, "metrics": run.all_metrics()}
+                  "tool_calls": run.tool_calls, "metrics": run.all_metrics(),
+                  **({"endpoint_error": run.endpoint_error} if run.endpoint_error else {})}
         text = json.dumps(result, sort_keys=True)
         publish(item.pk, owner, attempt, final, text)
         return text
@@ -356,14 +358,6 @@ async def _leased_play(item: JobItem, owner: str, attempt: Path, api_key: str | 
         raise
     finally:
         beat.stop()
-
-
-def _endpoint_message(log: Path) -> str:
-    """play's last line about the endpoint (it names the URL and the answer, never the key)."""
-    lines = [line for line in log.read_text(encoding="utf-8").splitlines() if line.startswith("storebench agent: ")]
-    if not lines:
-        return "the endpoint never answered a completion; no trial was written"
-    return lines[-1].removeprefix("storebench agent: ")
 
 
 def summary(job: Job) -> dict:

@@ -107,6 +107,7 @@ def test_an_endpoint_error_after_some_turns_is_a_graded_trial_ended_by_the_endpo
     assert job.status == Job.Status.DONE, job.error
     result = json.loads(job.items.get().result_json)
     assert result["ended_by"] == "endpoint error" and result["turns_taken"] == 1
+    assert "answered 500" in result["endpoint_error"]
     assert (Path(result["out"]) / "score.json").is_file() and job.summary["ended_by"] == {"endpoint error": 1}
 
 
@@ -252,7 +253,8 @@ def test_the_heartbeat_renews_its_own_lease_and_reports_one_taken_over(tmp_path,
     monkeypatch.setattr(agents, "renew", renew)
     beat = agents.Heartbeat(item.pk, "me:1", on_lost=lambda: pytest.fail("the lease is still mine"))
     beat.start()
-    beat.join()
+    beat.join(60)  # a safety net, not a timing: it has stopped itself after two renewals
+    assert not beat.is_alive()
     item.refresh_from_db()
     assert renewals == [True, True] and not beat.lost
     assert item.lease_until > timezone.now() + timedelta(seconds=agents.LEASE_SECONDS - 60)
@@ -261,7 +263,8 @@ def test_the_heartbeat_renews_its_own_lease_and_reports_one_taken_over(tmp_path,
     lost: list[bool] = []
     beat = agents.Heartbeat(item.pk, "me:1", on_lost=lambda: lost.append(True))
     beat.start()
-    beat.join()  # it ends by itself once it has seen the lease gone
+    beat.join(60)  # it ends by itself once it has seen the lease gone
+    assert not beat.is_alive()
     assert beat.lost and lost == [True] and renewals[2:] == [False]
 
 
