@@ -10,7 +10,8 @@ are scheduled with ``transaction.on_commit`` so a worker never sees an id whose
 row is not committed.
 
 Modules: ``models`` (the rows), ``submit`` (create a job and schedule its tasks),
-``calibration`` and ``batch`` (what one item does, and the gathering), ``deadlines``
+``calibration`` and ``batch`` (what one item does, and the gathering), ``agents`` (model
+trials: one item per cell under a lease, since a model trial cannot be replayed), ``deadlines``
 (the periodic shift-deadline sweep), ``progress`` (the helpers an export task
 reports through), ``tasks`` (the Celery tasks, thin shells over the above).
 """
