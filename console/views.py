@@ -29,7 +29,7 @@ from django_htmx.middleware import HtmxDetails
 from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
 from shifts import briefing
-from shifts.affiliation import affiliation_of
+from shifts.affiliation import affiliation_of, person_page_of
 from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StaleBriefing, StartRefused
 from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
@@ -93,6 +93,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "shifts": home_state.shifts, "acknowledgement": home_state.acknowledgement,
         "practice_done": home_state.practice_done, "locks": home_state.locks,
         "scored_open": [s for s in home_state.shifts if not s.is_practice and s.status != Shift.Status.ENDED],
+        "person_page": person_page_of(request.user.pk),
     })
 
 

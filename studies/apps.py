@@ -7,10 +7,11 @@ class StudiesConfig(AppConfig):
     verbose_name = "Studies"
 
     def ready(self) -> None:
-        from shifts.affiliation import add_lookup
+        from shifts.affiliation import add_lookup, add_person_page
         from shifts.briefing import add_start_gate
 
-        from .participants import affiliation, consent_gate
+        from .participants import affiliation, consent_gate, person_page
 
         add_start_gate(consent_gate)
         add_lookup(affiliation)
+        add_person_page(person_page)

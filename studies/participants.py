@@ -306,6 +306,13 @@ def affiliation(shift) -> Affiliation | None:
     return Affiliation(page_url=my_page_url(found), show_threshold=found.study.show_threshold_to_participants)
 
 
+def person_page(user_id: int) -> str | None:
+    """The shift domain's person page lookup (added in ``StudiesConfig.ready``): the study page
+    of the person's latest participation, or None for someone in no study."""
+    latest = Participant.objects.filter(user_id=user_id).order_by("-pk").first()
+    return None if latest is None else my_page_url(latest)
+
+
 def pid_holder(study: Study, pid: str, other_than: Participant | None = None) -> Participant | None:
     """The study's participant whose ``PROLIFIC_PID`` is ``pid`` (one Prolific account is one
     participant), leaving ``other_than`` out."""

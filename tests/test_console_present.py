@@ -105,6 +105,23 @@ def test_a_call_that_moves_the_window_is_marked_and_history_shows_arguments(sign
     assert "A new window started: this call moved the store to window 2 of 14 (2026-08-01 12:00 UTC)" in html
 
 
+def test_home_links_the_study_page_only_of_someone_in_a_study(signed_in, user):
+    from django.contrib.auth import get_user_model
+
+    from shifts.briefing import PRACTICE_CELL
+    from shifts.lifecycle import start_shift
+    from studies.design import create_study
+    from studies.participants import add_participant
+
+    signed_in.post(f"/shifts/{start_shift(user, *PRACTICE_CELL, practice=True).pk}/end/")
+    assert "Your study page" not in signed_in.get("/").content.decode()
+    owner = get_user_model().objects.create_superuser("study-owner", password=None)
+    study = create_study(owner, "Study A", ["steady"], [7])
+    add_participant(owner, study, "p-1", user=user)
+    html = signed_in.get("/").content.decode()
+    assert f'Your study page, with any completion codes: <a href="/studies/me/?study={study.pk}">' in html
+
+
 def test_home_after_practice_says_what_comes_next(signed_in, user):
     from shifts.briefing import PRACTICE_CELL
     from shifts.lifecycle import assign_shift, start_shift
@@ -113,7 +130,7 @@ def test_home_after_practice_says_what_comes_next(signed_in, user):
     assert 'id="next-step"' not in signed_in.get("/").content.decode()  # practice still open
     signed_in.post(f"/shifts/{practice.pk}/end/")
     html = signed_in.get("/").content.decode()
-    assert "Next: no scored shift is assigned to you yet" in html and 'href="/studies/me/"' in html
+    assert "Next: no scored shift is assigned to you yet" in html and "/studies/" not in html  # in no study
 
     assign_shift(user, "steady", 3)
     html = signed_in.get("/").content.decode()
