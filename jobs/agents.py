@@ -38,7 +38,8 @@ calibration cells and scripted trials, which replay to the same bytes) is not us
   claim is one conditional UPDATE on the row as it was read (status, owner, attempts), so
   two deliveries racing for one item cannot both win, on PostgreSQL or SQLite.
 * **Heartbeat.**  While play runs, a thread (:class:`Heartbeat`) pushes ``lease_until``
-  forward every :data:`HEARTBEAT_SECONDS`, for its own owner only.  A thread rather than
+  forward every :data:`HEARTBEAT_SECONDS` (a fifth of the lease: 60 s of the default 300;
+  ``STOREBENCH_AGENT_LEASE_SECONDS`` sets the lease on every worker), for its own owner only.  A thread rather than
   play's per-turn log, because one chat-completions request may itself take minutes.
 * **A delivery that finds a live lease** plays nothing.  It does not just drop the message
   either: that message may be the only one left for the cell (on Redis the redelivered copy
@@ -97,8 +98,10 @@ logger = logging.getLogger(__name__)
 
 RUNNER = "agent"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-HEARTBEAT_SECONDS = 60
-LEASE_SECONDS = 300  # five heartbeats: a player is taken over only after missing that many
+# How long a player's lease lasts (STOREBENCH_AGENT_LEASE_SECONDS, default 300 s): a dead player's cell
+# is played again at most about this long after its last heartbeat; the heartbeat comes five times a lease.
+LEASE_SECONDS = float(os.environ.get("STOREBENCH_AGENT_LEASE_SECONDS", "300"))
+HEARTBEAT_SECONDS = LEASE_SECONDS / 5
 RECHECK_MAX_SECONDS = 600  # a delayed check stays below Redis's visibility timeout (900 s)
 LOG_NAME = "agent.log"
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")

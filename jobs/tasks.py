@@ -135,7 +135,9 @@ def check_agent_trial_later(item_id: int, lease_left: float) -> None:
         logger.warning("item %s: its lease is live for %.0f s more; nothing sent (tasks run in-process)",
                        item_id, lease_left)
         return
-    run_agent_trial.apply_async((item_id,), countdown=min(lease_left + 5, agents.RECHECK_MAX_SECONDS))
+    countdown = min(lease_left + 5, agents.RECHECK_MAX_SECONDS)
+    logger.info("item %s: its lease is live for %.0f s more; checking again in %.0f s", item_id, lease_left, countdown)
+    run_agent_trial.apply_async((item_id,), countdown=countdown)
 
 
 @shared_task(ignore_result=True)

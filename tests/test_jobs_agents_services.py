@@ -1,12 +1,15 @@
 """Model-trial batches on real services: ``manage.py run_agents`` submits from a process without
 the API key, a Celery worker consuming Redis (database 11) against PostgreSQL plays both cells
 with the key from its own environment, and the key is in neither the database nor the folders.
-Run with ``DATABASE_URL`` pointing at PostgreSQL and ``-m services``."""
+A worker killed while it waits for the model: the cell is played again, once, by another worker,
+into a clean folder (RabbitMQ, on a vhost of its own).  Run with ``DATABASE_URL`` pointing at
+PostgreSQL and ``-m services``."""
 from __future__ import annotations
 
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import chat_stub
@@ -14,7 +17,7 @@ import pytest
 from test_jobs_agents import TASK, end_window
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "services"))
-from serverprocs import BIN, Process, endpoint, server_env  # noqa: E402
+from serverprocs import BIN, Process, endpoint, server_env, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.services
 
@@ -73,3 +76,53 @@ def test_a_worker_on_redis_plays_a_model_batch_with_the_key_from_its_own_environ
     files = [p for p in out.rglob("*") if p.is_file()]
     assert files and not any(KEY.encode() in p.read_bytes() for p in files)
     assert os.environ.get("SB_AGENTS_SERVICE_KEY") is None
+
+
+def test_a_worker_killed_mid_play_leaves_the_cell_to_another_worker_which_plays_it_once(
+        live_database, require_service, processes, tmp_path):
+    """The first worker's play hangs on the model; the worker is killed (SIGKILL, its whole group).
+    RabbitMQ hands the message out again at once; the second worker finds the lease still live,
+    plays nothing and checks again after it, then takes the item over: one more play, into a
+    folder without the first attempt's leftovers."""
+    from jobs.models import Job, JobItem
+
+    require_service("RabbitMQ", "127.0.0.1", 5672)
+    vhost = os.environ.get("STOREBENCH_TEST_AGENTS_VHOST", "sbagents")  # never the default vhost
+    env = server_env(live_database, CELERY_BROKER_URL=f"amqp://guest:guest@127.0.0.1:5672/{vhost}",
+                     STOREBENCH_AGENT_LEASE_SECONDS="15")
+    released = threading.Event()
+
+    def hang_first(body: dict) -> tuple[int, bytes]:
+        if len(seen) == 1:
+            released.wait(120)  # the first player waits here until it is killed
+        return end_window(body)
+
+    out = tmp_path / "out"
+    worker_argv = [str(BIN / "celery"), "-A", "config", "worker", "--pool=solo", "--loglevel=INFO",
+                   "--without-gossip", "--without-mingle"]
+    with chat_stub.endpoint(hang_first) as (base_url, seen):
+        try:
+            first = processes([*worker_argv, "-n", "agents1@%h"], env, "worker1")
+            submit = processes([str(BIN / "python"), "manage.py", "run_agents", "--model", "stub-1", "--base-url",
+                                base_url, "--tasks", TASK, "--seeds", "7", "--max-turns", "3", "--out", str(out),
+                                "--no-wait"], env, "submit")
+            assert submit.popen.wait(timeout=120) == 0, submit.output()
+            wait_for(lambda: len(seen) >= 1, 120, "the first player's request", first)
+            item = JobItem.objects.get()
+            assert item.status == JobItem.Status.RUNNING and item.attempts == 1
+            first.kill()
+            second = processes([*worker_argv, "-n", "agents2@%h"], env, "worker2")
+            wait_for(lambda: Job.objects.get().finished, 120, "the job to end", second)
+        finally:
+            released.set()
+    job = Job.objects.get()
+    item = job.items.get()
+    assert job.status == Job.Status.DONE, job.error + second.output()[-3000:]
+    assert item.attempts == 2 and len(seen) > 1
+    assert "its lease is live" in second.output()  # the redelivery came while the lease was live
+    assert "expired; playing the cell again" in second.output()
+    folder = out / f"{TASK}-7-agent"
+    session = Path(json.loads(item.result_json)["out"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["agent.log", session.name])
+    assert [p.name for p in out.iterdir()] == [folder.name]  # no attempt folder left
+    assert (session / "score.json").is_file()
