@@ -89,7 +89,8 @@ from django.utils import timezone
 from environment.cli import writable_folder
 from environment.errors import StoreBenchError
 from environment.orchestration import batch_summary, expand_tasks, run_cells
-from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS, play
+from mcp_client import agent
+from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS, RETRIES, Retry, play
 
 from . import progress
 from .models import Job, JobItem
@@ -113,16 +114,9 @@ def is_agent_job(job: Job) -> bool:
 
 
 def check_base_url(base_url: str) -> None:
-    """An http(s) URL with a host and no credentials in it (the key goes through --api-key-env)."""
-    try:
-        parts = urlsplit(base_url)
-        parts.port  # noqa: B018 (a port that is not a number raises here)
-    except ValueError as exc:
-        raise StoreBenchError(f"--base-url {base_url!r} is not a URL ({exc}); give the endpoint's base, e.g. "
-                              "http://127.0.0.1:8000/v1") from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise StoreBenchError(f"--base-url {base_url!r} is not an http(s) URL with a host; give the endpoint's "
-                              "base, e.g. http://127.0.0.1:8000/v1")
+    """The runner's check (http(s) with a host), and no credentials in it: the URL is stored with the job."""
+    agent.check_base_url(base_url)
+    parts = urlsplit(base_url)
     if parts.username is not None or parts.password is not None:
         raise StoreBenchError("--base-url carries credentials (user:password@host); they would be stored with the "
                               "job: give the key through --api-key-env instead")
@@ -141,7 +135,8 @@ def item_folder(root: Path, task: str, seed: int) -> Path:
 
 def create_agent_job(tasks: list[str], seeds: list[int], out: str | Path, *, model: str, base_url: str,
                      api_key_env: str = DEFAULT_KEY_ENV, max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
-                     max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None) -> Job:
+                     max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None,
+                     retries: int = RETRIES) -> Job:
     """The job row and one item per cell.  Bad input (an unknown or repeated task, a repeated seed, a
     base URL that is not http(s) with a host, a bad variable name or turn setting, an item folder
     already there, an ``out`` that cannot be a folder) is refused before any row or folder exists."""
@@ -152,8 +147,8 @@ def create_agent_job(tasks: list[str], seeds: list[int], out: str | Path, *, mod
     if max_turns < 1 or max_idle_turns < 1:
         raise StoreBenchError(f"--max-turns and --max-idle-turns must be 1 or more, not {max_turns} and "
                               f"{max_idle_turns}")
-    if keep_turns < 0:
-        raise StoreBenchError(f"--keep-turns must be 0 or more, not {keep_turns}")
+    if keep_turns < 0 or retries < 0:
+        raise StoreBenchError(f"--keep-turns and --retries must be 0 or more, not {keep_turns} and {retries}")
     task_ids = expand_tasks(tasks)
     cells = run_cells(task_ids, seeds)  # unknown tasks, a task or seed named twice
     root = Path(out).resolve()
@@ -168,7 +163,7 @@ def create_agent_job(tasks: list[str], seeds: list[int], out: str | Path, *, mod
             "runner": RUNNER, "tasks": list(dict.fromkeys(t for t, _ in cells)), "seeds": [int(s) for s in seeds],
             "out": str(root), "model": model, "base_url": base_url, "api_key_env": api_key_env,
             "max_turns": max_turns, "keep_turns": keep_turns, "max_idle_turns": max_idle_turns,
-            "temperature": temperature})
+            "temperature": temperature, "retries": retries})
         JobItem.objects.bulk_create(
             JobItem(job=job, index=i, key=f"{t}:{s}",
                     params={"task": t, "seed": int(s), "out": str(item_folder(root, t, s))})
@@ -354,7 +349,8 @@ async def _leased_play(item: JobItem, owner: str, attempt: Path, api_key: str | 
         return await play(item.params["task"], int(item.params["seed"]), model=params["model"],
                           base_url=params["base_url"], api_key=api_key, trials=attempt,
                           max_turns=params["max_turns"], keep_turns=params["keep_turns"],
-                          max_idle_turns=params["max_idle_turns"], temperature=params.get("temperature"), log=log)
+                          max_idle_turns=params["max_idle_turns"], temperature=params.get("temperature"), log=log,
+                          retry=Retry(retries=params.get("retries", RETRIES)))
     except asyncio.CancelledError:
         if beat.lost:
             raise LeaseLost(owner) from None

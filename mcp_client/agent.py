@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -405,13 +406,34 @@ async def _run_tool(client: Any, call: dict) -> str:
 # --- the command ---------------------------------------------------------------------------------------------
 
 
+def check_base_url(base_url: str) -> None:
+    """An endpoint's base URL: http(s) with a host and, if it names a port, a number; else a
+    :class:`StoreBenchError` saying what to give."""
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError as exc:
+        raise StoreBenchError(f"--base-url {base_url!r} is not a URL ({exc}); give the endpoint's base, e.g. "
+                              "http://127.0.0.1:8000/v1") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise StoreBenchError(f"--base-url {base_url!r} is not an http(s) URL with a host; give the endpoint's "
+                              "base, e.g. http://127.0.0.1:8000/v1")
+
+
+def temperature_arg(text: str) -> float:
+    """argparse type: a sampling temperature, a finite number of 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; a temperature is e.g. 0 or 0.7") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a temperature: give a number of 0 or more")
+    return value
+
+
 def _cmd_agent(args: argparse.Namespace) -> int:
     cells = run_cells(expand_tasks(args.tasks), args.seeds)  # unknown tasks, a task or seed named twice: refused
-    base = urlsplit(args.base_url)
-    if base.scheme not in ("http", "https") or not base.netloc:
-        print(f"storebench: --base-url {args.base_url!r} is not an http(s) URL; give the endpoint's base, e.g. "
-              "http://127.0.0.1:8000/v1", file=sys.stderr)
-        return 2
+    check_base_url(args.base_url)
     writable_folder(args.trials, "--trials")  # before the episode, so a bad path never costs one
     options = {"model": args.model, "base_url": args.base_url, "trials": args.trials,
                "api_key": args.api_key or os.environ.get("OPENAI_API_KEY"), "max_turns": args.max_turns,
@@ -462,7 +484,7 @@ def add_agent_command(sub: Any) -> None:
                        help=f"replies in a row without a tool call before the runner gives a last reminder and, "
                             f"if the next reply calls no tool either, stops with ended_by \"{ENDED_BY_IDLE}\" "
                             f"(default {MAX_IDLE_TURNS})")
-    agent.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
+    agent.add_argument("--temperature", type=temperature_arg, help="sampling temperature (default: the endpoint's)")
     agent.add_argument("--retries", type=whole_number(0), default=RETRIES,
                        help=f"times a request is sent again when the endpoint does not answer or answers "
                             f"{', '.join(map(str, sorted(RETRY_STATUSES)))} (rate limited, overloaded, failing), "

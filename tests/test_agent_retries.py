@@ -97,3 +97,11 @@ def test_the_command_refuses_negative_retries_naming_the_bound():
                          timeout=120)
     assert out.returncode == 2
     assert out.stderr.splitlines()[-1] == "storebench agent: error: argument --retries: -1 is too small: give 0 or more"
+
+
+@pytest.mark.parametrize("value", ["nan", "-0.5", "warm"])
+def test_the_command_refuses_a_temperature_that_is_no_sampling_temperature(value):
+    out = subprocess.run([sys.executable, "-m", "mcp_client", "agent", "--model", "stub", "--base-url",
+                          "http://127.0.0.1:9/v1", "--temperature", value], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and "argument --temperature:" in out.stderr.splitlines()[-1]

@@ -225,7 +225,7 @@ def test_help_explains_each_option(capsys):
         call_command("run_agents", "--help")
     text = " ".join(capsys.readouterr().out.split())
     for flag in ("--model", "--base-url", "--tasks", "--seeds", "--out", "--api-key-env", "--max-turns",
-                 "--keep-turns", "--max-idle-turns", "--temperature", "--timeout", "--no-wait"):
+                 "--keep-turns", "--max-idle-turns", "--temperature", "--retries", "--timeout", "--no-wait"):
         assert flag in text
     assert "only the name is stored" in text
 
@@ -295,3 +295,19 @@ def test_a_player_whose_lease_is_taken_over_stops_playing_at_once(tmp_path, monk
     item.refresh_from_db()
     assert (item.status, item.lease_owner, item.result_json) == (JobItem.Status.RUNNING, "thief:1", "")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_retries_reach_the_workers_runner(tmp_path):
+    refused = []
+
+    def rate_limited_once(body: dict) -> tuple:
+        if not refused:
+            refused.append(1)
+            return 429, b'{"error": "slow down"}', {"Retry-After": "0"}
+        return end_window(body)
+
+    with chat_stub.endpoint(rate_limited_once) as (base_url, _seen):
+        run_agents(base_url, tmp_path / "out", "--retries", "1")
+    job = Job.objects.get()
+    assert job.status == Job.Status.DONE and job.params["retries"] == 1
+    assert json.loads(job.items.get().result_json)["metrics"]["retries"] == 1

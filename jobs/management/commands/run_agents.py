@@ -4,9 +4,7 @@ runner into ``OUT/<task>-<seed>-agent``) and follow its progress.  The API key i
 worker from the environment variable named by ``--api-key-env``; it is never stored."""
 from __future__ import annotations
 
-import argparse
 import json
-import math
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -15,17 +13,7 @@ from environment.errors import StoreBenchError
 from jobs.agents import DEFAULT_KEY_ENV, RUNNER
 from jobs.management.follow import follow
 from jobs.submit import submit_agents
-from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS
-
-
-def temperature_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; a temperature is e.g. 0 or 0.7") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a temperature: give a number of 0 or more")
-    return value
+from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS, RETRIES, temperature_arg
 
 
 class Command(BaseCommand):
@@ -57,6 +45,9 @@ class Command(BaseCommand):
                                  f"ends the trial (default {MAX_IDLE_TURNS})")
         parser.add_argument("--temperature", type=temperature_arg,
                             help="sampling temperature (default: the endpoint's)")
+        parser.add_argument("--retries", type=whole_number(0), default=RETRIES,
+                            help=f"times a request is sent again when the endpoint does not answer, is rate "
+                                 f"limited or overloaded (default {RETRIES}; see storebench agent --help)")
         parser.add_argument("--timeout", type=positive_seconds, default=3600,
                             help="seconds to wait for the job (default 3600); the job keeps running on the "
                                  "workers after that")
@@ -67,7 +58,8 @@ class Command(BaseCommand):
             job = submit_agents(options["tasks"], options["seeds"], options["out"], model=options["model"],
                                 base_url=options["base_url"], api_key_env=options["api_key_env"],
                                 max_turns=options["max_turns"], keep_turns=options["keep_turns"],
-                                max_idle_turns=options["max_idle_turns"], temperature=options["temperature"])
+                                max_idle_turns=options["max_idle_turns"], temperature=options["temperature"],
+                                retries=options["retries"])
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(f"job {job.pk}: {job.total} model trials")

@@ -2,65 +2,38 @@
 the API key, a Celery worker consuming Redis (database 11) against PostgreSQL plays both cells
 with the key from its own environment, and the key is in neither the database nor the folders.
 A worker killed while it waits for the model: the cell is played again, once, by another worker,
-into a clean folder (RabbitMQ, on a vhost of its own).  Run with ``DATABASE_URL`` pointing at
-PostgreSQL and ``-m services``."""
+into a clean folder (on the suite's broker, RabbitMQ under ``make test-services``)."""
 from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 from pathlib import Path
 
 import chat_stub
 import pytest
+from serverprocs import BIN, endpoint, server_env, wait_for
 from test_jobs_agents import TASK, end_window
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "services"))
-from serverprocs import BIN, Process, endpoint, server_env, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.services
 
 KEY = "sk-services-0123456789-never-stored"
 
 
-@pytest.fixture
-def processes(tmp_path):
-    started: list[Process] = []
-
-    def start(argv: list[str], env: dict[str, str], name: str) -> Process:
-        started.append(Process(argv, env, tmp_path / f"{name}.log"))
-        return started[-1]
-
-    yield start
-    for process in started:
-        process.stop(timeout=5)
-
-
-@pytest.fixture
-def live_database(require_service, skip_or_fail, transactional_db) -> str:
-    from django.db import connection
-
-    require_service("PostgreSQL", *endpoint("DATABASE_URL", "127.0.0.1", 5432))
-    if connection.vendor != "postgresql":
-        skip_or_fail(f"DATABASE_URL does not point to PostgreSQL (vendor is {connection.vendor!r})")
-    s = connection.settings_dict
-    return f"postgresql://{s['USER'] or 'postgres'}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 def test_a_worker_on_redis_plays_a_model_batch_with_the_key_from_its_own_environment(
         live_database, require_service, processes, tmp_path):
     from jobs.models import Job
 
-    require_service("Redis", "127.0.0.1", 6379)
-    env = server_env(live_database, CELERY_BROKER_URL="redis://127.0.0.1:6379/11")
+    redis = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    require_service("Redis", *endpoint("REDIS_URL", "127.0.0.1", 6379))
+    env = server_env(live_database, CELERY_BROKER_URL=redis.rsplit("/", 1)[0] + "/11")  # a database of its own
     env.pop("SB_AGENTS_SERVICE_KEY", None)
     out = tmp_path / "out"
     with chat_stub.endpoint(end_window, api_key=KEY) as (base_url, seen):
-        worker = processes([str(BIN / "celery"), "-A", "config", "worker", "--pool=solo", "--loglevel=INFO",
+        worker = processes.start([str(BIN / "celery"), "-A", "config", "worker", "--pool=solo", "--loglevel=INFO",
                             "-n", "agentstest@%h", "--without-gossip", "--without-mingle"],
                            {**env, "SB_AGENTS_SERVICE_KEY": KEY}, "worker")
-        submit = processes([str(BIN / "python"), "manage.py", "run_agents", "--model", "stub-1", "--base-url",
+        submit = processes.start([str(BIN / "python"), "manage.py", "run_agents", "--model", "stub-1", "--base-url",
                             base_url, "--tasks", TASK, "--seeds", "7", "11", "--max-turns", "3", "--out", str(out),
                             "--api-key-env", "SB_AGENTS_SERVICE_KEY", "--timeout", "180"], env, "submit")
         assert submit.popen.wait(timeout=200) == 0, submit.output() + worker.output()[-3000:]
@@ -79,17 +52,14 @@ def test_a_worker_on_redis_plays_a_model_batch_with_the_key_from_its_own_environ
 
 
 def test_a_worker_killed_mid_play_leaves_the_cell_to_another_worker_which_plays_it_once(
-        live_database, require_service, processes, tmp_path):
+        live_database, broker_up, processes, tmp_path):
     """The first worker's play hangs on the model; the worker is killed (SIGKILL, its whole group).
     RabbitMQ hands the message out again at once; the second worker finds the lease still live,
     plays nothing and checks again after it, then takes the item over: one more play, into a
     folder without the first attempt's leftovers."""
     from jobs.models import Job, JobItem
 
-    require_service("RabbitMQ", "127.0.0.1", 5672)
-    vhost = os.environ.get("STOREBENCH_TEST_AGENTS_VHOST", "sbagents")  # never the default vhost
-    env = server_env(live_database, CELERY_BROKER_URL=f"amqp://guest:guest@127.0.0.1:5672/{vhost}",
-                     STOREBENCH_AGENT_LEASE_SECONDS="15")
+    env = server_env(live_database, CELERY_BROKER_URL=broker_up, STOREBENCH_AGENT_LEASE_SECONDS="15")
     released = threading.Event()
 
     def hang_first(body: dict) -> tuple[int, bytes]:
@@ -102,8 +72,8 @@ def test_a_worker_killed_mid_play_leaves_the_cell_to_another_worker_which_plays_
                    "--without-gossip", "--without-mingle"]
     with chat_stub.endpoint(hang_first) as (base_url, seen):
         try:
-            first = processes([*worker_argv, "-n", "agents1@%h"], env, "worker1")
-            submit = processes([str(BIN / "python"), "manage.py", "run_agents", "--model", "stub-1", "--base-url",
+            first = processes.start([*worker_argv, "-n", "agents1@%h"], env, "worker1")
+            submit = processes.start([str(BIN / "python"), "manage.py", "run_agents", "--model", "stub-1", "--base-url",
                                 base_url, "--tasks", TASK, "--seeds", "7", "--max-turns", "3", "--out", str(out),
                                 "--no-wait"], env, "submit")
             assert submit.popen.wait(timeout=120) == 0, submit.output()
@@ -111,7 +81,7 @@ def test_a_worker_killed_mid_play_leaves_the_cell_to_another_worker_which_plays_
             item = JobItem.objects.get()
             assert item.status == JobItem.Status.RUNNING and item.attempts == 1
             first.kill()
-            second = processes([*worker_argv, "-n", "agents2@%h"], env, "worker2")
+            second = processes.start([*worker_argv, "-n", "agents2@%h"], env, "worker2")
             wait_for(lambda: Job.objects.get().finished, 120, "the job to end", second)
         finally:
             released.set()
