@@ -179,6 +179,13 @@ def test_an_unwritable_file_fails_the_job_with_the_reason(tmp_path):
     assert job.items.get().status == JobItem.Status.DONE  # the cell's work is kept
 
 
+def test_run_batch_no_wait_says_the_job_and_does_not_follow_it(tmp_path, capsys):
+    call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee",
+                 "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"), "--no-wait")
+    job = Job.objects.get()
+    assert capsys.readouterr().out == f"job {job.pk}: 1 trials\n"
+
+
 def test_run_batch_command_writes_the_trials(tmp_path, capsys):
     call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee",
                  "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"))

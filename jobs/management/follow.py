@@ -28,3 +28,12 @@ def follow(job: Job, timeout: float, write) -> Job:
     if job.status == Job.Status.FAILED:
         raise CommandError(f"job {job.pk} failed: {job.error}")
     return job
+
+
+def submitted(job: Job, what: str, options: dict, write) -> Job | None:
+    """What every submitting command does next: say the job's id and size (``what``: "cells",
+    "model trials"), then with ``--no-wait`` stop there (None), else :func:`follow` it."""
+    write(f"job {job.pk}: {job.total} {what}")
+    if options.get("no_wait"):
+        return None
+    return follow(job, options["timeout"], write)

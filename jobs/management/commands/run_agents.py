@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from environment.cli import TASKS_HELP, path_arg, positive_int, positive_seconds, seed_arg, whole_number
 from environment.errors import StoreBenchError
 from jobs.agents import DEFAULT_KEY_ENV, RUNNER
-from jobs.management.follow import follow
+from jobs.management.follow import submitted
 from jobs.submit import submit_agents
 from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS, RETRIES, temperature_arg
 
@@ -62,8 +62,6 @@ class Command(BaseCommand):
                                 retries=options["retries"])
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
-        self.stdout.write(f"job {job.pk}: {job.total} model trials")
-        if options["no_wait"]:
-            return
-        job = follow(job, options["timeout"], self.stdout.write)
-        self.stdout.write(json.dumps(job.summary))
+        followed = submitted(job, "model trials", options, self.stdout.write)
+        if followed is not None:
+            self.stdout.write(json.dumps(followed.summary))

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from environment.cli import TASKS_HELP, positive_seconds, seed_arg
 from environment.errors import StoreBenchError
-from jobs.management.follow import follow
+from jobs.management.follow import submitted
 from jobs.submit import submit_batch
 
 
@@ -27,6 +27,7 @@ class Command(BaseCommand):
                             help="folder to hold the trial folders (none of them may exist yet)")
         parser.add_argument("--timeout", type=positive_seconds, default=3600,
                             help="seconds to wait for the job (default 3600)")
+        parser.add_argument("--no-wait", action="store_true", help="submit and print the job id only")
 
     def handle(self, *args, **options):
         try:
@@ -34,6 +35,6 @@ class Command(BaseCommand):
                                actions=options["actions"], calibration=options["calibration"])
         except (StoreBenchError, ValueError) as exc:
             raise CommandError(getattr(exc, "message", None) or str(exc)) from exc
-        self.stdout.write(f"job {job.pk}: {job.total} trials")
-        job = follow(job, options["timeout"], self.stdout.write)
-        self.stdout.write(json.dumps(job.summary))
+        followed = submitted(job, "trials", options, self.stdout.write)
+        if followed is not None:
+            self.stdout.write(json.dumps(followed.summary))

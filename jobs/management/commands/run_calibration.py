@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from environment.cli import TASKS_HELP, positive_seconds, seed_arg, writable_file
 from environment.errors import StoreBenchError
-from jobs.management.follow import follow
+from jobs.management.follow import submitted
 from jobs.submit import submit_calibration
 
 
@@ -30,10 +30,10 @@ class Command(BaseCommand):
             job = submit_calibration(options["tasks"], options["seeds"], options["out"])
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
-        self.stdout.write(f"job {job.pk}: {job.total} cells")
-        if options["no_wait"]:
+        followed = submitted(job, "cells", options, self.stdout.write)
+        if followed is None:
             return
-        job = follow(job, options["timeout"], self.stdout.write)
+        job = followed
         failures = job.summary.get("gate_failures", [])
         for failure in failures:
             self.stderr.write(f"GATE FAILURE: {failure}")
