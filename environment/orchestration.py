@@ -30,10 +30,22 @@ from .world import load_world, world_hash
 
 
 def expand_tasks(tasks: Sequence[str]) -> list[str]:
-    """The task ids a run names, each group name (:data:`TASK_GROUPS`) replaced by its tasks in
-    registry order: ``all`` is every eval and train task, ``eval`` and ``train`` one split."""
-    return [tid for name in tasks
-            for tid in ([t.id for t in all_tasks(TASK_GROUPS[name])] if name in TASK_GROUPS else [name])]
+    """The task ids a run names, each group name (:data:`~environment.tasks.TASK_GROUPS`) replaced
+    by its tasks in registry order: ``all`` is every eval and train task, ``eval`` and ``train`` one
+    split.  A task a group names again (``eval steady``) is refused saying which group holds it; one
+    named twice by id is left to :func:`run_cells`."""
+    ids: list[str] = []
+    named_by: dict[str, str] = {}
+    for name in tasks:
+        for tid in [t.id for t in all_tasks(TASK_GROUPS[name])] if name in TASK_GROUPS else [name]:
+            if tid in named_by and (name in TASK_GROUPS or named_by[tid] in TASK_GROUPS):
+                groups = list(dict.fromkeys(g for g in (named_by[tid], name) if g in TASK_GROUPS))
+                raise StoreBenchError(f"--tasks names {tid} more than once ({' and '.join(groups)} "
+                                      f"{'includes' if len(groups) == 1 else 'include'} it): give each task once "
+                                      "(every task-seed cell runs once)")
+            named_by.setdefault(tid, name)
+            ids.append(tid)
+    return ids
 
 
 def run_cells(task_ids: Iterable[str], seeds: Iterable[int]) -> list[tuple[str, int]]:

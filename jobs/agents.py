@@ -1,8 +1,10 @@
 """Model-trial batches as a job: one item per task-seed cell, each played by an LLM.
 
 Each item plays :func:`mcp_client.agent.play` (the function behind ``storebench agent``)
-into a folder of its own, ``OUT/<task>-<seed>-agent``, which then holds play's session
-folder (``<task>__s<seed>__<id>``) and ``agent.log`` (play's per-turn lines).  The job is a
+into a folder of its own, ``OUT/job-<id>/<task>-<seed>-agent``, which then holds play's session
+folder (``<task>__s<seed>__<id>``) and ``agent.log`` (play's per-turn lines).  Every job has a
+folder of its own under ``OUT``, so two jobs given one ``OUT`` (a command run again after its
+wait timed out, while the first job still plays) never touch each other's cells.  The job is a
 ``Job.Kind.BATCH`` whose params say ``"runner": "agent"``; its summary is the scripted
 batch's (trials, passed, mean_composite) with the token totals.
 
@@ -52,15 +54,17 @@ calibration cells and scripted trials, which replay to the same bytes) is not us
   or host died) takes the item over: it removes what the dead attempt left (the item's
   folder, if it got that far, and every ``.attempt-*`` folder of the cell) and plays again.
 * **Fencing: only the lease holder writes the item's folder.**  Every attempt plays into a
-  private folder ``OUT/.<task>-<seed>-agent.attempt-<owner>``; when play returns, the item
+  private folder ``.<task>-<seed>-agent.attempt-<owner>`` beside it; when play returns, the item
   is published (:func:`publish`) under the item's row lock *only if the lease is still this
-  attempt's*: the private folder is renamed to ``OUT/<task>-<seed>-agent`` and the item is
+  attempt's*: the private folder is renamed to the item's folder and the item is
   marked done in the same transaction.  An attempt that lost its lease (it stalled past the
   lease, and another worker took over) publishes nothing and removes its private folder;
   its heartbeat also cancels its play as soon as it sees the lease gone, so it stops
   spending tokens.  Two concurrent plays of one cell therefore never both write the cell's
-  folder or result, and no cell is lost: until an item is done or failed there is always
-  either a live lease (a player) or a message that will take it over once the lease expires.
+  folder or result, and a dead player's cell is not lost: until its item is done or failed
+  there is a live lease (a player) or a message that will take it over once the lease has
+  expired (as for every job task, a delivery that fails before it claims, say the database
+  away, is acknowledged and lost).
 
 Scripted batches and calibration keep their replay-on-redelivery behaviour (they never set
 a lease).
@@ -82,6 +86,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -101,16 +106,26 @@ RUNNER = "agent"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # How long a player's lease lasts (STOREBENCH_AGENT_LEASE_SECONDS, default 300 s): a dead player's cell
 # is played again at most about this long after its last heartbeat; the heartbeat comes five times a lease.
-LEASE_SECONDS = float(os.environ.get("STOREBENCH_AGENT_LEASE_SECONDS", "300"))
+LEASE_MIN_SECONDS = 10
+
+
+def _lease_seconds(raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= LEASE_MIN_SECONDS or seconds == float("inf"):
+        raise ImproperlyConfigured(f"STOREBENCH_AGENT_LEASE_SECONDS must be a number of seconds of at least "
+                                   f"{LEASE_MIN_SECONDS}, not {raw!r} (unset, it is 300)")
+    return seconds
+
+
+LEASE_SECONDS = _lease_seconds(os.environ.get("STOREBENCH_AGENT_LEASE_SECONDS", "300"))
 HEARTBEAT_SECONDS = LEASE_SECONDS / 5
 RECHECK_MAX_SECONDS = 600  # a delayed check stays below Redis's visibility timeout (900 s)
 LOG_NAME = "agent.log"
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def is_agent_job(job: Job) -> bool:
-    return job.kind == Job.Kind.BATCH and job.params.get("runner") == RUNNER
 
 
 def check_base_url(base_url: str) -> None:
@@ -127,6 +142,10 @@ def check_key_env(name: str) -> None:
         # the value is not echoed: someone may have given the key itself
         raise StoreBenchError("--api-key-env must name an environment variable (letters, digits and _, not "
                               "starting with a digit): the variable's name, never the key")
+
+
+def job_folder(out: Path, job_id: int) -> Path:
+    return out / f"job-{job_id}"
 
 
 def item_folder(root: Path, task: str, seed: int) -> Path:
@@ -151,19 +170,18 @@ def create_agent_job(tasks: list[str], seeds: list[int], out: str | Path, *, mod
         raise StoreBenchError(f"--keep-turns and --retries must be 0 or more, not {keep_turns} and {retries}")
     task_ids = expand_tasks(tasks)
     cells = run_cells(task_ids, seeds)  # unknown tasks, a task or seed named twice
-    root = Path(out).resolve()
-    taken = [f for f in (item_folder(root, t, s) for t, s in cells)
-             if f.exists() and (not f.is_dir() or any(f.iterdir()))]
-    if taken:
-        raise StoreBenchError(f"the trial folder {taken[0]} already exists; use a new --out" if len(taken) == 1 else
-                              f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
     root = writable_folder(out, "--out").resolve()  # the last check: it creates the folder
     with transaction.atomic():
         job = Job.objects.create(kind=Job.Kind.BATCH, total=len(cells), params={
             "runner": RUNNER, "tasks": list(dict.fromkeys(t for t, _ in cells)), "seeds": [int(s) for s in seeds],
-            "out": str(root), "model": model, "base_url": base_url, "api_key_env": api_key_env,
+            "out": "", "model": model, "base_url": base_url, "api_key_env": api_key_env,
             "max_turns": max_turns, "keep_turns": keep_turns, "max_idle_turns": max_idle_turns,
             "temperature": temperature, "retries": retries})
+        root = job_folder(root, job.pk)
+        if root.exists():  # another database's job of the same number wrote here: the row is rolled back
+            raise StoreBenchError(f"{root} already exists (a job of another database?); use a new --out")
+        job.params["out"] = str(root)
+        job.save(update_fields=["params"])
         JobItem.objects.bulk_create(
             JobItem(job=job, index=i, key=f"{t}:{s}",
                     params={"task": t, "seed": int(s), "out": str(item_folder(root, t, s))})
@@ -320,7 +338,8 @@ def play_item(item: JobItem, owner: str) -> str:
         with open(attempt / LOG_NAME, "w", encoding="utf-8") as log:
             run = asyncio.run(_leased_play(item, owner, attempt, api_key, log))
         if run.result is None:
-            missing = "" if api_key else f" (no API key was sent: ${key_env} is not set on this worker)"
+            refused = run.endpoint_status in (401, 403)
+            missing = f" (no API key was sent: ${key_env} is not set on this worker)" if refused and not api_key else ""
             raise StoreBenchError(f"{run.endpoint_error or 'the endpoint failed'}; it never answered a completion, "
                                   f"so no trial was written{missing}")
         session_folder = final / Path(str(run.result["out"])).name

@@ -38,7 +38,8 @@ A sweep (:func:`play_many`, or the command given several tasks or seeds) plays e
 ``concurrency`` of them at a time in one process: a model turn is mostly waiting on the endpoint,
 and each cell has its own MCP server, session and connection, so cells share nothing but the
 endpoint.  Each turn's line on the log names its cell.  With ``skip_played`` a cell that already
-has a finished trial by the same model and this harness under ``trials`` is not played again;
+has a finished trial by the same model, this harness, turn cap and compaction under ``trials`` (not
+one the endpoint cut short) is not played again;
 its folder's score counts in the summary, so an interrupted sweep is finished by running the
 same command again.  A cell whose endpoint never answered is reported as failed and the sweep
 goes on.
@@ -99,7 +100,12 @@ class Log(Protocol):
 
 
 class EndpointError(RuntimeError):
-    """The chat-completions endpoint failed or answered something that is not a completion."""
+    """The chat-completions endpoint failed or answered something that is not a completion;
+    ``status`` is its last HTTP status, None when it did not answer."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -118,6 +124,7 @@ class AgentRun:
                                                              "retries": 0})
     ended_by: str = ""
     endpoint_error: str = ""  # how the endpoint failed, when ended_by is ENDED_BY_ENDPOINT
+    endpoint_status: int | None = None  # its last HTTP status then (None: it did not answer)
     result: dict | None = None
 
     def all_metrics(self) -> dict[str, int]:
@@ -182,16 +189,16 @@ async def _complete(http: httpx.AsyncClient, url: str, body: dict, retry: Retry,
         try:
             response = await http.post(url, json=body)
         except httpx.HTTPError as exc:
-            failure = f"did not answer: {exc}"
+            failure = f"did not answer: {type(exc).__name__}" + (f": {exc}" if str(exc) else "")  # a timeout has no text
         else:
             if response.status_code == 200:
                 break
             failure = f"answered {response.status_code}: {response.text[:300]}"
             if response.status_code not in RETRY_STATUSES:
-                raise EndpointError(f"the endpoint {url} {failure}")
+                raise EndpointError(f"the endpoint {url} {failure}", response.status_code)
         if attempt >= retry.retries:
             again = f" (after {attempt} {'retry' if attempt == 1 else 'retries'})" if attempt else ""
-            raise EndpointError(f"the endpoint {url} {failure}{again}")
+            raise EndpointError(f"the endpoint {url} {failure}{again}", None if response is None else response.status_code)
         pause = retry.wait(attempt, response)
         attempt += 1
         metrics["retries"] += 1
@@ -248,7 +255,7 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                     if isinstance(usage.get(key), int):
                         run.metrics[key] += usage[key]
                 message = data["choices"][0]["message"]
-                calls = message.get("tool_calls") or []
+                calls = _well_formed(message.get("tool_calls"))
                 turn: list[dict] = [{"role": "assistant", "content": message.get("content"),
                                      **({"tool_calls": calls} if calls else {})}]
                 for call in calls:
@@ -273,13 +280,13 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                 run.ended_by = session.ended_by_itself() or "turn cap"
         except EndpointError as exc:
             run.ended_by = ENDED_BY_ENDPOINT
-            run.endpoint_error = str(exc)
+            run.endpoint_error, run.endpoint_status = str(exc), exc.status
             if run.metrics["requests"] == 0:
                 print(f"storebench agent: {exc}; the endpoint never answered a completion, so nothing was played "
                       "and no trial was written", file=log, flush=True)
                 return run
             print(f"storebench agent: {exc}; ending the episode", file=log, flush=True)
-    labels = {"model": model, "harness": HARNESS, "context_policy": f"keep last {keep_turns} turns",
+    labels = {"model": model, "harness": HARNESS, "context_policy": _context_policy(keep_turns),
               "max_turns": max_turns, "turns_taken": run.turns_taken, "metrics": run.all_metrics()}
     run.result = session.end(labels, ended_by=run.ended_by)
     return run
@@ -306,10 +313,16 @@ class _CellLog:
         self.target.flush()
 
 
-def played_before(trials: str | Path, task: str, seed: int, model: str,
-                  calibration: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _context_policy(keep_turns: int) -> str:
+    return f"keep last {keep_turns} turns"
+
+
+def played_before(trials: str | Path, task: str, seed: int, model: str, calibration: dict[str, Any] | None = None,
+                  *, max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS) -> dict[str, Any] | None:
     """The newest finished trial of ``task`` at ``seed`` by ``model`` under ``trials`` played by this
-    runner (``summary.json``'s ``harness``), as a sweep's row; None if there is none.
+    runner (``summary.json``'s ``harness``) with the same turn cap and compaction, as a sweep's row;
+    None if there is none.  A trial the endpoint cut short (``ended_by`` "endpoint error") is not
+    finished: the cell is played again.
 
     A trial folder is written whole or not at all (:func:`environment.artifacts.write_trial`), so a
     folder with its ``summary.json`` and ``score.json`` is a finished trial; one whose files cannot be
@@ -323,7 +336,9 @@ def played_before(trials: str | Path, task: str, seed: int, model: str,
         except (OSError, ValueError):
             continue
         if (isinstance(summary, dict) and isinstance(score, dict) and summary.get("model") == model
-                and summary.get("harness") == HARNESS and summary.get("task") == task and summary.get("seed") == seed):
+                and summary.get("harness") == HARNESS and summary.get("task") == task and summary.get("seed") == seed
+                and summary.get("max_turns") == max_turns and summary.get("context_policy") == _context_policy(keep_turns)
+                and summary.get("ended_by") != ENDED_BY_ENDPOINT):
             found.append((path.parent, summary, score))
     if not found:
         return None
@@ -353,7 +368,8 @@ async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: s
     async def one(index: int, task: str, seed: int) -> dict[str, Any]:
         name = f"{task}/{seed}"
         if skip_played:
-            before = played_before(trials, task, seed, model, calibration)
+            before = played_before(trials, task, seed, model, calibration, max_turns=options.get("max_turns", MAX_TURNS),
+                                   keep_turns=options.get("keep_turns", KEEP_TURNS))
             if before is not None:
                 print(f"{name}: already played by {model} ({before['out']}); skipped", file=log, flush=True)
                 return before
@@ -389,9 +405,20 @@ def sweep_summary(model: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "metrics": tokens, "rows": list(rows)}
 
 
+def _well_formed(calls: Any) -> list[dict]:
+    """The reply's tool calls that can be answered: objects with a ``function`` object.  Anything
+    else a model may send (a call that is a string, ``tool_calls`` as an object) is left out of
+    the conversation, as a reply without that call."""
+    if not isinstance(calls, list):
+        return []
+    return [c for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+
+
 async def _run_tool(client: Any, call: dict) -> str:
-    function = call.get("function") or {}
-    name = function.get("name", "")
+    function = call["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        return "Error: a tool call must name a tool (function.name, a string); nothing was called."
     raw = function.get("arguments") or "{}"
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
@@ -473,8 +500,9 @@ def add_agent_command(sub: Any) -> None:
                        help="cells played at once in a sweep (default 1); the endpoint then gets up to this many "
                             "requests at a time")
     agent.add_argument("--skip-played", action="store_true",
-                       help="do not play a cell that already has a finished trial by this --model under --trials "
-                            "(its score counts in the summary): run an interrupted sweep again with this to finish it")
+                       help="do not play a cell that already has a finished trial by this --model with the same "
+                            "--max-turns and --keep-turns under --trials (its score counts in the summary; one the "
+                            "endpoint cut short is played again): run an interrupted sweep again with this to finish it")
     agent.add_argument("--trials", default="trials", type=path_arg, help="where the trial folders are written (default ./trials)")
     agent.add_argument("--max-turns", type=positive_int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
     agent.add_argument("--keep-turns", type=whole_number(0), default=KEEP_TURNS,

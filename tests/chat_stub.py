@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ def completion(message: dict, *, model: str = "stub", prompt_tokens: int = 10,
 @contextmanager
 def endpoint(responder: Responder, *, api_key: str | None = None) -> Iterator[tuple[str, list[dict]]]:
     """Serve ``responder`` at ``/v1/chat/completions``; yields the base URL and the request
-    bodies seen.  Another path, or (with ``api_key``) another bearer token, answers 404."""
+    bodies seen.  Another path answers 404; (with ``api_key``) another bearer token, or none, 401."""
     seen: list[dict] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -32,7 +33,7 @@ def endpoint(responder: Responder, *, api_key: str | None = None) -> Iterator[tu
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             wrong_key = api_key is not None and self.headers.get("Authorization") != f"Bearer {api_key}"
             if self.path != "/v1/chat/completions" or wrong_key:
-                self.send_response(404)
+                self.send_response(404 if self.path != "/v1/chat/completions" else 401)
                 self.end_headers()
                 return
             seen.append(body)
@@ -48,7 +49,12 @@ def endpoint(responder: Responder, *, api_key: str | None = None) -> Iterator[tu
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request, client_address):  # a client that gave up (a timeout) is no error here
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                super().handle_error(request, client_address)
+
+    server = Server(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

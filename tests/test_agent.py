@@ -123,6 +123,6 @@ def test_a_failing_endpoint_ends_the_episode_with_a_clear_message(endpoint, tmp_
                           "--api-key", "wrong", "--trials", str(tmp_path / "trials")],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1
-    assert "answered 404" in out.stderr and "no trial was written" in out.stderr
+    assert "answered 401" in out.stderr and "no trial was written" in out.stderr
     assert json.loads(out.stdout)["ended_by"] == "endpoint error"
     assert list((tmp_path / "trials").iterdir()) == []  # it never answered a completion: nothing was played

@@ -105,3 +105,17 @@ def test_the_command_refuses_a_temperature_that_is_no_sampling_temperature(value
                           "http://127.0.0.1:9/v1", "--temperature", value], cwd=REPO, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 2 and "argument --temperature:" in out.stderr.splitlines()[-1]
+
+
+def test_a_request_that_timed_out_says_so(tmp_path):
+    import time
+
+    def slow(body: dict) -> tuple[int, bytes]:
+        time.sleep(1.5)
+        return end_window(body)
+
+    with endpoint(slow) as (url, _seen):
+        result = asyncio.run(play(TASK, SEED, model="stub", base_url=url, trials=tmp_path, max_turns=1,
+                                  log=io.StringIO(), retry=Retry(retries=0), timeout=0.2))
+    assert result.result is None and result.endpoint_status is None
+    assert result.endpoint_error == f"the endpoint {url}/chat/completions did not answer: ReadTimeout"

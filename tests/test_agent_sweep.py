@@ -83,7 +83,7 @@ def test_skip_played_leaves_a_cell_this_model_finished_and_counts_its_score(tmp_
         requests_before = len(seen)
         rows = sweep(url, tmp_path, [7, 11], skip_played=True)
         assert len(seen) == requests_before + 2  # cell 11 only, two turns
-    assert rows[0] == {**played_before(tmp_path, TASK, 7, "stub"), "skipped": True}
+    assert rows[0] == {**played_before(tmp_path, TASK, 7, "stub", max_turns=2), "skipped": True}
     assert (rows[0]["out"], rows[0]["reward_composite"], rows[0]["pass"]) == (first["out"], first["reward_composite"],
                                                                              first["pass"])
     assert rows[1].get("skipped") is None and rows[1]["out"] != first["out"]
@@ -92,17 +92,56 @@ def test_skip_played_leaves_a_cell_this_model_finished_and_counts_its_score(tmp_
 def test_skip_played_does_not_count_another_models_trial(tmp_path):
     with endpoint(end_window) as (url, _seen):
         sweep(url, tmp_path, [7])
-        assert played_before(tmp_path, TASK, 7, "another-model") is None
+        assert played_before(tmp_path, TASK, 7, "another-model", max_turns=2) is None
         rows = asyncio.run(play_many([(TASK, 7)], model="another-model", base_url=url, trials=tmp_path,
                                      max_turns=2, skip_played=True, log=io.StringIO()))
     assert rows[0].get("skipped") is None and len(list(tmp_path.iterdir())) == 2
 
 
+def test_a_trial_with_another_turn_cap_or_compaction_is_not_the_same_play(tmp_path):
+    with endpoint(end_window) as (url, _seen):
+        sweep(url, tmp_path, [7])  # max_turns 2, keep_turns 3
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2, keep_turns=3) is not None
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=150) is None
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2, keep_turns=0) is None
+
+
+def test_a_trial_the_endpoint_cut_short_is_played_again(tmp_path):
+    answered: list[int] = []
+
+    def fails_after_one_turn(body: dict) -> tuple[int, bytes]:
+        answered.append(1)
+        return end_window(body) if len(answered) == 1 else (400, b"bad request")
+
+    with endpoint(fails_after_one_turn) as (url, _seen):
+        (cut,) = sweep(url, tmp_path, [7])
+    assert cut["ended_by"] == "endpoint error" and cut["out"] is not None
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2) is None
+    with endpoint(end_window) as (url, seen):
+        (again,) = sweep(url, tmp_path, [7], skip_played=True)
+    assert again.get("skipped") is None and len(seen) == 2
+
+
+def test_a_malformed_tool_call_is_answered_and_the_sweep_goes_on(tmp_path):
+    def malformed_then_end(body: dict) -> tuple[int, bytes]:
+        if len(body["messages"]) == 2:  # each cell's first request
+            return completion({"role": "assistant", "content": None, "tool_calls": [
+                "not a call", {"id": "x", "type": "function", "function": {"name": None, "arguments": "{}"}}]})
+        return end_window(body)
+
+    with endpoint(malformed_then_end) as (url, _seen):
+        rows = sweep(url, tmp_path, [7, 11], concurrency=2)
+    assert [r["out"] is not None for r in rows] == [True, True]
+    summary = json.loads((Path(rows[0]["out"]) / "summary.json").read_text())
+    assert summary["metrics"]["tool_calls"] == 2  # the call without a name was answered; the string was dropped
+
+
 def test_a_folder_whose_files_cannot_be_read_is_not_a_finished_trial(tmp_path):
     with endpoint(end_window) as (url, _seen):
         (first,) = sweep(url, tmp_path, [7])
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2) is not None
     (Path(first["out"]) / "score.json").write_text("{truncated")
-    assert played_before(tmp_path, TASK, 7, "stub") is None
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2) is None
 
 
 def test_cells_the_endpoint_never_answered_are_listed_and_the_command_exits_1(tmp_path):

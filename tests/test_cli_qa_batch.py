@@ -76,11 +76,16 @@ def test_task_groups_expand_to_their_split_in_registry_order():
     assert expand_tasks(["train", "steady"]) == [*training, "steady"]
 
 
-def test_a_task_a_group_already_names_is_refused_as_named_twice(capsys, tmp_path):
+def test_a_task_a_group_already_names_is_refused_saying_which_group_holds_it(capsys, tmp_path):
+    from environment.orchestration import expand_tasks
+
     code, _out, err = run(capsys, "batch", "--tasks", "eval", "steady", "--seeds", "7", "--policy", "absentee",
                           "--out", tmp_path / "b")
     assert code == 2
-    assert err == "storebench: --tasks names steady more than once: give each once (every task-seed cell runs once)\n"
+    assert err == ("storebench: --tasks names steady more than once (eval includes it): give each task once "
+                   "(every task-seed cell runs once)\n")
+    with pytest.raises(StoreBenchError, match=r"names black-swan more than once \(all and eval include it\)"):
+        expand_tasks(["all", "eval"])
 
 
 def test_calibrate_refuses_a_repeated_seed_before_any_cell(capsys, tmp_path):

@@ -48,7 +48,7 @@ def test_a_two_cell_job_writes_two_graded_trial_folders_and_a_summary(tmp_path, 
     assert set(job.summary) >= {"passed", "mean_composite", "ended_by"}
     for item, seed in zip(job.items.order_by("index"), (7, 11), strict=True):
         result = json.loads(item.result_json)
-        folder = tmp_path / "out" / f"{TASK}-{seed}-agent"
+        folder = tmp_path / "out" / f"job-{job.pk}" / f"{TASK}-{seed}-agent"
         assert item.status == JobItem.Status.DONE and item.params["out"] == str(folder)
         session = Path(result["out"])
         assert session.parent == folder and (session / "score.json").is_file() and (session / "summary.json").is_file()
@@ -56,14 +56,16 @@ def test_a_two_cell_job_writes_two_graded_trial_folders_and_a_summary(tmp_path, 
         assert labels["model"] == "stub-1" and labels["ended_by"] == result["ended_by"] == "turn cap"
         assert (folder / "agent.log").read_text().startswith("turn 1:")
         assert item.lease_until is None
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"{TASK}-11-agent", f"{TASK}-7-agent"]
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"job-{job.pk}"]
+    assert sorted(p.name for p in (tmp_path / "out" / f"job-{job.pk}").iterdir()) == [f"{TASK}-11-agent", f"{TASK}-7-agent"]
+    assert job.params["out"] == str(tmp_path / "out" / f"job-{job.pk}")
     printed = capsys.readouterr().out
     assert "[2/2] done" in printed and '"trials": 2' in printed
 
 
 def test_the_key_comes_from_the_named_variable_as_a_bearer_token_and_is_stored_nowhere(tmp_path, monkeypatch):
     monkeypatch.setenv("SB_AGENTS_TEST_KEY", KEY)
-    with chat_stub.endpoint(end_window, api_key=KEY) as (base_url, seen):  # another key: 404
+    with chat_stub.endpoint(end_window, api_key=KEY) as (base_url, seen):  # another key: 401
         run_agents(base_url, tmp_path / "out", "--api-key-env", "SB_AGENTS_TEST_KEY")
     job = Job.objects.get()
     assert job.status == Job.Status.DONE, job.error
@@ -79,7 +81,7 @@ def test_the_key_comes_from_the_named_variable_as_a_bearer_token_and_is_stored_n
 def test_a_worker_without_the_variable_sends_no_key_and_says_so(tmp_path, monkeypatch):
     monkeypatch.delenv("SB_AGENTS_UNSET", raising=False)
     with chat_stub.endpoint(end_window, api_key=KEY) as (base_url, _seen):
-        with pytest.raises(CommandError, match=r"answered 404.*\$SB_AGENTS_UNSET is not set on this worker"):
+        with pytest.raises(CommandError, match=r"answered 401.*\$SB_AGENTS_UNSET is not set on this worker"):
             run_agents(base_url, tmp_path / "out", "--api-key-env", "SB_AGENTS_UNSET")
 
 
@@ -94,7 +96,8 @@ def test_an_endpoint_that_never_answers_fails_the_item_with_its_message(tmp_path
     item = job.items.get()
     assert (job.status, item.status) == (Job.Status.FAILED, JobItem.Status.FAILED)
     assert "answered 503" in item.error and "model overloaded" in item.error
-    assert list((tmp_path / "out").iterdir()) == []  # no trial, no attempt folder
+    assert list(Path(job.params["out"]).iterdir()) == []  # no trial, no attempt folder
+    assert "is not set on this worker" not in item.error  # a 503 is not about the key
 
 
 def test_an_endpoint_error_after_some_turns_is_a_graded_trial_ended_by_the_endpoint(tmp_path):
@@ -188,7 +191,7 @@ def test_an_attempt_that_lost_its_lease_while_playing_writes_nothing(tmp_path):
         assert seen and taken == [1]
     item.refresh_from_db()
     assert (item.status, item.lease_owner, item.result_json) == (JobItem.Status.RUNNING, "thief:1", "")
-    assert list((tmp_path / "out").iterdir()) == []
+    assert list(Path(item.params["out"]).parent.iterdir()) == []
 
 
 @pytest.mark.parametrize("args, refusal", [
@@ -212,12 +215,25 @@ def test_bad_input_is_refused_before_any_row_or_folder(tmp_path, args, refusal):
     assert not Job.objects.exists() and not JobItem.objects.exists() and not (tmp_path / "out").exists()
 
 
-def test_an_existing_trial_folder_is_refused_before_any_row(tmp_path):
-    (tmp_path / "out" / f"{TASK}-7-agent").mkdir(parents=True)
-    (tmp_path / "out" / f"{TASK}-7-agent" / "x").write_text("an earlier trial")
-    with pytest.raises(StoreBenchError, match="already exists; use a new --out"):
+def test_two_jobs_on_one_out_each_keep_their_own_trials(tmp_path):
+    with chat_stub.endpoint(end_window) as (base_url, _seen):
+        first = _job(tmp_path, base_url)
+        second = _job(tmp_path, base_url)  # the command run again while the first job still plays
+        tasks.run_agent_trial.delay(first.items.get().pk)
+        tasks.run_agent_trial.delay(second.items.get().pk)
+    outs = [Path(json.loads(job.items.get().result_json)["out"]) for job in (first, second)]
+    assert outs[0] != outs[1] and all((out / "score.json").is_file() for out in outs)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([f"job-{first.pk}", f"job-{second.pk}"])
+
+
+def test_a_job_folder_already_there_is_refused_and_no_row_is_kept(tmp_path):
+    with chat_stub.endpoint(end_window) as (base_url, _seen):
+        taken = _job(tmp_path, base_url)
+    Job.objects.all().delete()  # as in another database, whose next job has the same number
+    (tmp_path / "out" / f"job-{taken.pk + 1}").mkdir()
+    with pytest.raises(StoreBenchError, match=f"job-{taken.pk + 1} already exists"):
         create_agent_job([TASK], [7], tmp_path / "out", model="m", base_url="http://127.0.0.1:9/v1")
-    assert not Job.objects.exists()
+    assert not Job.objects.exists() and not JobItem.objects.exists()
 
 
 def test_help_explains_each_option(capsys):
@@ -294,7 +310,7 @@ def test_a_player_whose_lease_is_taken_over_stops_playing_at_once(tmp_path, monk
         assert len(seen) in (1, 2)
     item.refresh_from_db()
     assert (item.status, item.lease_owner, item.result_json) == (JobItem.Status.RUNNING, "thief:1", "")
-    assert list((tmp_path / "out").iterdir()) == []
+    assert list(Path(item.params["out"]).parent.iterdir()) == []
 
 
 def test_retries_reach_the_workers_runner(tmp_path):
@@ -311,3 +327,13 @@ def test_retries_reach_the_workers_runner(tmp_path):
     job = Job.objects.get()
     assert job.status == Job.Status.DONE and job.params["retries"] == 1
     assert json.loads(job.items.get().result_json)["metrics"]["retries"] == 1
+
+
+@pytest.mark.parametrize("raw", ["5m", "0", "9", "nan", "inf", ""])
+def test_a_lease_length_that_is_no_usable_number_of_seconds_is_refused_naming_the_variable(raw):
+    from django.core.exceptions import ImproperlyConfigured
+
+    with pytest.raises(ImproperlyConfigured, match=r"^STOREBENCH_AGENT_LEASE_SECONDS must be a number of seconds of "
+                                                   r"at least 10, not '.*' \(unset, it is 300\)$"):
+        agents._lease_seconds(raw)
+    assert agents._lease_seconds("15") == 15.0

@@ -91,8 +91,8 @@ def test_a_worker_killed_mid_play_leaves_the_cell_to_another_worker_which_plays_
     assert item.attempts == 2 and len(seen) > 1
     assert "its lease is live" in second.output()  # the redelivery came while the lease was live
     assert "expired; playing the cell again" in second.output()
-    folder = out / f"{TASK}-7-agent"
+    folder = out / f"job-{job.pk}" / f"{TASK}-7-agent"
     session = Path(json.loads(item.result_json)["out"])
     assert sorted(p.name for p in folder.iterdir()) == sorted(["agent.log", session.name])
-    assert [p.name for p in out.iterdir()] == [folder.name]  # no attempt folder left
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no attempt folder left
     assert (session / "score.json").is_file()
