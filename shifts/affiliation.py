@@ -11,9 +11,13 @@ for someone no app knows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from .models import Shift
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -22,37 +26,40 @@ class Affiliation:
     show_threshold: bool  # whether the end page may show the cell's pass threshold
 
 
-Lookup = Callable[[Shift], Affiliation | None]
-_lookups: list[Lookup] = []
+@dataclass
+class Lookups(Generic[K, V]):
+    """Lookups that apps above add; the first answer that is not None wins."""
+
+    lookups: list[Callable[[K], V | None]] = field(default_factory=list)
+
+    def add(self, lookup: Callable[[K], V | None]) -> None:
+        """Ask ``lookup`` too (adding it twice adds it once)."""
+        if lookup not in self.lookups:
+            self.lookups.append(lookup)
+
+    def first(self, key: K) -> V | None:
+        for lookup in self.lookups:
+            found = lookup(key)
+            if found is not None:
+                return found
+        return None
 
 
-def add_lookup(lookup: Lookup) -> None:
-    """Ask ``lookup(shift)`` too (adding it twice adds it once)."""
-    if lookup not in _lookups:
-        _lookups.append(lookup)
+_affiliations: Lookups[Shift, Affiliation] = Lookups()
+_person_pages: Lookups[int, str] = Lookups()  # a user's id -> the URL of their page there
+
+
+def add_lookup(lookup: Callable[[Shift], Affiliation | None]) -> None:
+    _affiliations.add(lookup)
 
 
 def affiliation_of(shift: Shift) -> Affiliation | None:
-    for lookup in _lookups:
-        found = lookup(shift)
-        if found is not None:
-            return found
-    return None
+    return _affiliations.first(shift)
 
 
-PersonPage = Callable[[int], str | None]  # a user's id -> the URL of their page there, or None
-_person_pages: list[PersonPage] = []
-
-
-def add_person_page(lookup: PersonPage) -> None:
-    """Ask ``lookup(user_id)`` too (adding it twice adds it once)."""
-    if lookup not in _person_pages:
-        _person_pages.append(lookup)
+def add_person_page(lookup: Callable[[int], str | None]) -> None:
+    _person_pages.add(lookup)
 
 
 def person_page_of(user_id: int) -> str | None:
-    for lookup in _person_pages:
-        found = lookup(user_id)
-        if found is not None:
-            return found
-    return None
+    return _person_pages.first(user_id)
