@@ -38,11 +38,11 @@ A sweep (:func:`play_many`, or the command given several tasks or seeds) plays e
 ``concurrency`` of them at a time in one process: a model turn is mostly waiting on the endpoint,
 and each cell has its own MCP server, session and connection, so cells share nothing but the
 endpoint.  Each turn's line on the log names its cell.  With ``skip_played`` a cell that already
-has a finished trial by the same model, this harness, turn cap and compaction under ``trials`` (not
-one the endpoint cut short) is not played again;
-its folder's score counts in the summary, so an interrupted sweep is finished by running the
-same command again.  A cell whose endpoint never answered is reported as failed and the sweep
-goes on.
+has a finished trial by the same model, this harness, turn cap and compaction under ``trials``
+(not one the endpoint cut short) is not played again; its folder's score counts in the summary,
+so an interrupted sweep is finished by running the same command again.  A cell whose endpoint
+never answered is reported as unplayed and the sweep goes on; a malformed tool call is answered
+as an error (or, not being an object, left out), as a refusal would be, and the cell plays on.
 """
 
 from __future__ import annotations
