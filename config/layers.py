@@ -66,7 +66,10 @@ RECANCEL_SECONDS = 0.2
 class ReceiveEndsWhenCancelled:
     """A channel layer whose ``receive``, once cancelled, is cancelled again every
     :data:`RECANCEL_SECONDS` until it has ended (see the module); then the cancellation
-    goes on.  Mixed in before the layer class."""
+    goes on.  A further cancellation meanwhile does not stop that: ``asyncio.run`` closing
+    its loop cancels every task, this one and its receive alike, and then waits for them all,
+    so a receive left running there would hold the loop for good.  Mixed in before the layer
+    class."""
 
     async def receive(self, channel: str) -> dict[str, Any]:
         task = asyncio.ensure_future(super().receive(channel))  # type: ignore[misc]
@@ -75,7 +78,10 @@ class ReceiveEndsWhenCancelled:
         except asyncio.CancelledError:
             while not task.done():
                 task.cancel()
-                await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+                try:
+                    await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+                except asyncio.CancelledError:
+                    pass  # cancelled again meanwhile (an event loop closing cancels every task): end the receive first
             if not task.cancelled():
                 task.exception()  # retrieved: a message that came after the consumer stopped goes nowhere
             raise

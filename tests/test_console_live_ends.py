@@ -55,6 +55,43 @@ def test_the_sites_redis_layer_receives_so():
         ChannelsRedisLayer)
 
 
+class SwallowsOne:
+    """A receive that goes on after its first cancellation and ends at its second."""
+
+    task: asyncio.Task | None = None
+
+    async def receive(self, channel):
+        SwallowsOne.task = asyncio.current_task()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass
+        await asyncio.sleep(3600)
+
+
+class SwallowsOneLayer(ReceiveEndsWhenCancelled, SwallowsOne):
+    pass
+
+
+def test_a_receive_cancelled_twice_still_ends_its_inner_receive():
+    """Seen in CI: a refused socket's test closed its event loop, which cancels every task once
+    and waits for them all; the layer's receive was cancelled again while it waited for the
+    inner receive to end, gave up waiting, and the inner receive (its cancellation dropped) held
+    the loop for good."""
+
+    async def scenario():
+        outer = asyncio.ensure_future(SwallowsOneLayer().receive("c"))
+        await asyncio.sleep(0.01)
+        outer.cancel()
+        await asyncio.sleep(0.05)  # the inner receive was cancelled once and went on
+        outer.cancel()  # and the outer again, as a closing loop does
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(outer, timeout=5)
+        return SwallowsOne.task.done()
+
+    assert asyncio.run(scenario())
+
+
 @pytest.fixture
 def stubborn_layer(settings):
     Stubborn.swallowed = 0
