@@ -156,9 +156,10 @@ def create_agent_job(tasks: list[str], seeds: list[int], out: str | Path, *, mod
                      api_key_env: str = DEFAULT_KEY_ENV, max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
                      max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None,
                      retries: int = RETRIES) -> Job:
-    """The job row and one item per cell.  Bad input (an unknown or repeated task, a repeated seed, a
-    base URL that is not http(s) with a host, a bad variable name or turn setting, an item folder
-    already there, an ``out`` that cannot be a folder) is refused before any row or folder exists."""
+    """The job row and one item per cell, each writing under ``out/job-<id>`` (:func:`job_folder`).
+    Bad input (an unknown or repeated task, a repeated seed, a base URL that is not http(s) with a
+    host, a bad variable name or turn setting, an ``out`` that cannot be a folder, a job folder
+    already there) is refused before any row is kept."""
     if not model or not model.strip():
         raise StoreBenchError("--model is empty: give the model name the endpoint serves")
     check_base_url(base_url)
