@@ -80,6 +80,7 @@ import secrets
 import shutil
 import socket
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -382,7 +383,5 @@ async def _leased_play(item: JobItem, owner: str, attempt: Path, api_key: str | 
 def summary(job: Job) -> dict:
     results = [json.loads(item.result_json) for item in job.items.filter(status=JobItem.Status.DONE)]
     totals = {key: sum(int(r.get("metrics", {}).get(key, 0)) for r in results) for key in TOKEN_KEYS}
-    ended: dict[str, int] = {}
-    for r in results:
-        ended[r["ended_by"]] = ended.get(r["ended_by"], 0) + 1
+    ended = dict(Counter(r["ended_by"] for r in results))
     return {**batch_summary(results), "model": job.params.get("model"), "tokens": totals, "ended_by": ended}

@@ -105,9 +105,7 @@ def run_agent_trial(item_id: int) -> None:
         check_agent_trial_later(item_id, found.recheck_in)
         return
     if found.item is None:  # done or failed (a redelivery), or deleted: finish the job if that was missed
-        job = Job.objects.filter(items__pk=item_id).first()
-        if job is not None and job.status == Job.Status.RUNNING and job.done == job.total:
-            progress.finish(job.pk, path=job.params["out"], summary=agents.summary(job))
+        _finish_agents_job(Job.objects.filter(items__pk=item_id).first())
         return
     if found.took_over:
         logger.warning("item %s: the lease of %s expired; playing the cell again", item_id, found.took_over)
@@ -122,8 +120,12 @@ def run_agent_trial(item_id: int) -> None:
     except Exception as exc:
         agents.fail_owned(item_id, owner, _bug(exc))
         raise
-    job = Job.objects.filter(pk=found.item.job_id).first()
-    if job is not None and job.done == job.total and job.status != Job.Status.FAILED:
+    _finish_agents_job(Job.objects.filter(pk=found.item.job_id).first())
+
+
+def _finish_agents_job(job: Job | None) -> None:
+    """Finish a model-trial job whose items are all done (once: a finished job is left as it is)."""
+    if job is not None and job.status == Job.Status.RUNNING and job.done == job.total:
         progress.finish(job.pk, path=job.params["out"], summary=agents.summary(job))
 
 
