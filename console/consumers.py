@@ -23,7 +23,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from shifts.ending import end_if_due
+from shifts.ending import is_due
 from shifts.events import group_name
 from shifts.models import Shift
 
@@ -33,13 +33,14 @@ REFUSED = 4403
 
 
 def shift_state(shift_id: int) -> dict:
-    """What a page shows live: status, seconds to the deadline, and the header markup."""
+    """What a page shows live: status, seconds to the deadline, and the header markup.  Read
+    only: a shift past its deadline is sent as ``due`` (its page then loads again, and ends it)."""
     shift = Shift.objects.get(pk=shift_id)
-    end_if_due(shift)
     state = live_state(shift)
     return {
         "type": "state",
         "status": shift.status,
+        "due": is_due(shift),
         "seconds_left": state.clock.left,
         "active_seconds": state.clock.active,
         "paused_seconds": state.clock.paused,

@@ -91,7 +91,7 @@ def home(request: HttpRequest) -> HttpResponse:
     home_state = workspace.participant_home(request.user)
     return render(request, "console/home.html", {
         "shifts": home_state.shifts, "acknowledgement": home_state.acknowledgement,
-        "practice_done": home_state.practice_done, "locks": home_state.locks,
+        "practice_done": home_state.practice_done, "locks": home_state.locks, "due": home_state.due,
         "scored_open": [s for s in home_state.shifts if not s.is_practice and s.status != Shift.Status.ENDED],
         "person_page": person_page_of(request.user.pk),
     })
@@ -146,6 +146,7 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         "cached": overview.cached,
         "clock": overview.clock,
         "pause": overview.pause,
+        "due": overview.due,
         "families": tool_families(),
         "values": {},
         **extra,
@@ -187,10 +188,11 @@ def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @never_cache
 def shift_bar(request: HttpRequest, pk: int) -> HttpResponse:
-    """The shift bar (countdown, pause state), polled by htmx when no websocket is up."""
+    """The shift bar (countdown, pause state), polled by htmx when no websocket is up; once
+    the shift has ended or is past its deadline, the whole page is loaded again instead."""
     shift = _own_shift(request, pk)
     overview = workspace.shift_overview(shift)
-    if overview.shift.status == Shift.Status.ENDED and request.htmx:
+    if (overview.shift.status == Shift.Status.ENDED or overview.due) and request.htmx:
         return _to_workspace(request, overview.shift)
     return render(request, "console/_shift_bar.html", _context(overview))
 
@@ -258,8 +260,14 @@ def shift_start(request: HttpRequest, pk: int) -> HttpResponse:
 @signed_in
 @require_POST
 def shift_end(request: HttpRequest, pk: int) -> HttpResponse:
+    """End the shift; with ``due=1`` (what the page of a shift past its deadline sends by
+    itself) only if it is past its deadline, so a stale page never ends a shift whose
+    deadline was moved meanwhile."""
     shift = _own_shift(request, pk)
-    overview = workspace.end_by_participant(shift)
+    if request.POST.get("due") == "1":
+        overview = workspace.end_when_due(shift)
+    else:
+        overview = workspace.end_by_participant(shift)
     return _to_workspace(request, overview.shift)
 
 

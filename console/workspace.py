@@ -20,10 +20,10 @@ from shifts.briefing import acknowledgement, practice_completed, refusal_to_star
 from shifts.cache import replay_episode
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
-from shifts.ending import end_if_due, end_shift
+from shifts.ending import end_if_due, end_shift, is_due
 from shifts.errors import ShiftError, StartRefused
 from shifts.lifecycle import OPENING_CALL_ID, begin_shift
-from shifts.models import RUNNING, Shift, ShiftCall, ShiftPause
+from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
 from shifts.timeline import series_of
 
@@ -80,6 +80,7 @@ class Overview:
     cached: list[CachedView]
     clock: TimeAccount
     pause: ShiftPause | None  # the pause in progress
+    due: bool  # open, but past its deadline: the page offers the end, which a POST makes
 
 
 def shift_brief(shift: Shift) -> str:
@@ -96,8 +97,9 @@ def brief_open(shift: Shift, calls: list[ShiftCall]) -> bool:
 
 
 def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
-    """The workspace's content: the deadline is enforced first; reads only stored calls."""
-    end_if_due(shift)
+    """The workspace's content, read from stored calls only.  A page view writes nothing: a
+    shift past its deadline is shown as due (:attr:`Overview.due`), and ends when the page
+    posts its end (:func:`end_by_participant`), when a call reaches it, or at the sweep."""
     calls = _stored_calls(shift)
     shown = None
     if show_seq is not None:
@@ -107,7 +109,8 @@ def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
     pause = shift.pauses.filter(ended_at__isnull=True).first() if shift.status == Shift.Status.PAUSED else None
     minutes = window_minutes(shift)
     return Overview(shift=shift, calls=calls, header=_last_header(calls), shown=shown, inbox=_inbox(calls, minutes),
-                    cached=cached_views(calls, minutes), clock=time_account(shift), pause=pause)
+                    cached=cached_views(calls, minutes), clock=time_account(shift), pause=pause,
+                    due=is_due(shift))
 
 
 class CallDone:
@@ -146,6 +149,12 @@ def start_assigned(shift: Shift) -> Overview:
     return shift_overview(begin_shift(shift))
 
 
+def end_when_due(shift: Shift) -> Overview:
+    """End the shift if it is past its deadline (settled as played, ``deadline``), else nothing."""
+    end_if_due(shift)
+    return shift_overview(shift)
+
+
 def end_by_participant(shift: Shift) -> Overview:
     end_if_due(shift)
     if shift.is_open:
@@ -174,11 +183,11 @@ class Home:
     acknowledgement: Any  # BriefingAcknowledgement of the current briefing, or None
     practice_done: bool
     locks: dict[int, StartRefused]  # assigned shift id -> why it may not start yet, and where to go
+    due: frozenset[int]  # open shifts past their deadline (shown so; their page ends them)
 
 
 def participant_home(user) -> Home:
-    for shift in Shift.objects.filter(participant=user, status__in=RUNNING):
-        end_if_due(shift)
+    """Read only: a shift past its deadline is listed as due, not ended here."""
     shifts = list(Shift.objects.filter(participant=user))
     locks = {}
     for shift in shifts:
@@ -187,7 +196,7 @@ def participant_home(user) -> Home:
             if refusal is not None:
                 locks[shift.pk] = refusal
     return Home(shifts=shifts, acknowledgement=acknowledgement(user), practice_done=practice_completed(user),
-                locks=locks)
+                locks=locks, due=frozenset(s.pk for s in shifts if is_due(s)))
 
 
 def shift_timeline(shift: Shift) -> list[dict]:

@@ -5,9 +5,12 @@ score, the wall-clock accounting and the per-window timeline, all from that one
 episode: the store is replayed at most once (only when this process has no live
 episode of the shift), never twice.  Ending is idempotent.
 
-The deadline is enforced by one action, :func:`end_if_due`: every access to a shift
-("a touched shift") and the periodic sweep (:func:`enforce_deadlines`, run by Celery
-beat and ``manage.py enforce_deadlines``) both call it, under the shift's lock.
+The deadline is enforced by one action, :func:`end_if_due`: every action on a shift ("a
+touched shift": a tool call, a pause or resume, the console's end, a study settling its
+attempt) and the periodic sweep (:func:`enforce_deadlines`, run by Celery beat and
+``manage.py enforce_deadlines``) all call it, under the shift's lock.  Page views only read:
+they show a shift past its deadline as due (:func:`is_due`), and the console's page of such
+a shift posts its end by itself.
 """
 from __future__ import annotations
 

@@ -132,7 +132,20 @@ def test_countdown_and_deadline_note_on_the_page(signed_in, shift):
     assert f'hx-get="/shifts/{shift.pk}/bar/" hx-trigger="every 60s"' in html
 
 
-def test_the_polled_bar_redirects_once_the_shift_ended(signed_in, shift):
+def test_the_polled_bar_reloads_the_page_once_the_shift_is_past_its_deadline(signed_in, shift):
     Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
     response = signed_in.get(f"/shifts/{shift.pk}/bar/", **HX)
     assert response.status_code == 204 and response["HX-Redirect"] == f"/shifts/{shift.pk}/"
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE  # the poll only reloads the page, which offers the end
+
+
+def test_the_live_state_of_a_shift_past_its_deadline_says_due_and_writes_nothing(shift):
+    from console.consumers import shift_state
+
+    assert shift_state(shift.pk)["due"] is False
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    state = shift_state(shift.pk)
+    assert (state["due"], state["status"], state["seconds_left"]) == (True, "active", 0)
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE

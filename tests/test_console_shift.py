@@ -123,19 +123,50 @@ def test_stale_cache_from_another_process_is_rebuilt(signed_in, shift):
     assert cache._cache[shift.pk] is not live
 
 
-def test_shift_past_deadline_ends_on_next_access(signed_in, shift):
+def test_the_page_of_a_shift_past_its_deadline_writes_nothing(signed_in, shift):
     call(signed_in, shift, "list_orders")
     Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
     html = page(signed_in, shift)
     shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE and shift.ended_at is None and shift.score_composite is None
+    assert "Time is up" in html and 'id="tool-' not in html and 'id="countdown"' not in html
+    # the page posts its end by itself, marked as the deadline's
+    assert (f'hx-post="/shifts/{shift.pk}/end/" hx-trigger="load"' in html
+            and '<input type="hidden" name="due" value="1">' in html)
+
+
+def test_the_end_a_due_page_posts_settles_the_shift_at_its_deadline(signed_in, shift):
+    call(signed_in, shift, "list_orders")
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    response = signed_in.post(f"/shifts/{shift.pk}/end/", {"due": "1"}, **HX)
+    assert response.status_code == 204 and response["HX-Redirect"] == f"/shifts/{shift.pk}/"
+    shift.refresh_from_db()
     assert shift.status == Shift.Status.ENDED and shift.end_reason == "deadline"
     assert shift.score_composite is not None and shift.passed is not None
     assert shift.calibration_source == "calibration file" and shift.calibration_hash.startswith("sha256:")
-    assert "Shift ended" in html and 'id="tool-' not in html
+    html = page(signed_in, shift)
+    assert "Shift ended" in html and 'id="tool-' not in html and "Time is up" not in html
     # a call on an ended shift is refused without spending anything
     response = call(signed_in, shift, "list_orders")
     assert response.status_code == 204 and response["HX-Redirect"] == f"/shifts/{shift.pk}/"
     assert shift.calls.count() == 2
+
+
+def test_a_stale_due_page_does_not_end_a_shift_whose_deadline_was_moved(signed_in, shift):
+    response = signed_in.post(f"/shifts/{shift.pk}/end/", {"due": "1"}, **HX)  # the deadline is hours away
+    assert response.status_code == 204
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE and shift.end_reason == ""
+
+
+def test_home_lists_a_shift_past_its_deadline_as_due_without_ending_it(signed_in, shift):
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    html = signed_in.get("/").content.decode()
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE
+    row = html[html.index(f'id="shift-row-{shift.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert f'id="due-{shift.pk}">time is up<' in row and "See your score" in row and "Resume" not in row
 
 
 def test_deadline_checked_by_a_call_too(signed_in, shift):

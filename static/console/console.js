@@ -122,8 +122,9 @@ document.addEventListener("htmx:confirm", function (evt) {
     socket.onmessage = function (evt) {
       var msg = JSON.parse(evt.data);
       if (msg.type !== "state") return;
-      if (msg.status === "ended" || msg.status !== top.dataset.status) {
-        window.location.assign(msg.url);  // ended, paused or resumed elsewhere: reload the page's mode
+      if (msg.status === "ended" || msg.status !== top.dataset.status ||
+          (msg.due && !document.getElementById("due-notice"))) {
+        window.location.assign(msg.url);  // ended, paused, resumed elsewhere or past its deadline: reload the page's mode
         return;
       }
       var header = document.getElementById("store-header");

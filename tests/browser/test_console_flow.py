@@ -207,3 +207,18 @@ def test_pause_blocks_tools_until_resume(page, server, login):
     page.click("#resume-button")
     page.wait_for_selector("#tools")
     assert ops_left(page) == PRACTICE_OPS
+
+
+def test_a_shift_whose_deadline_passes_on_the_open_page_ends_at_its_deadline(page, server, login):
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")
+    shift = int(re.search(r"/shifts/(\d+)/", page.url).group(1))
+    server.shell("from datetime import timedelta\nfrom django.utils import timezone\n"
+                 "from shifts.models import Shift\n"
+                 f"Shift.objects.filter(pk={shift}).update(deadline=timezone.now() + timedelta(seconds=3))\n")
+    page.reload()  # the countdown now runs out in about 3 s: the page loads again, sees the time is up, ends it
+    page.wait_for_selector("#end-page", timeout=30_000)
+    assert "deadline" in page.inner_text("#end-page table.score:not(.explained)")
+    assert page.locator("#tools").count() == 0 and page.locator("#due-notice").count() == 0
