@@ -23,6 +23,7 @@ from environment import simtime
 from environment.api import arm
 from environment.tasks import all_tasks, get_task
 from environment.tasks.model import Channel, Task
+from environment.tools.format import when
 from environment.tools.registry import REGISTRY
 
 SEED = 7
@@ -438,3 +439,18 @@ def test_the_audit_catches_planted_leaks():
     # 0.6 is caught as a bare value; the price 10.60 and the clock-derived 0.6 hours are not.
     assert [(what, tool) for what, _form, tool, _ in number_leaks(t)] == [
         ("competition.stores[0].base_pressure", "competitor_watch")]
+
+
+def test_an_order_on_its_way_shows_no_delivery_time_until_it_is_delivered():
+    ep = arm("steady", SEED)
+    rows = ep.call("list_orders", {"page_size": 50}).data["rows"]
+    order_id = next(r["order_id"] for r in rows if r["in_stock"])
+    ep.call("fulfill_order", {"order_id": order_id})
+    on_its_way = ep.call("get_order", {"order_id": order_id}).data
+    assert on_its_way["status"] == "shipped" and on_its_way["shipped_at"] is not None
+    assert on_its_way["delivered_at"] is None  # the carrier's scheduled time is the engine's secret
+    while ep.orders[order_id].delivered_at > ep.now:
+        ep.call("end_window", {})
+    delivered = ep.call("get_order", {"order_id": order_id}).data
+    assert delivered["status"] == "delivered"
+    assert delivered["delivered_at"] == when(ep.orders[order_id].delivered_at)
