@@ -6,7 +6,7 @@ folder (``<task>__s<seed>__<id>``) and ``agent.log`` (play's per-turn lines).  E
 folder of its own under ``OUT``, so two jobs given one ``OUT`` (a command run again after its
 wait timed out, while the first job still plays) never touch each other's cells.  The job is a
 ``Job.Kind.BATCH`` whose params say ``"runner": "agent"``; its summary is the scripted
-batch's (trials, passed, mean_composite) with the token totals.
+batch's (trials, passed, mean_composite) with the token totals and how the trials ended.
 
 The API key
 -----------
@@ -20,76 +20,36 @@ that worker.  A base URL carrying credentials (``user:password@``) is refused at
 Outcomes
 --------
 An endpoint that never answered a completion writes no trial (play's ``result`` is None):
-the item fails with the endpoint's message, and so does its job (as a scripted batch's
-refused item does).  An endpoint that fails after some turns still gets a graded trial
-(play ends the episode there): the item is done and its result says ``ended_by``.
+the item fails with the endpoint's message.  An endpoint that fails after some turns still
+gets a graded trial (play ends the episode there): the item is done and its result says
+``ended_by``.  A failed cell fails only its item; the other cells play on, and the job ends
+when none of its items is pending or running any more (:func:`end_job`, under the job's row
+lock, so two cells ending at once end it once): DONE with the summary if every cell is
+done, else FAILED with an error naming how many and which cells failed ("2 of 6 cells
+failed: steady/7: ...; liquidity/11: ..."), the summary of the done cells plus a
+``failed`` list, and ``result_path`` the job folder all the same (the done cells are there).
 
-Long items: a lease, not "run it again"
----------------------------------------
-A model trial is not a pure function (the model samples), may run for an hour, and costs
-money.  Item tasks acknowledge late, and the broker may deliver a message again while its
-first delivery is still playing: Redis after its ``visibility_timeout`` (900 s,
-``config/celery.py``), RabbitMQ when its ``consumer_timeout`` (30 min by default) closes
-the slow consumer's channel; a killed pool process's message comes back at once.  So a
-delivery of a RUNNING item cannot tell "the player died" from "the player is slow" by the
-message alone, and ``progress.claim_item`` (which re-claims a RUNNING item: right for
-calibration cells and scripted trials, which replay to the same bytes) is not used here.
+A bug (an unexpected exception, not a refusal) fails its item with the exception's type and
+text, and since it would likely strike every cell, it stops the job from spending more:
+every cell still pending fails at once without being played ("not played: ..."), the cells
+already playing finish under their leases, and the job then ends FAILED as above.
 
-* **Lease.**  Claiming an item (:func:`claim`) writes ``lease_owner`` (host, pid and a
-  random part: unique per attempt) and ``lease_until`` (now + :data:`LEASE_SECONDS`).  The
-  claim is one conditional UPDATE on the row as it was read (status, owner, attempts), so
-  two deliveries racing for one item cannot both win, on PostgreSQL or SQLite.
-* **Heartbeat.**  While play runs, a thread (:class:`Heartbeat`) pushes ``lease_until``
-  forward every :data:`HEARTBEAT_SECONDS` (a fifth of the lease: 60 s of the default 300;
-  ``STOREBENCH_AGENT_LEASE_SECONDS`` sets the lease on every worker), for its own owner only.  A thread rather than
-  play's per-turn log, because one chat-completions request may itself take minutes.
-* **A delivery that finds a live lease** plays nothing.  It does not just drop the message
-  either: that message may be the only one left for the cell (on Redis the redelivered copy
-  replaces the first delivery's, and an acknowledged copy is gone), so if the player died
-  later the cell would be lost.  It sends the task again with a countdown running to just
-  after the lease's end (at most :data:`RECHECK_MAX_SECONDS`, below Redis's visibility
-  timeout), and that check repeats until the item is done or failed, or the lease has
-  expired.
-* **A delivery that finds an expired lease** (the player stopped refreshing it: its worker
-  or host died) takes the item over: it removes what the dead attempt left (the item's
-  folder, if it got that far, and every ``.attempt-*`` folder of the cell) and plays again.
-* **Fencing: only the lease holder writes the item's folder.**  Every attempt plays into a
-  private folder ``.<task>-<seed>-agent.attempt-<owner>`` beside it; when play returns, the item
-  is published (:func:`publish`) under the item's row lock *only if the lease is still this
-  attempt's*: the private folder is renamed to the item's folder and the item is
-  marked done in the same transaction.  An attempt that lost its lease (it stalled past the
-  lease, and another worker took over) publishes nothing and removes its private folder;
-  its heartbeat also cancels its play as soon as it sees the lease gone, so it stops
-  spending tokens.  Two concurrent plays of one cell therefore never both write the cell's
-  folder or result, and a dead player's cell is not lost: until its item is done or failed
-  there is a live lease (a player) or a message that will take it over once the lease has
-  expired (as for every job task, a delivery that fails before it claims, say the database
-  away, is acknowledged and lost).
-
-Scripted batches and calibration keep their replay-on-redelivery behaviour (they never set
-a lease).
+Each item plays under a lease, and only the lease holder writes the item's folder and result
+(:mod:`jobs.lease`): a model trial samples, so it is never simply redone like a scripted one.
 """
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import re
-import secrets
 import shutil
-import socket
-import threading
 from collections import Counter
-from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, connection, transaction
-from django.db.models import F
+from django.db import transaction
 from django.utils import timezone
 
 from environment.cli import writable_folder
@@ -99,34 +59,15 @@ from mcp_client import agent
 from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS, RETRIES, Retry, play
 
 from . import progress
+from .lease import Heartbeat, LeaseLost, attempt_folder, clear_leftovers, publish
 from .models import Job, JobItem
-
-logger = logging.getLogger(__name__)
 
 RUNNER = "agent"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-# How long a player's lease lasts (STOREBENCH_AGENT_LEASE_SECONDS, default 300 s): a dead player's cell
-# is played again at most about this long after its last heartbeat; the heartbeat comes five times a lease.
-LEASE_MIN_SECONDS = 10
-
-
-def _lease_seconds(raw: str) -> float:
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= LEASE_MIN_SECONDS or seconds == float("inf"):
-        raise ImproperlyConfigured(f"STOREBENCH_AGENT_LEASE_SECONDS must be a number of seconds of at least "
-                                   f"{LEASE_MIN_SECONDS}, not {raw!r} (unset, it is 300)")
-    return seconds
-
-
-LEASE_SECONDS = _lease_seconds(os.environ.get("STOREBENCH_AGENT_LEASE_SECONDS", "300"))
-HEARTBEAT_SECONDS = LEASE_SECONDS / 5
-RECHECK_MAX_SECONDS = 600  # a delayed check stays below Redis's visibility timeout (900 s)
 LOG_NAME = "agent.log"
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+ENDED = (JobItem.Status.DONE, JobItem.Status.FAILED)
 
 
 def check_base_url(base_url: str) -> None:
@@ -189,136 +130,6 @@ def create_agent_job(tasks: list[str], seeds: list[int], out: str | Path, *, mod
                     params={"task": t, "seed": int(s), "out": str(item_folder(root, t, s))})
             for i, (t, s) in enumerate(cells))
     return job
-
-
-# --- the lease ------------------------------------------------------------------------------------------------
-
-
-def new_owner() -> str:
-    """Who plays one attempt: host, process and a random part (unique per attempt)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What a delivery found: ``item`` to play (a claim); else ``recheck_in`` seconds until a live
-    lease ends (play nothing, look again later); else nothing to do (done, failed, deleted)."""
-
-    item: JobItem | None = None
-    recheck_in: float | None = None
-    took_over: str = ""  # the owner whose expired lease this claim replaced
-
-
-def claim(item_id: int, owner: str) -> Claim:
-    """Take the item's lease if it is free (pending, or running under an expired lease)."""
-    while True:
-        with transaction.atomic():
-            item = JobItem.objects.select_for_update().select_related("job").filter(pk=item_id).first()
-            if item is None or item.status in (JobItem.Status.DONE, JobItem.Status.FAILED) \
-                    or item.job.status == Job.Status.FAILED:
-                return Claim()
-            now = timezone.now()
-            if item.status == JobItem.Status.RUNNING and item.lease_until is not None and item.lease_until > now:
-                return Claim(recheck_in=(item.lease_until - now).total_seconds())
-            # compare-and-swap on the row as read: a racing claim makes this update match nothing
-            won = JobItem.objects.filter(pk=item_id, status=item.status, lease_owner=item.lease_owner,
-                                         attempts=item.attempts).update(
-                status=JobItem.Status.RUNNING, attempts=F("attempts") + 1, started_at=now, lease_owner=owner,
-                lease_until=now + timedelta(seconds=LEASE_SECONDS))
-            if won:
-                progress.start(item.job_id)
-                previous = item.lease_owner if item.status == JobItem.Status.RUNNING else ""
-                item.refresh_from_db()
-                return Claim(item=item, took_over=previous or "")
-
-
-def renew(item_id: int, owner: str) -> bool:
-    """Push the lease forward; False when it is no longer ``owner``'s (taken over, or the item ended)."""
-    return bool(JobItem.objects.filter(pk=item_id, lease_owner=owner, status=JobItem.Status.RUNNING)
-                .update(lease_until=timezone.now() + timedelta(seconds=LEASE_SECONDS)))
-
-
-class Heartbeat(threading.Thread):
-    """Renews the lease every :data:`HEARTBEAT_SECONDS` until stopped; calls ``on_lost`` once if
-    the lease is found gone.  Uses its own database connection and closes it when it ends."""
-
-    def __init__(self, item_id: int, owner: str, on_lost) -> None:
-        super().__init__(name=f"lease-{item_id}", daemon=True)
-        self.item_id, self.owner, self.on_lost = item_id, owner, on_lost
-        self.stopped = threading.Event()
-        self.lost = False
-
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(HEARTBEAT_SECONDS):
-                try:
-                    renewed = renew(self.item_id, self.owner)
-                except DatabaseError as exc:  # the database is away: try again next beat (fencing stays safe)
-                    logger.warning("item %s: lease not renewed: %s", self.item_id, exc)
-                    connection.close()
-                    continue
-                if not renewed:
-                    self.lost = True
-                    logger.warning("item %s: lease of %s lost; stopping its play", self.item_id, self.owner)
-                    self.on_lost()
-                    return
-        finally:
-            connection.close()  # this thread's own connection
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join()
-
-
-def attempt_folder(final: Path, owner: str) -> Path:
-    return final.parent / f".{final.name}.attempt-{re.sub(r'[^A-Za-z0-9_.-]', '_', owner)}"
-
-
-def clear_leftovers(final: Path) -> None:
-    """What earlier attempts of the cell left: its folder (never published while not done) and
-    every private attempt folder.  Called by the lease holder only."""
-    for stale in [final, *final.parent.glob(f".{final.name}.attempt-*")]:
-        if stale.is_dir():
-            shutil.rmtree(stale)
-        elif stale.exists():
-            stale.unlink()
-
-
-class LeaseLost(Exception):
-    """This attempt's lease was taken over: it must write nothing."""
-
-
-def publish(item_id: int, owner: str, attempt: Path, final: Path, result_json: str) -> tuple[Job, bool]:
-    """Under the item's row lock, if the lease is still ``owner``'s: rename the attempt's folder to
-    the item's and mark the item done; returns the job and whether all its items are done.
-    Raises :class:`LeaseLost` (having written nothing) otherwise."""
-    with transaction.atomic():
-        item = JobItem.objects.select_for_update().filter(pk=item_id).first()
-        if item is None:
-            raise LeaseLost("nobody: the job was deleted")
-        job = progress.locked_job(item.job_id)
-        if item.lease_owner != owner or item.status != JobItem.Status.RUNNING:
-            raise LeaseLost(item.lease_owner)
-        if final.exists():  # a leftover of a dead attempt that got this far (cleared at claim too)
-            shutil.rmtree(final)
-        attempt.rename(final)
-        JobItem.objects.filter(pk=item_id, lease_owner=owner).update(
-            status=JobItem.Status.DONE, result_json=result_json, error="", finished_at=timezone.now(),
-            lease_until=None)
-        job.done = job.items.filter(status=JobItem.Status.DONE).count()
-        job.save(update_fields=["done", "updated_at"])
-        return job, job.done == job.total
-
-
-def fail_owned(item_id: int, owner: str, error: str) -> bool:
-    """Fail the item and its job, if the lease is still ``owner``'s (a taken-over attempt's failure
-    is not the item's); one conditional UPDATE, so a takeover cannot slip in between."""
-    failed = JobItem.objects.filter(pk=item_id, lease_owner=owner, status=JobItem.Status.RUNNING).update(
-        status=JobItem.Status.FAILED, error=error, finished_at=timezone.now(), lease_until=None)
-    item = JobItem.objects.filter(pk=item_id).first() if failed else None
-    if item is not None:
-        progress.fail(item.job_id, f"{item.key}: {error}")
-    return item is not None
 
 
 # --- playing an item ------------------------------------------------------------------------------------------
@@ -385,3 +196,44 @@ def summary(job: Job) -> dict:
     totals = {key: sum(int(r.get("metrics", {}).get(key, 0)) for r in results) for key in TOKEN_KEYS}
     ended = dict(Counter(r["ended_by"] for r in results))
     return {**batch_summary(results), "model": job.params.get("model"), "tokens": totals, "ended_by": ended}
+
+
+# --- how a job ends ----------------------------------------------------------------------------------------------
+
+
+def cell_name(item: JobItem) -> str:
+    return f"{item.params['task']}/{item.params['seed']}"
+
+
+def end_job(job_id: int | None) -> Job | None:
+    """End the model-trial job once none of its items is pending or running (see the module
+    docstring); a job already ended, or with an item still to play, is left as it is."""
+    if job_id is None:
+        return None
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        if job is None or job.finished:
+            return job
+        items = list(job.items.order_by("index"))
+        if any(item.status not in ENDED for item in items):
+            return job
+        failed = [item for item in items if item.status == JobItem.Status.FAILED]
+        if not failed:
+            return progress.finish(job.pk, path=job.params["out"], summary=summary(job))
+        job.status = Job.Status.FAILED
+        job.error = f"{len(failed)} of {len(items)} cells failed: " + "; ".join(
+            f"{cell_name(item)}: {item.error}" for item in failed)
+        job.summary = {**summary(job), "failed": [
+            {"task": item.params["task"], "seed": item.params["seed"], "error": item.error} for item in failed]}
+        job.result_path = job.params["out"]
+        job.done = len(items) - len(failed)
+        job.finished_at = timezone.now()
+        job.save()
+        return job
+
+
+def stop_unplayed(job_id: int, reason: str) -> int:
+    """Fail every item of the job still pending, unplayed, with ``reason`` (after a bug); the
+    number failed.  A message still queued for one of them then finds it failed and plays nothing."""
+    return JobItem.objects.filter(job_id=job_id, status=JobItem.Status.PENDING).update(
+        status=JobItem.Status.FAILED, error=f"not played: {reason}", finished_at=timezone.now())

@@ -17,9 +17,13 @@ that raised, so nothing would run the item again and the job would stay running.
 Only a worker that dies mid-task leaves its message to be delivered again.
 
 Model trials (:func:`run_agent_trial`) are the exception to "redo it": they sample, so
-they run under a lease (:mod:`jobs.agents`): a delivery that finds the item's lease live
+they run under a lease (:mod:`jobs.lease`): a delivery that finds the item's lease live
 plays nothing and checks again once the lease would have ended, one that finds it expired
-takes the item over, and only the lease holder writes the item's folder.
+takes the item over, and only the lease holder writes the item's folder.  They are also the
+exception to "a failed item fails its job": a failed cell fails its item only, the other
+cells play on, and the job ends (FAILED, naming the failed cells) once every item has ended;
+a bug fails the cells not yet played as well, so the job ends without spending more
+(:mod:`jobs.agents`).
 """
 from __future__ import annotations
 
@@ -30,8 +34,8 @@ from django.db import transaction
 
 from environment.errors import StoreBenchError
 
-from . import agents, batch, calibration, deadlines, progress
-from .models import Job
+from . import agents, batch, calibration, deadlines, lease, progress
+from .models import Job, JobItem
 
 logger = logging.getLogger(__name__)
 
@@ -98,35 +102,37 @@ def run_batch_trial(item_id: int) -> None:
 
 @shared_task(**ITEM_TASK)
 def run_agent_trial(item_id: int) -> None:
-    """One model trial under the item's lease (see :mod:`jobs.agents`)."""
-    owner = agents.new_owner()
-    found = agents.claim(item_id, owner)
+    """One model trial under the item's lease (see :mod:`jobs.agents` and :mod:`jobs.lease`).  A failed
+    cell fails its item only; a bug also fails the cells not yet played; the job ends with its last cell."""
+    owner = lease.new_owner()
+    found = lease.claim(item_id, owner)
     if found.recheck_in is not None:
         check_agent_trial_later(item_id, found.recheck_in)
         return
-    if found.item is None:  # done or failed (a redelivery), or deleted: finish the job if that was missed
-        _finish_agents_job(Job.objects.filter(items__pk=item_id).first())
+    if found.item is None:  # done or failed (a redelivery), or deleted: end the job if that was missed
+        _finish_agents_job(JobItem.objects.filter(pk=item_id).values_list("job_id", flat=True).first())
         return
     if found.took_over:
         logger.warning("item %s: the lease of %s expired; playing the cell again", item_id, found.took_over)
+    job_id = found.item.job_id
     try:
         agents.play_item(found.item, owner)
-    except agents.LeaseLost as exc:
+    except lease.LeaseLost as exc:
         logger.warning("item %s: taken over by %s while playing; this attempt wrote nothing", item_id, exc)
         return
     except (StoreBenchError, OSError) as exc:
-        agents.fail_owned(item_id, owner, getattr(exc, "message", None) or str(exc))
-        return
+        lease.fail_owned(item_id, owner, getattr(exc, "message", None) or str(exc))
     except Exception as exc:
-        agents.fail_owned(item_id, owner, _bug(exc))
+        if lease.fail_owned(item_id, owner, _bug(exc)):
+            agents.stop_unplayed(job_id, f"the job stopped after an unexpected error in {agents.cell_name(found.item)}")
+        _finish_agents_job(job_id)
         raise
-    _finish_agents_job(Job.objects.filter(pk=found.item.job_id).first())
+    _finish_agents_job(job_id)
 
 
-def _finish_agents_job(job: Job | None) -> None:
-    """Finish a model-trial job whose items are all done (once: a finished job is left as it is)."""
-    if job is not None and job.status == Job.Status.RUNNING and job.done == job.total:
-        progress.finish(job.pk, path=job.params["out"], summary=agents.summary(job))
+def _finish_agents_job(job_id: int | None) -> None:
+    """End a model-trial job whose items have all ended (once: an ended job is left as it is)."""
+    agents.end_job(job_id)
 
 
 def check_agent_trial_later(item_id: int, lease_left: float) -> None:
@@ -137,7 +143,7 @@ def check_agent_trial_later(item_id: int, lease_left: float) -> None:
         logger.warning("item %s: its lease is live for %.0f s more; nothing sent (tasks run in-process)",
                        item_id, lease_left)
         return
-    countdown = min(lease_left + 5, agents.RECHECK_MAX_SECONDS)
+    countdown = min(lease_left + 5, lease.RECHECK_MAX_SECONDS)
     logger.info("item %s: its lease is live for %.0f s more; checking again in %.0f s", item_id, lease_left, countdown)
     run_agent_trial.apply_async((item_id,), countdown=countdown)
 

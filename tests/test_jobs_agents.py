@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from environment.errors import StoreBenchError
-from jobs import agents, tasks
+from jobs import lease, tasks
 from jobs.agents import create_agent_job
 from jobs.models import Job, JobItem
 
@@ -90,7 +90,7 @@ def test_an_endpoint_that_never_answers_fails_the_item_with_its_message(tmp_path
         return 503, b'{"error": "model overloaded"}'
 
     with chat_stub.endpoint(broken) as (base_url, _seen):
-        with pytest.raises(CommandError, match="failed: short-runway:7: .*answered 503.*model overloaded"):
+        with pytest.raises(CommandError, match=r"failed: 1 of 1 cells failed: short-runway/7: the endpoint .* answered 503.*model overloaded"):
             run_agents(base_url, tmp_path / "out")
     job = Job.objects.get()
     item = job.items.get()
@@ -149,7 +149,7 @@ def test_a_recheck_is_sent_to_run_just_after_the_lease_ends(monkeypatch):
         tasks.check_agent_trial_later(43, 5000.0)
     finally:
         app.conf.task_always_eager = True
-    assert calls == [{"args": (42,), "countdown": 105.0}, {"args": (43,), "countdown": agents.RECHECK_MAX_SECONDS}]
+    assert calls == [{"args": (42,), "countdown": 105.0}, {"args": (43,), "countdown": lease.RECHECK_MAX_SECONDS}]
 
 
 def test_a_redelivery_after_an_expired_lease_plays_again_into_a_clean_folder(tmp_path):
@@ -248,7 +248,7 @@ def test_help_explains_each_option(capsys):
 
 def _claimed(tmp_path: Path, owner: str) -> JobItem:
     job = create_agent_job([TASK], [7], tmp_path / "out", model="m", base_url="http://127.0.0.1:9/v1")
-    claim = agents.claim(job.items.get().pk, owner)
+    claim = lease.claim(job.items.get().pk, owner)
     assert claim.item is not None
     return claim.item
 
@@ -256,9 +256,9 @@ def _claimed(tmp_path: Path, owner: str) -> JobItem:
 def test_the_heartbeat_renews_its_own_lease_and_reports_one_taken_over(tmp_path, monkeypatch):
     item = _claimed(tmp_path, "me:1")
     JobItem.objects.filter(pk=item.pk).update(lease_until=timezone.now())  # about to expire
-    monkeypatch.setattr(agents, "HEARTBEAT_SECONDS", 0)
+    monkeypatch.setattr(lease, "HEARTBEAT_SECONDS", 0)
     renewals: list[bool] = []
-    real_renew = agents.renew
+    real_renew = lease.renew
 
     def renew(item_id: int, owner: str) -> bool:
         renewals.append(real_renew(item_id, owner))
@@ -266,18 +266,18 @@ def test_the_heartbeat_renews_its_own_lease_and_reports_one_taken_over(tmp_path,
             beat.stopped.set()
         return renewals[-1]
 
-    monkeypatch.setattr(agents, "renew", renew)
-    beat = agents.Heartbeat(item.pk, "me:1", on_lost=lambda: pytest.fail("the lease is still mine"))
+    monkeypatch.setattr(lease, "renew", renew)
+    beat = lease.Heartbeat(item.pk, "me:1", on_lost=lambda: pytest.fail("the lease is still mine"))
     beat.start()
     beat.join(60)  # a safety net, not a timing: it has stopped itself after two renewals
     assert not beat.is_alive()
     item.refresh_from_db()
     assert renewals == [True, True] and not beat.lost
-    assert item.lease_until > timezone.now() + timedelta(seconds=agents.LEASE_SECONDS - 60)
+    assert item.lease_until > timezone.now() + timedelta(seconds=lease.LEASE_SECONDS - 60)
 
     JobItem.objects.filter(pk=item.pk).update(lease_owner="other:2")
     lost: list[bool] = []
-    beat = agents.Heartbeat(item.pk, "me:1", on_lost=lambda: lost.append(True))
+    beat = lease.Heartbeat(item.pk, "me:1", on_lost=lambda: lost.append(True))
     beat.start()
     beat.join(60)  # it ends by itself once it has seen the lease gone
     assert not beat.is_alive()
@@ -289,7 +289,7 @@ def test_a_player_whose_lease_is_taken_over_stops_playing_at_once(tmp_path, monk
     cancellation the play would wait out the slow answer and ask a third time."""
     import threading
 
-    monkeypatch.setattr(agents, "HEARTBEAT_SECONDS", 0.01)
+    monkeypatch.setattr(lease, "HEARTBEAT_SECONDS", 0.01)
     released = threading.Event()
 
     def steal_then_hang(body: dict) -> tuple[int, bytes]:
@@ -335,5 +335,6 @@ def test_a_lease_length_that_is_no_usable_number_of_seconds_is_refused_naming_th
 
     with pytest.raises(ImproperlyConfigured, match=r"^STOREBENCH_AGENT_LEASE_SECONDS must be a number of seconds of "
                                                    r"at least 10, not '.*' \(unset, it is 300\)$"):
-        agents._lease_seconds(raw)
-    assert agents._lease_seconds("15") == 15.0
+        lease._lease_seconds(raw)
+    assert lease._lease_seconds("15") == 15.0
+

@@ -1,7 +1,11 @@
 """``manage.py run_agents --model M --base-url URL --tasks short-runway --seeds 7 11 --out trials/``:
 submit a batch of model trials (one Celery task per cell, each playing ``storebench agent``'s
-runner into ``OUT/<task>-<seed>-agent``) and follow its progress.  The API key is read by each
-worker from the environment variable named by ``--api-key-env``; it is never stored."""
+runner into ``OUT/job-<id>/<task>-<seed>-agent``) and follow its progress.  The API key is read by
+each worker from the environment variable named by ``--api-key-env``; it is never stored.
+
+A cell that fails fails only itself: the others play on, and the job then ends failed, naming
+the failed cells; the command prints the done cells' summary and the job folder before saying
+so."""
 from __future__ import annotations
 
 import json
@@ -12,6 +16,7 @@ from environment.cli import TASKS_HELP, path_arg, positive_int, positive_seconds
 from environment.errors import StoreBenchError
 from jobs.agents import DEFAULT_KEY_ENV, RUNNER
 from jobs.management.follow import submitted
+from jobs.models import Job
 from jobs.submit import submit_agents
 from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS, RETRIES, temperature_arg
 
@@ -62,6 +67,13 @@ class Command(BaseCommand):
                                 retries=options["retries"])
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
-        followed = submitted(job, "model trials", options, self.stdout.write)
+        try:
+            followed = submitted(job, "model trials", options, self.stdout.write)
+        except CommandError:
+            job.refresh_from_db()
+            if job.status == Job.Status.FAILED and job.summary:  # some cells failed: show what the others did
+                self.stdout.write(json.dumps(job.summary))
+                self.stdout.write(f"the done cells are in {job.result_path}")
+            raise
         if followed is not None:
             self.stdout.write(json.dumps(followed.summary))
