@@ -33,6 +33,8 @@ A bug (an unexpected exception, not a refusal) fails its item with the exception
 text, and since it would likely strike every cell, it stops the job from spending more:
 every cell still pending fails at once without being played ("not played: ..."), the cells
 already playing finish under their leases, and the job then ends FAILED as above.
+:func:`reset_failed` (``run_agents --retry JOB``) plays a failed job's failed cells again
+in the same job and job folder once the job has ended.
 
 Each item plays under a lease, and only the lease holder writes the item's folder and result
 (:mod:`jobs.lease`): a model trial samples, so it is never simply redone like a scripted one.
@@ -198,7 +200,7 @@ def summary(job: Job) -> dict:
     return {**batch_summary(results), "model": job.params.get("model"), "tokens": totals, "ended_by": ended}
 
 
-# --- how a job ends ----------------------------------------------------------------------------------------------
+# --- how a job ends, and playing its failed cells again --------------------------------------------------------
 
 
 def cell_name(item: JobItem) -> str:
@@ -237,3 +239,42 @@ def stop_unplayed(job_id: int, reason: str) -> int:
     number failed.  A message still queued for one of them then finds it failed and plays nothing."""
     return JobItem.objects.filter(job_id=job_id, status=JobItem.Status.PENDING).update(
         status=JobItem.Status.FAILED, error=f"not played: {reason}", finished_at=timezone.now())
+
+
+def reset_failed(job_id: int, *, api_key_env: str | None = None) -> tuple[Job, list[JobItem]]:
+    """Make an ended model-trial job's failed cells pending again (error and lease cleared, attempts
+    kept as a count of every delivery that started one) and the job running, to be played again
+    in the same job folder; ``api_key_env`` replaces the variable the workers read the key from.
+    Call inside a transaction and send the items' tasks on commit.  Refuses (``StoreBenchError``)
+    an unknown job, one that is not a model-trial job, one still running, one with no failed cell."""
+    if api_key_env is not None:
+        check_key_env(api_key_env)
+    job = Job.objects.select_for_update().filter(pk=job_id).first()
+    if job is None:
+        raise StoreBenchError(f"there is no job {job_id}: give the number `run_agents` printed (\"job N: ...\")")
+    if job.kind != Job.Kind.BATCH or job.params.get("runner") != RUNNER:
+        raise StoreBenchError(f"job {job_id} is not a model-trial job (it is a {job.get_kind_display().lower()} job "
+                              "of another runner): --retry plays again the failed cells of a run_agents job only")
+    items = list(job.items.select_for_update().order_by("index"))
+    now = timezone.now()
+    playing = [item for item in items if item.status == JobItem.Status.RUNNING
+               and item.lease_until is not None and item.lease_until > now]
+    if not job.finished or playing:
+        raise StoreBenchError(f"job {job_id} is still running ({job.done}/{job.total} cells done): --retry plays "
+                              "its failed cells once it has ended; wait for it, then run the command again")
+    # Cells the job never played to the end: failed ones, and (a job failed before its cells were
+    # played, by an older release that stopped at the first failure) pending ones and dead leases.
+    again = [item for item in items if item.status != JobItem.Status.DONE]
+    if not again:
+        raise StoreBenchError(f"job {job_id} has no failed cell: all {job.total} cells are done, so there is "
+                              "nothing to play again")
+    JobItem.objects.filter(pk__in=[item.pk for item in again]).update(
+        status=JobItem.Status.PENDING, error="", lease_owner="", lease_until=None, started_at=None,
+        finished_at=None)
+    if api_key_env is not None:
+        job.params["api_key_env"] = api_key_env
+    job.status = Job.Status.RUNNING
+    job.error, job.summary, job.result_path, job.finished_at = "", {}, "", None
+    job.done = len(items) - len(again)
+    job.save()
+    return job, again

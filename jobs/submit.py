@@ -13,7 +13,7 @@ from celery import current_app
 from django.db import transaction
 
 from . import tasks
-from .agents import create_agent_job
+from .agents import create_agent_job, reset_failed
 from .batch import create_batch_job
 from .calibration import create_calibration_job
 from .models import Job
@@ -51,6 +51,21 @@ def submit_agents(tasks_: list[str], seeds: list[int], out: str | Path, **kwargs
         job = create_agent_job(tasks_, seeds, out, **kwargs)
         _fan_out(tasks.run_agent_trial, job)
     return job
+
+
+def retry_agents(job_id: int, *, api_key_env: str | None = None) -> tuple[Job, list[str]]:
+    """Play again, in the same job and job folder, the failed cells of an ended model-trial job
+    (:func:`jobs.agents.reset_failed`, which says what is refused); the job and the cells sent."""
+    with transaction.atomic():
+        job, items = reset_failed(job_id, api_key_env=api_key_env)
+        item_ids = [item.pk for item in items]
+
+        def send() -> None:
+            for item_id in item_ids:
+                tasks.run_agent_trial.delay(item_id)
+
+        transaction.on_commit(send)
+    return job, [f"{item.params['task']}/{item.params['seed']}" for item in items]
 
 
 def submit_export(task_name: str, params: dict | None = None) -> Job:

@@ -2,7 +2,8 @@
 the API key, a Celery worker consuming Redis (database 11) against PostgreSQL plays both cells
 with the key from its own environment, and the key is in neither the database nor the folders.
 A worker killed while it waits for the model: the cell is played again, once, by another worker,
-into a clean folder (on the suite's broker, RabbitMQ under ``make test-services``)."""
+into a clean folder (on the suite's broker, RabbitMQ under ``make test-services``).  A cell that
+fails on a worker leaves the other to play, and ``run_agents --retry`` plays it again."""
 from __future__ import annotations
 
 import json
@@ -96,3 +97,39 @@ def test_a_worker_killed_mid_play_leaves_the_cell_to_another_worker_which_plays_
     assert sorted(p.name for p in folder.iterdir()) == sorted(["agent.log", session.name])
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no attempt folder left
     assert (session / "score.json").is_file()
+
+
+def test_a_cell_that_fails_on_a_worker_leaves_the_other_to_play_and_retry_plays_it_again(
+        live_database, broker_up, processes, tmp_path):
+    """The first cell to ask gets 503s: on a worker, its item fails, the other cell plays, and the
+    job ends failed naming it; ``run_agents --retry`` from another process plays that cell again."""
+    from jobs.models import Job, JobItem
+
+    env = server_env(live_database, CELERY_BROKER_URL=broker_up)
+    failing = [True]
+
+    def fail_first_cell(body: dict) -> tuple[int, bytes]:
+        if len(body["messages"]) == 2 and failing[0]:
+            failing[0] = False
+            return 503, b'{"error": "model overloaded"}'
+        return end_window(body)
+
+    manage = [str(BIN / "python"), "manage.py", "run_agents"]
+    with chat_stub.endpoint(fail_first_cell) as (base_url, _seen):
+        worker = processes.start([str(BIN / "celery"), "-A", "config", "worker", "--pool=solo", "--loglevel=INFO",
+                                  "-n", "agentsretry@%h", "--without-gossip", "--without-mingle"], env, "worker")
+        submit = processes.start([*manage, "--model", "stub-1", "--base-url", base_url, "--tasks", TASK, "--seeds",
+                                  "7", "11", "--max-turns", "3", "--retries", "0", "--out", str(tmp_path / "out"),
+                                  "--timeout", "180"], env, "submit")
+        assert submit.popen.wait(timeout=200) == 1, submit.output() + worker.output()[-3000:]
+        job = Job.objects.get()
+        failed = job.items.get(status=JobItem.Status.FAILED)
+        assert job.status == Job.Status.FAILED and job.summary["trials"] == 1
+        assert job.error.startswith(f"1 of 2 cells failed: {TASK}/{failed.params['seed']}: the endpoint ")
+        assert "[1/2] failed" in submit.output() and f"the done cells are in {job.params['out']}" in submit.output()
+        retry = processes.start([*manage, "--retry", str(job.pk), "--timeout", "180"], env, "retry")
+        assert retry.popen.wait(timeout=200) == 0, retry.output() + worker.output()[-3000:]
+    job.refresh_from_db()
+    failed.refresh_from_db()
+    assert job.status == Job.Status.DONE and job.summary["trials"] == 2 and "[2/2] done" in retry.output()
+    assert failed.status == JobItem.Status.DONE and failed.attempts == 2
