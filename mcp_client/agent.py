@@ -29,20 +29,23 @@ The harness follows the paper's settings:
 The episode is a graded session (:mod:`mcp_client.sessions`): when it reaches the horizon,
 the turn cap, or the idle limit, or the endpoint fails, the runner ends it, which writes its
 trial folder with the labels ``model``, ``harness``, ``context_policy``, ``max_turns``,
-``turns_taken`` (model turns; the summary's ``turns`` counts store calls), ``metrics`` and
-``ended_by`` (``horizon``, ``suspended``, ``turn cap``, ``no tool calls``, ``endpoint error``).  If the
-endpoint never answered a single completion, nothing was played: no trial folder is
-written (``result`` is None) and the command exits 1.  Only ``httpx`` is needed, no SDK.
+``turns_taken`` (model turns; the summary's ``turns`` counts store calls), ``metrics`` (tokens,
+requests, retries, tool calls, and ``temperature`` when one was sent: no such key when the
+endpoint's own was used) and ``ended_by`` (``horizon``, ``suspended``, ``turn cap``, ``no tool
+calls``, ``endpoint error``).  If the endpoint never answered a single completion, nothing was
+played: no trial folder is written (``result`` is None) and the command exits 1.  Only ``httpx``
+is needed, no SDK.
 
 A sweep (:func:`play_many`, or the command given several tasks or seeds) plays each cell once,
 ``concurrency`` of them at a time in one process: a model turn is mostly waiting on the endpoint,
 and each cell has its own MCP server, session and connection, so cells share nothing but the
 endpoint.  Each turn's line on the log names its cell.  With ``skip_played`` a cell that already
-has a finished trial by the same model, this harness, turn cap and compaction under ``trials``
-(not one the endpoint cut short) is not played again; its folder's score counts in the summary,
-so an interrupted sweep is finished by running the same command again.  A cell whose endpoint
-never answered is reported as unplayed and the sweep goes on; a malformed tool call is answered
-as an error (or, not being an object, left out), as a refusal would be, and the cell plays on.
+has a finished trial by the same model, this harness, turn cap, compaction and temperature under
+``trials`` (not one the endpoint cut short) is not played again; its folder's score counts in the
+summary, so an interrupted sweep is finished by running the same command again.  A
+cell whose endpoint never answered is reported as unplayed and the sweep goes on; a malformed tool
+call is answered as an error (or, not being an object, left out), as a refusal would be, and the
+cell plays on.
 """
 
 from __future__ import annotations
@@ -126,10 +129,13 @@ class AgentRun:
     endpoint_error: str = ""  # how the endpoint failed, when ended_by is ENDED_BY_ENDPOINT
     endpoint_status: int | None = None  # its last HTTP status then (None: it did not answer)
     result: dict | None = None
+    temperature: float | None = None  # the sampling temperature sent (None: none sent, the endpoint's own)
 
-    def all_metrics(self) -> dict[str, int]:
-        """The ``metrics`` label of ``summary.json``: the token counts, requests and tool calls."""
-        return {**self.metrics, "tool_calls": self.tool_calls}
+    def all_metrics(self) -> dict[str, int | float]:
+        """The ``metrics`` label of ``summary.json``: the token counts, requests and tool calls, and the
+        sampling temperature when one was sent (no ``temperature`` key when the endpoint chose)."""
+        temperature = {} if self.temperature is None else {"temperature": self.temperature}
+        return {**self.metrics, "tool_calls": self.tool_calls, **temperature}
 
     def summary(self) -> dict[str, Any]:
         """What the command prints: the score, and the runner's account under ``summary.json``'s names."""
@@ -231,7 +237,7 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
     session = Session.open(task, seed, out=Path(trials), state_root=None, calibration=calibration,
                            calibration_hash=calibration_hash)
     session.auto_settle = False  # the folder is written once, with the runner's totals, by end() below
-    run = AgentRun(session)
+    run = AgentRun(session, temperature=None if temperature is None else float(temperature))
     server = build_server(lambda: session.episode, after_call=lambda _ep: session.record())
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -245,8 +251,8 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
             while run.turns_taken < max_turns and not session.episode.over:
                 body: dict[str, Any] = {"model": model, "messages": compact(head, turns, keep_turns),
                                         "tools": tools, "tool_choice": "auto"}
-                if temperature is not None:
-                    body["temperature"] = temperature
+                if run.temperature is not None:
+                    body["temperature"] = run.temperature
                 data = await _complete(http, url, body, retry or Retry(), log, run.metrics)
                 run.turns_taken += 1
                 run.metrics["requests"] += 1
@@ -318,11 +324,13 @@ def _context_policy(keep_turns: int) -> str:
 
 
 def played_before(trials: str | Path, task: str, seed: int, model: str, calibration: dict[str, Any] | None = None,
-                  *, max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS) -> dict[str, Any] | None:
+                  *, max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
+                  temperature: float | None = None) -> dict[str, Any] | None:
     """The newest finished trial of ``task`` at ``seed`` by ``model`` under ``trials`` played by this
-    runner (``summary.json``'s ``harness``) with the same turn cap and compaction, as a sweep's row;
-    None if there is none.  A trial the endpoint cut short (``ended_by`` "endpoint error") is not
-    finished: the cell is played again.
+    runner (``summary.json``'s ``harness``) with the same turn cap, compaction and sampling temperature
+    (``metrics.temperature``; a trial without one was played at the endpoint's own, and matches only
+    ``temperature`` None), as a sweep's row; None if there is none.  A trial the endpoint cut short
+    (``ended_by`` "endpoint error") is not finished: the cell is played again.
 
     A trial folder is written whole or not at all (:func:`environment.artifacts.write_trial`), so a
     folder with its ``summary.json`` and ``score.json`` is a finished trial; one whose files cannot be
@@ -338,7 +346,8 @@ def played_before(trials: str | Path, task: str, seed: int, model: str, calibrat
         if (isinstance(summary, dict) and isinstance(score, dict) and summary.get("model") == model
                 and summary.get("harness") == HARNESS and summary.get("task") == task and summary.get("seed") == seed
                 and summary.get("max_turns") == max_turns and summary.get("context_policy") == _context_policy(keep_turns)
-                and summary.get("ended_by") != ENDED_BY_ENDPOINT):
+                and summary.get("ended_by") != ENDED_BY_ENDPOINT
+                and _temperature_of(summary) == (None if temperature is None else float(temperature))):
             found.append((path.parent, summary, score))
     if not found:
         return None
@@ -349,6 +358,12 @@ def played_before(trials: str | Path, task: str, seed: int, model: str, calibrat
             "pass": isinstance(composite, (int, float)) and composite >= threshold, "turns": summary.get("turns"),
             "operations_spent": summary.get("operations_spent"), "turns_taken": summary.get("turns_taken"),
             "ended_by": summary.get("ended_by"), "metrics": summary.get("metrics") or {}, "skipped": True}
+
+
+def _temperature_of(summary: dict) -> float | None:
+    metrics = summary.get("metrics")
+    value = metrics.get("temperature") if isinstance(metrics, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: str, concurrency: int = 1,
@@ -369,7 +384,8 @@ async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: s
         name = f"{task}/{seed}"
         if skip_played:
             before = played_before(trials, task, seed, model, calibration, max_turns=options.get("max_turns", MAX_TURNS),
-                                   keep_turns=options.get("keep_turns", KEEP_TURNS))
+                                   keep_turns=options.get("keep_turns", KEEP_TURNS),
+                                   temperature=options.get("temperature"))
             if before is not None:
                 print(f"{name}: already played by {model} ({before['out']}); skipped", file=log, flush=True)
                 return before
@@ -501,8 +517,9 @@ def add_agent_command(sub: Any) -> None:
                             "requests at a time")
     agent.add_argument("--skip-played", action="store_true",
                        help="do not play a cell that already has a finished trial by this --model with the same "
-                            "--max-turns and --keep-turns under --trials (its score counts in the summary; one the "
-                            "endpoint cut short is played again): run an interrupted sweep again with this to finish it")
+                            "--max-turns, --keep-turns and --temperature (or none, both times) under --trials (its "
+                            "score counts in the summary; one the endpoint cut short is played again): run an "
+                            "interrupted sweep again with this to finish it")
     agent.add_argument("--trials", default="trials", type=path_arg, help="where the trial folders are written (default ./trials)")
     agent.add_argument("--max-turns", type=positive_int, default=MAX_TURNS, help=f"turn cap (default {MAX_TURNS})")
     agent.add_argument("--keep-turns", type=whole_number(0), default=KEEP_TURNS,
@@ -512,7 +529,9 @@ def add_agent_command(sub: Any) -> None:
                        help=f"replies in a row without a tool call before the runner gives a last reminder and, "
                             f"if the next reply calls no tool either, stops with ended_by \"{ENDED_BY_IDLE}\" "
                             f"(default {MAX_IDLE_TURNS})")
-    agent.add_argument("--temperature", type=temperature_arg, help="sampling temperature (default: the endpoint's)")
+    agent.add_argument("--temperature", type=temperature_arg,
+                       help="sampling temperature (default: the endpoint's); recorded in summary.json as "
+                            "metrics.temperature (absent when not given)")
     agent.add_argument("--retries", type=whole_number(0), default=RETRIES,
                        help=f"times a request is sent again when the endpoint does not answer or answers "
                             f"{', '.join(map(str, sorted(RETRY_STATUSES)))} (rate limited, overloaded, failing), "

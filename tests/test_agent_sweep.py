@@ -168,3 +168,47 @@ def test_a_cell_log_passes_on_whole_lines_each_with_its_prefix():
     assert target.getvalue() == ""
     log.write("3 tool call(s)\nturn 2\n")
     assert target.getvalue() == "steady/7 turn 1: 3 tool call(s)\nsteady/7 turn 2\n"
+
+
+def test_the_temperature_played_with_is_recorded_in_the_trial(tmp_path):
+    with endpoint(end_window) as (url, seen):
+        (row,) = sweep(url, tmp_path, [7], temperature=0.7)
+    assert [body["temperature"] for body in seen] == [0.7, 0.7]
+    assert json.loads((Path(row["out"]) / "summary.json").read_text())["metrics"]["temperature"] == 0.7
+
+
+def test_without_a_temperature_none_is_recorded(tmp_path):
+    with endpoint(end_window) as (url, seen):
+        (row,) = sweep(url, tmp_path, [7])
+    assert not any("temperature" in body for body in seen)
+    assert "temperature" not in json.loads((Path(row["out"]) / "summary.json").read_text())["metrics"]
+
+
+def test_a_trial_at_another_temperature_is_not_the_same_play(tmp_path):
+    with endpoint(end_window) as (url, _seen):
+        sweep(url, tmp_path, [7], temperature=0.7)
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2, temperature=0.7) is not None
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2, temperature=0.2) is None
+
+
+def test_a_trial_with_a_temperature_is_not_the_play_of_one_without(tmp_path):
+    with endpoint(end_window) as (url, _seen):
+        sweep(url, tmp_path, [7], temperature=0)
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2, temperature=0.0) is not None
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2) is None
+
+
+def test_a_trial_without_a_temperature_is_not_the_play_of_one_with(tmp_path):
+    with endpoint(end_window) as (url, _seen):
+        sweep(url, tmp_path, [7])
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2) is not None
+    assert played_before(tmp_path, TASK, 7, "stub", max_turns=2, temperature=0.7) is None
+
+
+def test_skip_played_plays_again_a_cell_played_at_another_temperature(tmp_path):
+    with endpoint(end_window) as (url, seen):
+        (first,) = sweep(url, tmp_path, [7], temperature=0.7)
+        (again,) = sweep(url, tmp_path, [7], temperature=0.2, skip_played=True)
+        (skipped,) = sweep(url, tmp_path, [7], temperature=0.2, skip_played=True)
+    assert again.get("skipped") is None and again["out"] != first["out"] and len(seen) == 4
+    assert skipped["skipped"] is True and skipped["out"] == again["out"]

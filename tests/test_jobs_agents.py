@@ -338,3 +338,10 @@ def test_a_lease_length_that_is_no_usable_number_of_seconds_is_refused_naming_th
         lease._lease_seconds(raw)
     assert lease._lease_seconds("15") == 15.0
 
+
+def test_a_job_trial_records_the_temperature_it_was_played_with(tmp_path):
+    with chat_stub.endpoint(end_window) as (base_url, seen):
+        run_agents(base_url, tmp_path / "out", "--temperature", "0.3")
+    result = json.loads(Job.objects.get().items.get().result_json)
+    assert {body["temperature"] for body in seen} == {0.3} and result["metrics"]["temperature"] == 0.3
+    assert json.loads((Path(result["out"]) / "summary.json").read_text())["metrics"]["temperature"] == 0.3

@@ -61,7 +61,8 @@ class Command(BaseCommand):
                             help="replies in a row without a tool call before a last reminder; one more "
                                  f"ends the trial (default {MAX_IDLE_TURNS})")
         parser.add_argument("--temperature", type=temperature_arg,
-                            help="sampling temperature (default: the endpoint's)")
+                            help="sampling temperature (default: the endpoint's); recorded in each trial's "
+                                 "summary.json as metrics.temperature")
         parser.add_argument("--retries", type=whole_number(0),
                             help=f"times a request is sent again when the endpoint does not answer, is rate "
                                  f"limited or overloaded (default {RETRIES}; see storebench agent --help)")
