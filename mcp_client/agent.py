@@ -42,7 +42,10 @@ and each cell has its own MCP server, session and connection, so cells share not
 endpoint.  Each turn's line on the log names its cell.  With ``skip_played`` a cell that already
 has a finished trial by the same model, this harness, turn cap, compaction and temperature under
 ``trials`` (not one the endpoint cut short) is not played again; its folder's score counts in the
-summary, so an interrupted sweep is finished by running the same command again.  A
+summary, so an interrupted sweep is finished by running the same command again.  Ctrl-C stops a
+sweep: no further cell starts, the cells playing are cancelled (they write no folder: a trial
+folder is complete or absent), the command prints the summary of the cells that finished with
+``"interrupted": true``, says on stderr to run it again with ``--skip-played``, and exits 130.  A
 cell whose endpoint never answered is reported as unplayed and the sweep goes on; a malformed tool
 call is answered as an error (or, not being an object, left out), as a refusal would be, and the
 cell plays on.
@@ -368,17 +371,24 @@ def _temperature_of(summary: dict) -> float | None:
 
 async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: str, concurrency: int = 1,
                     skip_played: bool = False, trials: str | Path = "trials", log: Log | None = None,
-                    **options: Any) -> list[dict[str, Any]]:
+                    finished: dict[int, dict[str, Any]] | None = None, **options: Any) -> list[dict[str, Any]]:
     """Play every ``(task, seed)`` cell with ``model``, ``concurrency`` at a time; one row per cell, in
     the order given: the cell and :meth:`AgentRun.summary` (``out`` None when the endpoint never
     answered), or with ``skip_played`` the row of a trial already there (:func:`played_before`,
-    marked ``skipped``).  ``options`` go to :func:`play` for every cell."""
+    marked ``skipped``).  ``options`` go to :func:`play` for every cell.
+
+    Each row is also put in ``finished`` (the cell's index in ``cells``: its row) as soon as its cell
+    ends, so a caller still has the finished cells when the sweep is cancelled (Ctrl-C): cancelling
+    it starts no further cell and cancels the cells playing, which write no trial folder (a cell's
+    folder is written whole, without an await, once its play has ended); the cancellation is then
+    raised, once every cell has stopped."""
     if concurrency < 1:
         raise StoreBenchError(f"concurrency must be 1 or more, not {concurrency}")
     log = log or sys.stderr
     calibration = public_calibration()[0] if skip_played else None
     gate = asyncio.Semaphore(concurrency)
     total = len(cells)
+    done = finished if finished is not None else {}
 
     async def one(index: int, task: str, seed: int) -> dict[str, Any]:
         name = f"{task}/{seed}"
@@ -388,6 +398,7 @@ async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: s
                                    temperature=options.get("temperature"))
             if before is not None:
                 print(f"{name}: already played by {model} ({before['out']}); skipped", file=log, flush=True)
+                done[index] = before
                 return before
         async with gate:
             print(f"{name}: playing (cell {index + 1} of {total})", file=log, flush=True)
@@ -399,6 +410,7 @@ async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: s
         else:
             print(f"{name}: composite {row['reward_composite']}, {'pass' if row['pass'] else 'below threshold'}, "
                   f"{row['turns_taken']} model turns, ended by {row['ended_by']} -> {row['out']}", file=log, flush=True)
+        done[index] = row
         return row
 
     return list(await asyncio.gather(*(one(i, task, seed) for i, (task, seed) in enumerate(cells))))
@@ -486,9 +498,28 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         run = asyncio.run(play(*cells[0], **options))
         print(json.dumps(run.summary(), indent=2))
         return 0 if run.ended_by != ENDED_BY_ENDPOINT else 1
-    rows = asyncio.run(play_many(cells, concurrency=args.concurrency, skip_played=args.skip_played, **options))
+    finished: dict[int, dict[str, Any]] = {}
+    try:
+        rows = asyncio.run(play_many(cells, concurrency=args.concurrency, skip_played=args.skip_played,
+                                     finished=finished, **options))
+    except KeyboardInterrupt:  # Ctrl-C: asyncio.run cancelled the sweep, which stopped its cells
+        return _interrupted(args.model, cells, finished)
     print(json.dumps(sweep_summary(args.model, rows) if len(cells) > 1 else rows[0], indent=2))
     return 0 if all(row.get("ended_by") != ENDED_BY_ENDPOINT for row in rows if not row.get("skipped")) else 1
+
+
+INTERRUPTED_EXIT = 130  # as a shell reports a command stopped by SIGINT
+
+
+def _interrupted(model: str, cells: Sequence[tuple[str, int]], finished: dict[int, dict[str, Any]]) -> int:
+    """A sweep stopped by Ctrl-C: the summary of the cells that finished, marked ``interrupted``, and
+    on stderr how to play the others."""
+    rows = [finished[index] for index in sorted(finished)]
+    left = [f"{task}/{seed}" for index, (task, seed) in enumerate(cells) if index not in finished]
+    print(json.dumps({**sweep_summary(model, rows), "interrupted": True, "not_finished": left}, indent=2))
+    print(f"storebench agent: interrupted with {len(rows)} of {len(cells)} cells finished; to play the other "
+          f"{len(left)}, run the same command again with --skip-played", file=sys.stderr, flush=True)
+    return INTERRUPTED_EXIT
 
 
 def add_agent_command(sub: Any) -> None:
@@ -503,7 +534,9 @@ def add_agent_command(sub: Any) -> None:
                     "turn's progress line on stderr naming its cell, then one JSON summary (cells, trials, "
                     "passed, mean_composite, unplayed cells, token totals and a row per cell). Exits 1 if the "
                     "endpoint failed on a cell played now; a cell whose endpoint never answered a completion "
-                    "writes no trial folder.")
+                    "writes no trial folder. Ctrl-C stops a sweep: the cells playing are cancelled (no folder "
+                    "written), the summary of the finished cells is printed with \"interrupted\": true, and it "
+                    "exits 130; run it again with --skip-played to play the rest.")
     agent.add_argument("--model", required=True, help="model name sent to the endpoint")
     agent.add_argument("--base-url", required=True,
                        help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions)")
