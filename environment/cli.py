@@ -178,8 +178,11 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
     from .world import load_world
     from .world.loader import export_world
 
-    writable_file(args.path, "the export path", "world.json.gz")
-    export_world(load_world(), args.path)
+    path = writable_file(args.path, "the export path", "world.json.gz")
+    if not path.name.endswith((".json", ".json.gz")):
+        raise StoreBenchError(f"the export path {path} names neither a .json nor a .json.gz file: the name says "
+                              f"how the world is written (plain or gzipped JSON), e.g. {path.with_suffix('.json.gz')}")
+    export_world(load_world(), path)
     print(f"wrote the world to {args.path}")
     return 0
 
@@ -606,13 +609,21 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                      help="write the generated hash as the recorded one (after reviewing a generator change)")
     hsh.set_defaults(func=_cmd_world_hash)
 
-    exp = wsub.add_parser("export", help="write the world as canonical JSON (.json or .json.gz)")
-    exp.add_argument("path", help="output file")
+    exp = wsub.add_parser("export", help="write the world as canonical JSON (.json or .json.gz)",
+                          description="Write the generated world as canonical JSON: plain for a name ending in "
+                                      ".json, gzipped for .json.gz. The same world always writes the same bytes; "
+                                      "`storebench world stats --world FILE` and `world audit --world FILE` read "
+                                      "the file back.")
+    exp.add_argument("path", help="output file, ending in .json or .json.gz")
     exp.set_defaults(func=_cmd_world_export)
 
     tasks = sub.add_parser("tasks", help="the task suite", description="Tasks bundled with the environment.")
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="TASKS_COMMAND", required=True)
-    tlist = tsub.add_parser("list", help="list the training tasks and evaluation lenses")
+    tlist = tsub.add_parser("list", help="list the training tasks and evaluation lenses",
+                            description="List the bundled tasks with their split, length in windows, operations "
+                                        "per window and title. `storebench tasks show TASK` gives one task's "
+                                        "terms; --tasks eval, train or all names these groups in batch, "
+                                        "calibrate and agent.")
     tlist.add_argument("--json", action="store_true", help="print JSON")
     tlist.add_argument("--split", choices=("train", "eval", "practice"),
                        help="only this split (without it: train and eval; practice is the console's practice task)")
@@ -746,7 +757,7 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "MCP and console round trips need the adapters: `python -m benchmarks` "
                                        "runs these figures and adds them.")
     bench.add_argument("--json", action="store_true", help="print JSON")
-    bench.add_argument("--repeats", type=int, default=5, help="repetitions per figure (default 5)")
+    bench.add_argument("--repeats", type=positive_int, default=5, help="repetitions per figure (default 5)")
     bench.add_argument("--quick", action="store_true",
                        help="fewer repetitions and no calibration (about a minute instead of several)")
     bench.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,

@@ -121,6 +121,15 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         if getattr(args, dest) is None:
             setattr(args, dest, default)
     if args.http:
+        task_seed = [flag for flag, value in (("--task", args.task), ("--seed", args.seed)) if value is not None]
+        if task_seed and args.episode:
+            print(f"storebench: {' and '.join(task_seed)} with --episode: over HTTP every episode is an --episode "
+                  "TASK:SEED (give it once per episode); leave --task and --seed out", file=sys.stderr)
+            return 2
+        if len(task_seed) == 1:
+            print(f"storebench: {task_seed[0]} alone: over HTTP give --episode TASK:SEED (or both --task and "
+                  "--seed, which serve that one episode)", file=sys.stderr)
+            return 2
         episodes = []
         for spec in args.episode or ([f"{args.task}:{args.seed}"] if args.task else []):
             task_id, _, seed = spec.partition(":")
@@ -204,8 +213,8 @@ def _add_mcp(sub: Any) -> None:
                     "calls are kept on disk and a restarted server resumes them. Grading, calibration and "
                     "reset are never reachable through a tool. An option marked --http (or stdio) is refused on "
                     "the other transport rather than ignored.")
-    mcp.add_argument("--task", help="task id (stdio)")
-    mcp.add_argument("--seed", type=seed_arg, help="task seed (stdio)")
+    mcp.add_argument("--task", help="task id (stdio; with --http and no --episode, the same as --episode TASK:SEED)")
+    mcp.add_argument("--seed", type=seed_arg, help="task seed (stdio; with --http, see --task)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
                      help="an episode to open at start (repeatable; --http only)")

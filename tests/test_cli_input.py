@@ -105,3 +105,35 @@ def test_replay_names_the_unreadable_file(capsys, tmp_path):
     (tmp_path / "summary.json").write_text("{")
     assert main(["replay", str(tmp_path)]) == 1
     assert f"cannot read the trial: {tmp_path / 'summary.json'} cannot be read as JSON" in capsys.readouterr().out
+
+
+def test_bench_refuses_zero_repeats_before_measuring(capsys):
+    err = refusal(capsys, "bench", "--repeats", "0")
+    assert "argument --repeats: 0 is too small: give 1 or more" in err
+    assert "bench: engine" not in err  # nothing was measured
+
+
+def test_the_whole_bench_refuses_a_negative_count(capsys):
+    from benchmarks.__main__ import main as bench_main
+
+    with pytest.raises(SystemExit) as stop:
+        bench_main(["--mcp-calls", "-1"])
+    assert stop.value.code == 2
+    assert "argument --mcp-calls: -1 is too small: give 1 or more" in capsys.readouterr().err
+
+
+def test_mcp_over_http_refuses_task_and_seed_beside_episodes(capsys):
+    err = refusal(capsys, "mcp", "--http", "--task", "steady", "--seed", "7", "--episode", "liquidity:11")
+    assert ("storebench: --task and --seed with --episode: over HTTP every episode is an --episode TASK:SEED "
+            "(give it once per episode); leave --task and --seed out") in err
+
+
+def test_mcp_over_http_refuses_a_task_without_its_seed(capsys):
+    err = refusal(capsys, "mcp", "--http", "--task", "steady")
+    assert "storebench: --task alone: over HTTP give --episode TASK:SEED" in err
+
+
+def test_world_export_refuses_a_name_that_says_no_json(capsys, tmp_path):
+    err = refusal(capsys, "world", "export", tmp_path / "w.txt")
+    assert f"the export path {tmp_path / 'w.txt'} names neither a .json nor a .json.gz file" in err
+    assert not (tmp_path / "w.txt").exists()
