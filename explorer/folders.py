@@ -360,8 +360,12 @@ def _scan(folder: Path, depth: int, out: list[Path | Passed]) -> str:
             out.append(Passed(child, release_layout_reason(child), refused=True))
             found = TRIAL
         elif depth >= MAX_DEPTH:
-            out.append(Passed(child, f"not searched: more than {MAX_DEPTH} folders below the folder named; name "
-                                     "it directly to import the trials in it", refused=False))
+            if not any(p.is_dir() for p in child.iterdir()):  # nothing below it to search: it holds no trial
+                out.append(Passed(child, "holds no trial folder (none has a manifest.json)", refused=False))
+                continue
+            out.append(Passed(child, f"its subfolders were not searched: they are more than {MAX_DEPTH} levels "
+                                     "below the folder named; name this folder to import the trials in it",
+                              refused=False))
             found = found if found == TRIAL else PASSED
         else:
             mark = len(out)

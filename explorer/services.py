@@ -373,7 +373,7 @@ COMPARED = (("reward_composite", "composite", "score"), ("threshold", "threshold
             ("passed", "passed", "pass"), ("business", "business", "score"), ("reliability", "reliability", "score"),
             ("on_time_rate", "on-time rate", "score"), ("return_handled_rate", "returns handled", "score"),
             ("continuity", "continuity", "score"), ("business_raw", "business raw (USD)", "usd"),
-            ("net_assets", "net assets (USD)", "usd"), ("windows_played", "windows played", "int"),
+            ("net_assets", "net assets (USD)", "usd"), ("windows_played", "windows completed", "int"),
             ("termination", "termination", "text"), ("turns", "calls", "int"),
             ("operations_spent", "operations spent", "int"))
 

@@ -121,8 +121,8 @@ def test_a_folder_of_release_layout_trials_is_refused_saying_to_regrade_them_ins
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("below", "reason"), [
-    ("a/b/c/trial", "not searched: more than 3 folders below the folder named; name it directly to import the "
-                    "trials in it"),
+    ("a/b/c/trial", "its subfolders were not searched: they are more than 3 levels below the folder named; name "
+                    "this folder to import the trials in it"),
     ("x/.hidden/trial", "a hidden folder (a trial still being written is hidden until it is complete); name it "
                         "directly to import it"),
 ])
@@ -133,3 +133,13 @@ def test_a_trial_passed_over_below_is_named_with_its_reason_not_as_no_trial(fold
     assert [(o.path, o.reason) for o in outcomes if o.reason == reason] == [(passed, reason)]
     assert not [o for o in outcomes if "none has a manifest.json" in (o.reason or "")]
     assert outcomes[-1].status == ImportStatus.REFUSED and "name them directly" in outcomes[-1].reason
+
+
+@pytest.mark.django_db
+def test_an_empty_folder_at_the_last_searched_level_is_said_to_hold_no_trial(tmp_path):
+    (tmp_path / "x" / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "x" / "a" / "b" / "c" / "calls.jsonl").write_text("")  # e.g. an MCP session's log: no trial
+    outcomes = import_trials([tmp_path / "x"])
+    assert not [o for o in outcomes if "not searched" in (o.reason or "")]
+    assert [o.reason for o in outcomes if o.path == str(tmp_path / "x" / "a")] == [
+        "holds no trial folder (none has a manifest.json)"]
