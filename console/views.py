@@ -22,7 +22,7 @@ from django.template import Context
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -83,7 +83,7 @@ SCORE_ROWS = (
 )
 
 
-@require_GET
+@require_safe  # GET, and HEAD for uptime checks
 @never_cache
 def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
@@ -97,7 +97,7 @@ def home(request: HttpRequest) -> HttpResponse:
     })
 
 
-@require_GET
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 

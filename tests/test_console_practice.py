@@ -52,6 +52,8 @@ def test_a_practice_shift_is_graded_against_its_own_anchors(client, user, fresh_
     assert grading.grading_cell(*briefing.PRACTICE_CELL)[0] is cell  # computed once per process
     html = client.get("/").content.decode()
     assert "Done: scored shifts are unlocked." in html and 'id="next-step"' in html
+    end_page = client.get(f"/shifts/{practice.pk}/").content.decode()
+    assert "Practice: not counted." in end_page and 'id="verdict"' not in end_page  # no pass or fail for practice
 
 
 def test_a_study_refuses_the_practice_task_as_a_cell(admin):  # noqa: F811

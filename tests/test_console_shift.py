@@ -316,3 +316,8 @@ def test_a_link_to_a_call_the_shift_does_not_have_says_so(signed_in, shift):
     assert response.redirect_chain == [(f"/shifts/{shift.pk}/", 302)]
     assert "This shift has no call #999: here is its latest call." in html
     assert "The result of your next call appears here." not in html
+
+
+def test_home_and_healthz_answer_head_for_uptime_checks(client, db):
+    assert client.head("/").status_code == 200 and client.head("/healthz").status_code == 200
+    assert client.post("/healthz").status_code == 405
