@@ -9,7 +9,9 @@
   :mod:`mcp_client.operator` its operator API; :mod:`mcp_client.limits` what keeps it up;
 - :mod:`mcp_client.client`: a small client (in memory, stdio or URL with a token) that
   reads tool results as ``(is_error, text)``;
-- :mod:`mcp_client.agent`: the baseline LLM runner (any OpenAI-compatible endpoint);
+- :mod:`mcp_client.agent`: the baseline LLM runner (any OpenAI-compatible endpoint), with
+  :mod:`mcp_client.sweep` playing it over many cells and :mod:`mcp_client.agent_command` its
+  ``storebench agent`` command;
 - :mod:`mcp_client.cli`: the installed ``storebench`` command (the core's subcommands plus
   ``mcp`` and ``agent``); the MCP latency benchmark lives in :mod:`benchmarks.mcp`;
   :mod:`mcp_client.openenv_env`: the OpenEnv adapter.

@@ -248,7 +248,7 @@ def _add_mcp(sub: Any) -> None:
 
 
 def _extend(sub: Any) -> None:
-    from .agent import add_agent_command
+    from .agent_command import add_agent_command
 
     _add_mcp(sub)
     add_agent_command(sub)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from chat_stub import completion, endpoint
 
-from mcp_client.agent import play_many
+from mcp_client.sweep import play_many
 from mcp_client.cli import main
 
 TASK = "short-runway"

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from chat_stub import completion, endpoint
 
-from mcp_client.agent import HARNESS, _CellLog, play_many, played_before
+from mcp_client.agent import HARNESS
+from mcp_client.sweep import _CellLog, play_many, played_before
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = "short-runway"
