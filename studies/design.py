@@ -21,6 +21,7 @@ from . import audit
 from .errors import StudyError
 from .models import AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
 from .permissions import Action, require
+from .wording import plural
 
 # The console's practice task is played before any scored shift; were it a cell, a
 # participant could be assigned the very store they practised on.
@@ -47,6 +48,23 @@ def check_calibration(study: Study) -> dict:
         raise StudyError(f"calibration file {study.calibration_path} has hash {digest}, "
                          f"but study {study.name!r} was created with {study.calibration_hash}")
     return doc
+
+
+def _refuse_uncalibrated(doc: dict, tasks: list[str], seeds: list[int]) -> None:
+    """Refuse cells the calibration file lacks, naming the seeds it holds for the task: a study's
+    file is the server's (``STOREBENCH_CALIBRATION``), so the form can only choose among them."""
+    for task_id in tasks:
+        missing = [s for s in seeds if cell_of(doc, task_id, s) is None]
+        if not missing:
+            continue
+        held = sorted(int(s) for s in doc["tasks"].get(task_id, {}))
+        cells = " and ".join(f"{task_id}/{s}" for s in missing)
+        if held:
+            raise StudyError(f"the calibration file has no {plural(len(missing), 'cell')} {cells}; it holds "
+                             f"{task_id} with {plural(len(held), 'seed')} {', '.join(map(str, held))}: "
+                             "choose from those")
+        raise StudyError(f"the calibration file has no {plural(len(missing), 'cell')} {cells}; it holds no "
+                         f"{task_id} cell at all: choose another task")
 
 
 def _cell_values(doc: dict, task_id: str, seed: int) -> tuple[Decimal, dict]:
@@ -80,6 +98,7 @@ def create_study(actor, name: str, tasks: list[str], seeds: list[int], *, quota:
             raise StudyError(PRACTICE_REFUSAL.format(task=task_id))
     path = Path(calibration_path) if calibration_path else default_calibration_path()
     doc, digest = _load(path)
+    _refuse_uncalibrated(doc, tasks, [int(s) for s in seeds])
     values = {(t, int(s)): _cell_values(doc, t, int(s)) for t in tasks for s in seeds}
     try:
         with transaction.atomic():

@@ -9,6 +9,7 @@ from . import pay
 from .attempts import MAX_DEADLINE_CHANGE_MINUTES
 from .errors import StudyError
 from .models import AssignmentPolicy, Participant, Role, SelectionRule, Study
+from .wording import plural
 
 MINUTES_RANGE = (f"A deadline moves by 1 to {MAX_DEADLINE_CHANGE_MINUTES} minutes at a time "
                  "(a negative number shortens it).")
@@ -33,14 +34,32 @@ class StudyForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["tasks"].choices = [(t.id, t.id) for t in all_tasks()]
 
+    def clean_tasks(self):
+        tasks = self.cleaned_data["tasks"]
+        _refuse_repeats("task", tasks)
+        return tasks
+
     def clean_seeds(self):
         raw = self.cleaned_data["seeds"].replace(",", " ").split()
         if not raw or not all(x.lstrip("-").isdigit() for x in raw):
             raise forms.ValidationError("seeds must be whole numbers separated by spaces")
         try:
-            return sorted({check_seed(int(x)) for x in raw})
+            seeds = [check_seed(int(x)) for x in raw]
         except InvalidSeed as exc:
             raise forms.ValidationError(exc.message) from None
+        _refuse_repeats("seed", seeds)
+        return sorted(seeds)
+
+
+def _refuse_repeats(noun: str, values: list) -> None:
+    """Refuse a task or seed named more than once, as ``storebench`` refuses a repeated
+    ``--tasks`` or ``--seeds`` value: each task-seed pair is one cell, made once."""
+    repeated = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
+    if repeated:
+        raise forms.ValidationError(
+            f"{plural(len(repeated), noun)} {', '.join(map(str, repeated))} "
+            f"{'is' if len(repeated) == 1 else 'are'} given more than once: give each {noun} once "
+            "(each task and seed make one cell of the study)")
 
 
 class MemberForm(forms.Form):

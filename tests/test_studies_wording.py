@@ -1,0 +1,69 @@
+"""What the studies pages tell coordinators and participants: repeated or uncalibrated cells on
+the new-study form, counts in words, money in dollars, call arguments and audit details as JSON,
+and a participant's way to their own page from the studies list."""
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from test_studies_support import admin, bot, cell, coordinator, make_user, study  # noqa: F401
+
+from shifts.models import Shift
+from studies import assignment, bots, participants
+from studies import attempts as attempt_actions
+from studies.design import create_study
+from studies.errors import StudyError
+from studies.models import Study
+
+FORM = {"name": "Pilot", "tasks": ["steady"], "seeds": "7", "quota": 1, "policy": "balanced", "random_seed": 0}
+
+
+def _new(client, **changes) -> str:
+    return client.post("/studies/new/", {**FORM, **changes}, follow=True).content.decode()
+
+
+# --- the new-study form ------------------------------------------------------------------
+
+
+def test_the_study_form_refuses_a_seed_given_twice_naming_it(client, admin):
+    client.force_login(admin)
+    html = _new(client, seeds="7 7")
+    assert ('<p class="error">Seeds: seed 7 is given more than once: give each seed once '
+            "(each task and seed make one cell of the study)</p>") in html
+    assert not Study.objects.filter(name="Pilot").exists()
+
+
+def test_the_study_form_refuses_a_task_given_twice_naming_it(client, admin):
+    client.force_login(admin)
+    html = _new(client, tasks=["steady", "liquidity", "steady"], seeds="7 11")
+    assert ('<p class="error">Tasks: task steady is given more than once: give each task once '
+            "(each task and seed make one cell of the study)</p>") in html
+    assert not Study.objects.filter(name="Pilot").exists()
+
+
+def test_a_seed_the_calibration_file_lacks_is_refused_naming_the_seeds_it_holds(client, admin):
+    client.force_login(admin)
+    html = _new(client, seeds="0 7")
+    assert ('<p class="error">the calibration file has no cell steady/0; it holds steady with seeds 7, 11, 13: '
+            "choose from those</p>") in html
+    assert not Study.objects.filter(name="Pilot").exists()
+
+
+def test_every_seed_the_calibration_file_lacks_is_named(admin):
+    with pytest.raises(StudyError) as refused:
+        create_study(admin, "Pilot", ["steady"], [0, 7, 5])
+    assert str(refused.value) == ("the calibration file has no cells steady/0 and steady/5; it holds steady with "
+                                  "seeds 7, 11, 13: choose from those")
+
+
+def test_a_task_the_calibration_file_lacks_is_refused_saying_so(admin, tmp_path):
+    doc = json.loads((Path(settings.BASE_DIR) / "calibration" / "public.json").read_text())
+    del doc["tasks"]["liquidity"]
+    path = tmp_path / "steady-only.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(StudyError) as refused:
+        create_study(admin, "Pilot", ["liquidity"], [7], calibration_path=path)
+    assert str(refused.value) == ("the calibration file has no cell liquidity/7; it holds no liquidity cell at all: "
+                                  "choose another task")
