@@ -37,6 +37,7 @@ from .models import (
 )
 from .permissions import Action, require
 from .settling import settle, settle_study
+from .wording import counted
 
 MAX_DEADLINE_CHANGE_MINUTES = 12 * 60
 
@@ -156,7 +157,7 @@ def extend_deadline(actor, attempt: Attempt, minutes: int, reason: str) -> Attem
                          "only a running shift has a deadline to change")
     new = old + timedelta(minutes=minutes)
     if new <= timezone.now():
-        raise StudyError(f"moving the deadline by {minutes} minutes would put it at {when(new)}, which has "
+        raise StudyError(f"moving the deadline by {counted(minutes, 'minute')} would put it at {when(new)}, which has "
                          "already passed, and the shift would end as timed out; choose fewer minutes, or use "
                          "force end to end the shift")
     with transaction.atomic():

@@ -33,6 +33,7 @@ from . import assignment, attempts, audit, participants
 from .errors import StudyError
 from .models import Attempt, AttemptStatus, AuditAction, Participant, Study
 from .permissions import Action, require
+from .wording import plural
 
 IMPORT_COLUMNS = ("label", "email", *participants.QUALIFICATION_KEYS, *participants.EXTERNAL_ID_KEYS)
 MAX_IMPORT_ROWS = 5000
@@ -54,7 +55,7 @@ def import_participants(actor, study: Study, text: str) -> list[RowReport]:
         raise StudyError(_header_problem(header))
     unknown = [h for h in header if h not in IMPORT_COLUMNS]
     if unknown:
-        raise StudyError(f"unknown column(s): {', '.join(unknown)}; columns allowed: {', '.join(IMPORT_COLUMNS)}"
+        raise StudyError(f"unknown {plural(len(unknown), 'column')}: {', '.join(unknown)}; columns allowed: {', '.join(IMPORT_COLUMNS)}"
                          + _case_hint(unknown))
     reports: list[RowReport] = []
     for index, raw in enumerate(reader):

@@ -12,6 +12,7 @@ from . import reference
 from .errors import StudyError
 from .models import SCORE_FIELDS, Attempt, AttemptKind, AttemptStatus, Study
 from .permissions import Action, require
+from .wording import plural
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Filters:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise StudyError(f"unknown filter(s): {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+            raise StudyError(f"unknown {plural(len(unknown), 'filter')}: {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
         values = {}
         for key, value in data.items():
             if isinstance(value, bool):

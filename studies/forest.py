@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 from xml.sax.saxutils import escape
 
+from .wording import counted
+
 COLOURS = {"human": "#1f6feb", "participants": "#1f6feb", "anchor": "#8a8a8a", "model": "#d4731f"}
 ROW = 22
 LABEL_WIDTH = 230  # at least; widened to the longest name
@@ -65,6 +67,6 @@ def forest_svg(entries: Sequence) -> str:
         if est.value is not None:
             out.append(f'<circle class="mean kind-{entry.kind}" cx="{x(est.value)}" cy="{y}" r="4" '
                        f'fill="{colour}"><title>{escape(entry.name)}: {est.value} '
-                       f'[{est.low}, {est.high}], {est.n} cells</title></circle>')
+                       f'[{est.low}, {est.high}], {counted(est.n, "cell")}</title></circle>')
     out.append("</svg>")
     return "\n".join(out)

@@ -39,6 +39,7 @@ from . import audit
 from .errors import InvitationUsed, StudyError
 from .models import AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
 from .permissions import Action, require
+from .wording import counted, plural
 
 SALT = "studies.invitation"
 DEFAULT_MAX_AGE = 7 * 24 * 3600
@@ -58,7 +59,7 @@ def new_code() -> str:
 def clean_qualifications(raw: dict) -> dict:
     unknown = sorted(set(raw) - set(QUALIFICATION_KEYS))
     if unknown:
-        raise StudyError(f"unknown qualification field(s): {', '.join(unknown)}; "
+        raise StudyError(f"unknown qualification {plural(len(unknown), 'field')}: {', '.join(unknown)}; "
                          f"allowed: {', '.join(QUALIFICATION_KEYS)}")
     out: dict[str, int | str] = {}
     if raw.get("years_ecommerce") not in (None, ""):
@@ -125,7 +126,7 @@ def invite(actor, participant: Participant, max_age_seconds: int = DEFAULT_MAX_A
     require(actor, study, Action.MANAGE)
     refuse_staff_account(participant)
     if not 60 <= max_age_seconds <= 90 * 24 * 3600:
-        raise StudyError(f"an invitation lasts between 60 seconds and 90 days, not {max_age_seconds} seconds")
+        raise StudyError(f"an invitation lasts between 60 seconds and 90 days, not {counted(max_age_seconds, 'second')}")
     invitation = Invitation.objects.create(participant=participant, nonce=secrets.token_urlsafe(18),
                                            max_age_seconds=max_age_seconds, created_by=actor)
     token = signing.dumps({"n": invitation.nonce}, salt=SALT)

@@ -31,6 +31,7 @@ from .assignment import assign_next, quota_used
 from .errors import StudyError
 from .models import OPEN_STATUSES, Attempt, AuditAction, AuditEvent, Participant, Study
 from .permissions import Action, require
+from .wording import counted
 
 MAX_BOTS = 20
 
@@ -219,7 +220,7 @@ def run_rehearsal(self, study_id: int, actor_id: int, count: int, skill: str, re
     if request.retries and not run.played and not run.skipped:
         return 0  # came back to find the other delivery had finished: its outcome stands
     _record(study, actor, rehearsal_id, run, AuditAction.REHEARSED,
-            f"{len(run.played)} rehearsal attempt(s) played by {skill} bots", played=len(run.played))
+            f"{counted(len(run.played), 'rehearsal attempt')} played by {skill} bots", played=len(run.played))
     if run.skipped and not request.called_directly and not request.is_eager and request.retries < COME_BACK:
         raise self.retry(countdown=bots.LEASE.total_seconds() + 15)
     return len(run.played)

@@ -31,6 +31,7 @@ from .models import Attempt, ExportJob, Invitation, Participant, Study
 from .monitor import monitor_rows
 from .overview import audit_log, my_study, study_overview
 from .permissions import Action, can_create_studies, require, visible_studies
+from .wording import counted
 
 
 def _study(pk: int) -> Study:
@@ -113,7 +114,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
         except StudyError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Study {study.name!r} created with {study.cells.count()} cells.")
+            messages.success(request, f"Study {study.name!r} created with {counted(study.cells.count(), 'cell')}.")
             return redirect("studies:detail", pk=study.pk)
     return render(request, "studies/new.html", {"form": form})
 
@@ -286,7 +287,7 @@ def select_by_rule(request: HttpRequest, pk: int) -> HttpResponse:
 
     def select(d: dict) -> str:
         chosen = attempts.select_by_rule(request.user, study, d["rule"])
-        return f"Selected {len(chosen)} attempt(s) by rule {d['rule']}."
+        return f"Selected {counted(len(chosen), 'attempt')} by rule {d['rule']}."
 
     return _submitted(request, study, forms.SelectRuleForm(request.POST), "attempts", select)
 
@@ -555,7 +556,7 @@ def pay_approve(request: HttpRequest, pk: int) -> HttpResponse:
         except StudyError as exc:
             refused.append(str(exc))
     if done:
-        messages.success(request, f"Approved the pay of {done} attempt(s).")
+        messages.success(request, f"Approved the pay of {counted(done, 'attempt')}.")
     for text in refused:
         messages.error(request, text)
     return redirect("studies:pay", pk=study.pk)
@@ -719,8 +720,9 @@ def rehearse(request: HttpRequest, pk: int) -> HttpResponse:
 
     def schedule(d: dict) -> str:
         playing = rehearsal.schedule(request.user, study, d["bots"], d["skill"])
-        fewer = (f" (only {playing} place(s) are left under the cells' quotas)" if playing < d["bots"] else "")
-        return (f"Rehearsal started: {playing} rehearsal attempt(s), played by scripted bots{fewer}; the "
+        fewer = (f" (only {counted(playing, 'place')} {'is' if playing == 1 else 'are'} left under the cells' "
+                 "quotas)" if playing < d["bots"] else "")
+        return (f"Rehearsal started: {counted(playing, 'rehearsal attempt')}, played by scripted bots{fewer}; the "
                 "attempts appear below as they finish (bots are left out of figures by default).")
 
     return _submitted(request, study, forms.RehearsalForm(request.POST), "rehearsal", schedule, back="attempts")

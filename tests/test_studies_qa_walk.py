@@ -129,7 +129,7 @@ def test_import_says_how_to_fix_a_header_excel_wrote(client, study, coordinator)
     html = refusal(b"Label,Email\nKim,kim@example.org\n")
     assert "&#x27;Label&#x27; should be &#x27;label&#x27;" in html and "&#x27;Email&#x27; should be &#x27;email&#x27;" in html
     html = refusal(b"label,prolific_pid\nKim,p1\n")
-    assert "unknown column(s): prolific_pid" in html and "&#x27;prolific_pid&#x27; should be &#x27;PROLIFIC_PID&#x27;" in html
+    assert "unknown column: prolific_pid" in html and "&#x27;prolific_pid&#x27; should be &#x27;PROLIFIC_PID&#x27;" in html
     assert not study.participants.exists()
 
 

@@ -55,7 +55,7 @@ def test_the_page_says_how_many_bots_play_when_fewer_places_are_left(client, stu
     with django_capture_on_commit_callbacks(execute=True):
         html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 3, "skill": "idle"}, follow=True
                            ).content.decode()
-    assert "Rehearsal started: 1 rehearsal attempt(s), played by scripted bots (only 1 place(s) are left" in html
+    assert "Rehearsal started: 1 rehearsal attempt, played by scripted bots (only 1 place is left" in html
     assert Attempt.objects.filter(study=study, status=AttemptStatus.SUBMITTED).count() == 1
 
 
@@ -65,7 +65,7 @@ def test_the_page_counts_rehearsal_attempts_not_bots_when_one_bot_plays_two_cell
     with django_capture_on_commit_callbacks(execute=True):
         html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "idle"}, follow=True
                            ).content.decode()
-    assert "Rehearsal started: 2 rehearsal attempt(s), played by scripted bots;" in html
+    assert "Rehearsal started: 2 rehearsal attempts, played by scripted bots;" in html
 
 
 def test_a_bot_cannot_record_consent(study, admin, bot):
@@ -122,7 +122,7 @@ def test_the_study_page_says_a_rehearsal_finished_and_how_many_attempts_it_playe
         client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "idle"})
     html = client.get(f"/studies/{study.pk}/").content.decode()
     assert re.search(r'<p id="rehearsal-outcome" class="hint">Last rehearsal, \d{4}-\d\d-\d\d \d\d:\d\d: finished: '
-                     r"2 rehearsal attempt\(s\) played by idle bots\.</p>", html)
+                     r"2 rehearsal attempts played by idle bots\.</p>", html)
 
 
 def test_a_rehearsal_refused_inside_its_task_is_reported_on_the_study_page(client, study, coordinator):

@@ -51,10 +51,10 @@ def test_an_attempt_another_delivery_is_playing_is_skipped_and_the_outcome_says_
     assert _claim_of(attempt)[0] == other.token  # still the other delivery's
     event = rehearsal.last_outcome(study)
     assert (event.action, event.reason, event.detail) == (
-        "rehearsed", f"0 rehearsal attempt(s) played by clerk bots; {SKIPPED}",
+        "rehearsed", f"0 rehearsal attempts played by clerk bots; {SKIPPED}",
         {"rehearsal": "r-1", "played": 0, "skipped": 1})
     client.force_login(coordinator)
-    assert f"finished: 0 rehearsal attempt(s) played by clerk bots; {SKIPPED}.</p>" in client.get(
+    assert f"finished: 0 rehearsal attempts played by clerk bots; {SKIPPED}.</p>" in client.get(
         f"/studies/{study.pk}/").content.decode()
 
 
@@ -65,7 +65,7 @@ def test_a_lapsed_claim_is_taken_over_and_the_attempt_played(study, admin):  # n
     assert rehearsal.run_rehearsal(study.pk, admin.pk, 1, "clerk", "r-1") == 1
     assert Attempt.objects.get(pk=attempt.pk).status == AttemptStatus.SUBMITTED
     assert ShiftCall.objects.filter(shift=attempt.shift, tool="end_window").exists()
-    assert rehearsal.last_outcome(study).reason == "1 rehearsal attempt(s) played by clerk bots"
+    assert rehearsal.last_outcome(study).reason == "1 rehearsal attempt played by clerk bots"
     with pytest.raises(bots.ClaimLost):
         bots.renew(dead)
 
@@ -129,7 +129,7 @@ def test_a_bot_whose_claim_is_taken_over_mid_play_stops_and_is_counted_as_skippe
     assert rehearsal.run_rehearsal(study.pk, admin.pk, 1, "clerk", "r-1") == 0
     assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ASSIGNED  # this bot did not start it
     assert _claim_of(attempt)[0] == taken_over[0].token
-    assert rehearsal.last_outcome(study).reason == f"0 rehearsal attempt(s) played by clerk bots; {SKIPPED}"
+    assert rehearsal.last_outcome(study).reason == f"0 rehearsal attempts played by clerk bots; {SKIPPED}"
 
 
 def test_a_delivery_that_skipped_a_claimed_attempt_comes_back_once_the_claim_can_have_lapsed(

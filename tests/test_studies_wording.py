@@ -43,6 +43,21 @@ def test_the_study_form_refuses_a_task_given_twice_naming_it(client, admin):
     assert not Study.objects.filter(name="Pilot").exists()
 
 
+def test_the_study_created_message_says_1_cell(client, admin):
+    client.force_login(admin)
+    assert "Study &#x27;Pilot&#x27; created with 1 cell." in _new(client)
+
+
+def test_the_study_created_message_says_2_cells(client, admin):
+    client.force_login(admin)
+    assert "Study &#x27;Pilot&#x27; created with 2 cells." in _new(client, seeds="7 11")
+
+
+def test_the_study_page_counts_1_cell(client, admin):
+    client.force_login(admin)
+    assert " · 1 cell · 0 selected · " in _new(client)
+
+
 def test_a_seed_the_calibration_file_lacks_is_refused_naming_the_seeds_it_holds(client, admin):
     client.force_login(admin)
     html = _new(client, seeds="0 7")
@@ -67,3 +82,24 @@ def test_a_task_the_calibration_file_lacks_is_refused_saying_so(admin, tmp_path)
         create_study(admin, "Pilot", ["liquidity"], [7], calibration_path=path)
     assert str(refused.value) == ("the calibration file has no cell liquidity/7; it holds no liquidity cell at all: "
                                   "choose another task")
+
+
+# --- other counts ---------------------------------------------------------------------------
+
+
+def test_an_invitation_of_one_second_is_refused_in_the_singular(study, coordinator):
+    person = participants.add_participant(coordinator, study, "P1")
+    with pytest.raises(StudyError) as refused:
+        participants.invite(coordinator, person, 1)
+    assert str(refused.value) == "an invitation lasts between 60 seconds and 90 days, not 1 second"
+
+
+def test_a_deadline_moved_into_the_past_by_one_minute_says_minute(study, coordinator, bot, cell):
+    attempt = assignment.assign(coordinator, bot, cell)
+    now = timezone.now()
+    Shift.objects.filter(pk=attempt.shift_id).update(status=Shift.Status.ACTIVE, started_at=now - timedelta(hours=1),
+                                                     deadline=now + timedelta(seconds=30))
+    attempt.shift.refresh_from_db()
+    with pytest.raises(StudyError) as refused:
+        attempt_actions.extend_deadline(coordinator, attempt, -1, "network trouble")
+    assert str(refused.value).startswith("moving the deadline by -1 minute would put it at ")
