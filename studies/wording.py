@@ -1,5 +1,7 @@
-"""How the studies pages write counts ("1 cell", "2 cells")."""
+"""How the studies pages write counts ("1 cell", "2 cells"), money and stored JSON for people."""
 from __future__ import annotations
+
+import json
 
 
 def plural(n: int, singular: str, plural_form: str = "") -> str:
@@ -12,3 +14,26 @@ def counted(n: int, singular: str, plural_form: str = "") -> str:
     """``n`` and its noun: ``counted(1, "cell")`` is "1 cell", ``counted(2, "cell")`` "2 cells"."""
     return f"{n} {plural(n, singular, plural_form)}"
 
+
+def dollars(cents: int | None) -> str:
+    """An amount in cents as the console's end page writes dollars: "$28,000.00", "-$12.50";
+    "—" for none."""
+    if cents is None:
+        return "—"
+    whole, part = divmod(abs(int(cents)), 100)
+    return f"{'-' if cents < 0 else ''}${whole:,}.{part:02d}"
+
+
+def arguments_text(arguments: dict | None) -> str:
+    """A call's arguments as the console's history writes them: compact JSON (``{"page_size": 100}``,
+    ``true``/``false``, ``null``), nothing for none."""
+    return json.dumps(arguments, separators=(", ", ": "), ensure_ascii=False) if arguments else ""
+
+
+def detail_text(detail: dict | None) -> str:
+    """An audit event's detail as "key: value" pairs ("job: 1; filters: {"include_bots": false}"):
+    text as it is, anything else as compact JSON (``true``/``false``, ``null``)."""
+    def value(v) -> str:
+        return v if isinstance(v, str) else json.dumps(v, separators=(", ", ": "), ensure_ascii=False)
+
+    return "; ".join(f"{k}: {value(v)}" for k, v in (detail or {}).items())

@@ -103,3 +103,33 @@ def test_a_deadline_moved_into_the_past_by_one_minute_says_minute(study, coordin
     with pytest.raises(StudyError) as refused:
         attempt_actions.extend_deadline(coordinator, attempt, -1, "network trouble")
     assert str(refused.value).startswith("moving the deadline by -1 minute would put it at ")
+
+
+# --- the coach's view of a shift, the audit log -------------------------------------------------
+
+
+@pytest.fixture
+def played(study, admin, bot, cell):
+    return bots.play(assignment.assign(admin, bot, cell), "clerk")
+
+
+def test_the_coach_view_shows_the_timeline_in_dollars(client, study, coordinator, played):
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/attempts/{played.pk}/shift/").content.decode()
+    table = html[html.index('id="timeline"'):].split("</table>")[0]
+    assert "<th>Cash</th><th>Net assets</th>" in table
+    assert '<tr><td>W1</td><td class="mono">$28,000.00</td><td class="mono">$37,405.73</td><td>1695</td></tr>' in table
+
+
+def test_the_coach_view_shows_call_arguments_as_json(client, study, coordinator, played):
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/attempts/{played.pk}/shift/").content.decode()
+    assert Shift.objects.get(pk=played.shift_id).calls.get(seq=2).arguments == {"page_size": 3}
+    assert ('<td class="mono">list_orders</td><td class="mono">{&quot;page_size&quot;: 3}</td>') in html
+
+
+def test_the_audit_log_shows_details_as_key_value_text_with_json_values(client, study, coordinator, bot):
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/audit/").content.decode()
+    assert '<td class="mono">bot: true</td>' in html
+    assert '<td class="mono">user: coord-a; role: coordinator</td>' in html

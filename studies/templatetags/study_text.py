@@ -1,0 +1,12 @@
+"""Filters that write stored values for people: ``{{ cents|dollars }}``, ``{{ call.arguments|arguments }}``,
+``{{ event.detail|detail }}`` (see :mod:`studies.wording`)."""
+from __future__ import annotations
+
+from django import template
+
+from studies import wording
+
+register = template.Library()
+register.filter("dollars", wording.dollars)
+register.filter("arguments", wording.arguments_text)
+register.filter("detail", wording.detail_text)
