@@ -97,7 +97,12 @@ def _submitted(request: HttpRequest, study: Study, form: Form, anchor: str, act:
 @login_required
 @require_GET
 def study_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "studies/list.html", {"studies": visible_studies(request.user)})
+    """The studies the user holds a staff role in; a participant is pointed to their own page."""
+    pk = request.user.pk  # login_required: never None here
+    mine = Participant.objects.filter(user_id=pk) if pk is not None else Participant.objects.none()
+    taking_part = [(p.study, participants.my_page_url(p)) for p in mine.select_related("study").order_by("study_id")]
+    return render(request, "studies/list.html", {"studies": visible_studies(request.user),
+                                                 "taking_part": taking_part})
 
 
 @login_required

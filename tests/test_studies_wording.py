@@ -133,3 +133,22 @@ def test_the_audit_log_shows_details_as_key_value_text_with_json_values(client, 
     html = client.get(f"/studies/{study.pk}/audit/").content.decode()
     assert '<td class="mono">bot: true</td>' in html
     assert '<td class="mono">user: coord-a; role: coordinator</td>' in html
+
+
+# --- the studies list for a participant ---------------------------------------------------------
+
+
+def test_a_participant_opening_the_studies_list_is_linked_to_their_own_page(client, study, coordinator):
+    person = participants.accept(participants.invite(coordinator, participants.add_participant(
+        coordinator, study, "P1"), 3600).token, {})
+    client.force_login(person.user)
+    html = client.get("/studies/").content.decode()
+    assert (f'<p class="taking-part">You take part in Study A: your consent, shifts and completion codes are on '
+            f'<a href="/studies/me/?study={study.pk}">your study page</a>.</p>') in html
+    assert "You hold no role in any study." not in html
+
+
+def test_someone_in_no_study_still_hears_they_hold_no_role(client, study):
+    client.force_login(make_user("walker"))
+    html = client.get("/studies/").content.decode()
+    assert "<p>You hold no role in any study.</p>" in html and "taking-part" not in html
