@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from chat_stub import completion, endpoint
 
-from mcp_client.sweep import play_many
 from mcp_client.cli import main
+from mcp_client.sweep import play_many
 
 TASK = "short-runway"
 
@@ -55,17 +55,22 @@ def agent(url: str, trials: Path, *extra: str) -> int:
         pytest.fail("the interrupt escaped the command")
 
 
+def interrupted_sweep(trials: Path) -> tuple[int, InterruptSecondCell]:
+    """The three-cell sweep, Ctrl-C pressed while its second cell waits on the model: its exit code."""
+    responder = InterruptSecondCell(ctrl_c)
+    with endpoint(responder) as (url, _seen):
+        try:
+            return agent(url, trials), responder
+        finally:
+            responder.released.set()
+
+
 def session_folders(trials: Path) -> list[str]:
     return sorted(p.name for p in trials.iterdir())
 
 
 def test_ctrl_c_prints_the_finished_cells_marked_interrupted_and_exits_130(tmp_path, capsys):
-    responder = InterruptSecondCell(ctrl_c)
-    with endpoint(responder) as (url, _seen):
-        try:
-            code = agent(url, tmp_path)
-        finally:
-            responder.released.set()
+    code, _responder = interrupted_sweep(tmp_path)
     out, err = capsys.readouterr()
     assert code == 130
     summary = json.loads(out)
@@ -76,24 +81,14 @@ def test_ctrl_c_prints_the_finished_cells_marked_interrupted_and_exits_130(tmp_p
 
 
 def test_ctrl_c_starts_no_further_cell_and_leaves_no_folder_of_the_cell_it_stopped(tmp_path, capsys):
-    responder = InterruptSecondCell(ctrl_c)
-    with endpoint(responder) as (url, _seen):
-        try:
-            agent(url, tmp_path)
-        finally:
-            responder.released.set()
+    _code, responder = interrupted_sweep(tmp_path)
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert responder.firsts == 2  # the third cell never asked the model
     assert session_folders(tmp_path) == [Path(rows[0]["out"]).name]  # no folder, whole or partial, of cell 11
 
 
 def test_the_same_command_with_skip_played_plays_only_the_cells_left(tmp_path, capsys):
-    responder = InterruptSecondCell(ctrl_c)
-    with endpoint(responder) as (url, _seen):
-        try:
-            agent(url, tmp_path)
-        finally:
-            responder.released.set()
+    interrupted_sweep(tmp_path)
     first = json.loads(capsys.readouterr().out)["rows"][0]
     with endpoint(end_window) as (url, seen):
         code = agent(url, tmp_path, "--skip-played")
