@@ -53,7 +53,8 @@ def test_a_practice_shift_is_graded_against_its_own_anchors(client, user, fresh_
     html = client.get("/").content.decode()
     assert "Done: scored shifts are unlocked." in html and 'id="next-step"' in html
     end_page = client.get(f"/shifts/{practice.pk}/").content.decode()
-    assert "Practice: not counted." in end_page and 'id="verdict"' not in end_page  # no pass or fail for practice
+    verdict = "Would have passed" if practice.passed else "Would not have passed"  # not "Not passed": it is not counted
+    assert "Practice: not counted." in end_page and f'id="verdict">{verdict}</span>' in end_page
 
 
 def test_a_study_refuses_the_practice_task_as_a_cell(admin):  # noqa: F811
