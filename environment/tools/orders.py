@@ -39,10 +39,11 @@ def order_row(ep: Episode, o: OrderRec) -> dict[str, Any]:
     }
 
 
-def delivered_by_now(ep: Episode, o: OrderRec) -> int | None:
+def delivered_by_now(o: OrderRec) -> int | None:
     """When the order was delivered; None while it is on its way (the carrier's scheduled
-    time is the engine's, not something a merchant knows in advance)."""
-    return o.delivered_at if o.delivered_at is not None and o.delivered_at <= ep.now else None
+    time is the engine's, not something a merchant knows in advance).  Read from the status,
+    not the clock: a delivery due exactly at a window's start is made when that window ends."""
+    return o.delivered_at if o.status == OrderState.DELIVERED else None
 
 
 def get_order_rec(ep: Episode, order_id: str) -> OrderRec:
@@ -106,7 +107,7 @@ def get_order(ep: Episode, args: OrderArgs) -> dict[str, Any]:
             "customer_id": o.customer_id, "title": o.variant.product.title,
             "size": o.variant.size, "colour": o.variant.colour, "unit_price": usd(o.unit_price),
             "discount": usd(o.unit_price * o.quantity - o.paid_cents),
-            "shipped_at": when(o.shipped_at), "delivered_at": when(delivered_by_now(ep, o)),
+            "shipped_at": when(o.shipped_at), "delivered_at": when(delivered_by_now(o)),
             "shipped_by": None if o.shipped_at is None else ("platform" if o.by_platform else "you"),
             "payout": "paid out" if o.settled else ("pending" if o.receivable else None),
             "refunded": usd(o.refunded), "return_id": ret}
