@@ -23,7 +23,6 @@ from django.template.base import render_value_in_context
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
-from shifts.models import Shift
 from shifts.results import CallResult, read_as_of, window_minutes
 
 from .present import URGENT_HOURS, Card, Presentation, Table
@@ -77,7 +76,7 @@ class Page:
 
     def __init__(self, shift: Any, csrf_token: str) -> None:
         self.shift = shift
-        self.active = shift.status == Shift.Status.ACTIVE
+        self.active = shift.takes_calls
         self.csrf = csrf_input(csrf_token)
         self.context = Context({"shift": shift, "csrf_token": csrf_token}, autoescape=True)
         self.call_url = _url("console:shift_call", shift.pk)

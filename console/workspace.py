@@ -99,7 +99,7 @@ def brief_open(shift: Shift, calls: list[ShiftCall]) -> bool:
 def shift_overview(shift: Shift, show_seq: int | None = None) -> Overview:
     """The workspace's content, read from stored calls only.  A page view writes nothing: a
     shift past its deadline is shown as due (:attr:`Overview.due`), and ends when the page
-    posts its end (:func:`end_by_participant`), when a call reaches it, or at the sweep."""
+    posts its end (:func:`end_when_due`), when a call reaches it, or at the sweep."""
     calls = _stored_calls(shift)
     shown = None
     if show_seq is not None:

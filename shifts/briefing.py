@@ -63,7 +63,10 @@ def practice_shifts(user_or_id):
 
 
 def practice_completed(user) -> bool:
-    return practice_shifts(user).filter(status=Shift.Status.ENDED).exists()
+    """Whether ``user`` has finished the practice: ended, or past its deadline (it ends at its
+    next touch or the sweep; a page shows it as due and must not keep scored shifts locked)."""
+    over = Q(status=Shift.Status.ENDED) | Q(status__in=RUNNING, deadline__lte=timezone.now())
+    return practice_shifts(user).filter(over).exists()
 
 
 def add_start_gate(gate: StartGate) -> None:

@@ -22,6 +22,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
@@ -71,6 +72,12 @@ class Shift(models.Model):
     def is_open(self) -> bool:
         """Started and not ended (active or paused): the deadline is running."""
         return self.status in (self.Status.ACTIVE, self.Status.PAUSED)
+
+    @property
+    def takes_calls(self) -> bool:
+        """Active and not past its deadline: what a page offers tools and row actions for (a shift
+        past its deadline is still active until something ends it, but takes no call)."""
+        return self.status == self.Status.ACTIVE and not (self.deadline is not None and timezone.now() >= self.deadline)
 
     def __str__(self) -> str:
         return f"Shift {self.pk} ({self.status})"

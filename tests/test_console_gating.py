@@ -141,3 +141,24 @@ def test_a_shift_past_its_deadline_does_not_hold_the_next_one(carol, user):
     Shift.objects.filter(pk=first.pk).update(deadline=timezone.now() - timedelta(minutes=1))  # not swept yet
     carol.post(f"/shifts/{second.pk}/start/")
     assert Shift.objects.get(pk=second.pk).status == Shift.Status.ACTIVE
+
+
+def test_a_practice_past_its_deadline_does_not_keep_scored_shifts_locked(user):
+    from datetime import timedelta
+
+    from django.test import Client
+    from django.utils import timezone
+
+    from shifts import lifecycle
+    from shifts.briefing import BRIEFING_VERSION, acknowledge_briefing
+
+    acknowledge_briefing(user, BRIEFING_VERSION)
+    practice = Shift.objects.get(participant=user, is_practice=True)
+    lifecycle.begin_shift(practice)
+    scored = lifecycle.assign_shift(user, "steady", 7)
+    Shift.objects.filter(pk=practice.pk).update(deadline=timezone.now() - timedelta(seconds=1))  # not swept yet
+    client = Client()
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    assert "Locked:" not in html and f"/shifts/{scored.pk}/start/" in html
+    assert Shift.objects.get(pk=practice.pk).status == Shift.Status.ACTIVE  # the page ended nothing

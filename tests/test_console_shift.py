@@ -124,9 +124,12 @@ def test_stale_cache_from_another_process_is_rebuilt(signed_in, shift):
 
 
 def test_the_page_of_a_shift_past_its_deadline_writes_nothing(signed_in, shift):
-    call(signed_in, shift, "list_orders")
+    call(signed_in, shift, "list_returns")  # the inbox, with a refund form per open return
+    call(signed_in, shift, "list_orders")  # a table with a ship action per row
+    assert 'class="row-action"' in page(signed_in, shift) and 'class="refund-form"' in page(signed_in, shift)
     Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
     html = page(signed_in, shift)
+    assert 'class="row-action"' not in html and 'class="refund-form"' not in html  # no call offered
     shift.refresh_from_db()
     assert shift.status == Shift.Status.ACTIVE and shift.ended_at is None and shift.score_composite is None
     assert "Time is up" in html and 'id="tool-' not in html and 'id="countdown"' not in html
@@ -150,6 +153,17 @@ def test_the_end_a_due_page_posts_settles_the_shift_at_its_deadline(signed_in, s
     response = call(signed_in, shift, "list_orders")
     assert response.status_code == 204 and response["HX-Redirect"] == f"/shifts/{shift.pk}/"
     assert shift.calls.count() == 2
+
+
+def test_a_paused_shift_past_its_deadline_shows_time_is_up_without_resume(signed_in, shift):
+    lifecycle.pause_shift(shift, "lunch")
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+    html = page(signed_in, shift)
+    assert "Time is up" in html and 'id="resume-button"' not in html and 'id="paused-notice"' not in html
+    signed_in.post(f"/shifts/{shift.pk}/end/", {"due": "1"}, **HX)
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ENDED and shift.end_reason == "deadline"
+    assert shift.pauses.get().ended_at == shift.deadline  # the break ran until the deadline, not past it
 
 
 def test_a_stale_due_page_does_not_end_a_shift_whose_deadline_was_moved(signed_in, shift):

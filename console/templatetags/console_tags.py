@@ -189,7 +189,7 @@ def table_rows(context, table) -> SafeString:
     """A result table's ``<tr>`` rows: what each row is (its key, done or urgent), its
     actions while the shift is active, its cells (:func:`row_cells`).  Written out here
     rather than as template nodes: a result has up to a hundred rows."""
-    active = context["shift"].status == Shift.Status.ACTIVE
+    active = context["shift"].takes_calls
     has_actions = table.has_actions
     parts = _form_parts(context) if has_actions and active else None  # worked out once, not once a row
     out = []
@@ -287,7 +287,6 @@ def _horizon_end(shift_id: int):
     from datetime import datetime, timedelta
 
     from environment.tasks import get_task
-    from shifts.models import Shift
 
     task = get_task(Shift.objects.values_list("task_id", flat=True).get(pk=shift_id))
     start = datetime.fromisoformat(task.start.replace("Z", "+00:00")).replace(tzinfo=None)

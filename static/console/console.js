@@ -122,11 +122,11 @@ document.addEventListener("htmx:confirm", function (evt) {
     socket.onmessage = function (evt) {
       var msg = JSON.parse(evt.data);
       if (msg.type !== "state") return;
-      if (msg.status === "ended" || msg.status !== top.dataset.status ||
-          (msg.due && !document.getElementById("due-notice"))) {
-        window.location.assign(msg.url);  // ended, paused, resumed elsewhere or past its deadline: reload the page's mode
+      if (msg.status === "ended" || msg.status !== top.dataset.status) {
+        window.location.assign(msg.url);  // ended, paused or resumed elsewhere: reload the page's mode
         return;
       }
+      if (!!msg.due !== !!document.getElementById("due-notice") && reloadForDeadline(msg.url)) return;
       var header = document.getElementById("store-header");
       if (header && msg.header_html) {
         header.outerHTML = msg.header_html;
@@ -141,6 +141,17 @@ document.addEventListener("htmx:confirm", function (evt) {
       if (top.dataset.status === "ended") return;
       setTimeout(function () { connect(top, attempt + 1); }, Math.min(30000, 2000 * (attempt + 1)));
     };
+  }
+  // Past its deadline, or given more time: load the page again, at most once in 30 s (two
+  // processes whose clocks disagree by a few seconds must not make the page reload in a loop).
+  function reloadForDeadline(url) {
+    var key = "storebench-deadline-reload";
+    try {
+      if (Date.now() - (Number(window.sessionStorage.getItem(key)) || 0) < 30000) return false;
+      window.sessionStorage.setItem(key, String(Date.now()));
+    } catch (e) { return false; }  // no session storage: the countdown and the bar's poll still reload
+    window.location.assign(url);
+    return true;
   }
   document.addEventListener("DOMContentLoaded", function () {
     var top = document.getElementById("shift-top");
