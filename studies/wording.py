@@ -31,9 +31,10 @@ def arguments_text(arguments: dict | None) -> str:
 
 
 def detail_text(detail: dict | None) -> str:
-    """An audit event's detail as "key: value" pairs ("job: 1; filters: {"include_bots": false}"):
-    text as it is, anything else as compact JSON (``true``/``false``, ``null``)."""
+    """An audit event's detail as "key: value" pairs ("filters: {"include_bots": false}; job: 1"):
+    text as it is, anything else as compact JSON (``true``/``false``, ``null``).  Keys in
+    alphabetical order: PostgreSQL's jsonb keeps its own order, SQLite the order written."""
     def value(v) -> str:
-        return v if isinstance(v, str) else json.dumps(v, separators=(", ", ": "), ensure_ascii=False)
+        return v if isinstance(v, str) else json.dumps(v, separators=(", ", ": "), ensure_ascii=False, sort_keys=True)
 
-    return "; ".join(f"{k}: {value(v)}" for k, v in (detail or {}).items())
+    return "; ".join(f"{k}: {value(v)}" for k, v in sorted((detail or {}).items()))
