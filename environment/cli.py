@@ -178,10 +178,11 @@ def _cmd_world_export(args: argparse.Namespace) -> int:
     from .world import load_world
     from .world.loader import export_world
 
-    path = writable_file(args.path, "the export path", "world.json.gz")
-    if not path.name.endswith((".json", ".json.gz")):
+    path = Path(args.path)
+    if not path.is_dir() and not path.name.endswith((".json", ".json.gz")):  # checked before any folder is made
         raise StoreBenchError(f"the export path {path} names neither a .json nor a .json.gz file: the name says "
                               f"how the world is written (plain or gzipped JSON), e.g. {path.with_suffix('.json.gz')}")
+    path = writable_file(path, "the export path", "world.json.gz")
     export_world(load_world(), path)
     print(f"wrote the world to {args.path}")
     return 0

@@ -52,6 +52,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from environment.cli import writable_folder
@@ -223,8 +224,7 @@ def end_job(job_id: int | None) -> Job | None:
         if not failed:
             return progress.finish(job.pk, path=job.params["out"], summary=summary(job))
         job.status = Job.Status.FAILED
-        job.error = f"{len(failed)} of {len(items)} cells failed: " + "; ".join(
-            f"{cell_name(item)}: {item.error}" for item in failed)
+        job.error = f"{len(failed)} of {len(items)} cells failed: " + failures_text(failed)
         job.summary = {**summary(job), "failed": [
             {"task": item.params["task"], "seed": item.params["seed"], "error": item.error} for item in failed]}
         job.result_path = job.params["out"]
@@ -234,10 +234,21 @@ def end_job(job_id: int | None) -> Job | None:
         return job
 
 
+def failures_text(failed: list[JobItem]) -> str:
+    """The failed cells and why, cells failed for the same reason named together ("liquidity/7,
+    liquidity/11: not played: ..."), so a job stopped by a bug says its reason once."""
+    by_error: dict[str, list[str]] = {}
+    for item in failed:
+        by_error.setdefault(item.error, []).append(cell_name(item))
+    return "; ".join(f"{', '.join(cells)}: {error}" for error, cells in by_error.items())
+
+
 def stop_unplayed(job_id: int, reason: str) -> int:
-    """Fail every item of the job still pending, unplayed, with ``reason`` (after a bug); the
-    number failed.  A message still queued for one of them then finds it failed and plays nothing."""
-    return JobItem.objects.filter(job_id=job_id, status=JobItem.Status.PENDING).update(
+    """Fail every item of the job not being played, with ``reason`` (after a bug): the pending
+    ones and those whose player died (a lease that has expired); the number failed.  A message
+    still queued for one of them then finds it failed and plays nothing."""
+    unplayed = Q(status=JobItem.Status.PENDING) | Q(status=JobItem.Status.RUNNING, lease_until__lte=timezone.now())
+    return JobItem.objects.filter(unplayed, job_id=job_id).update(
         status=JobItem.Status.FAILED, error=f"not played: {reason}", finished_at=timezone.now())
 
 
@@ -266,8 +277,8 @@ def reset_failed(job_id: int, *, api_key_env: str | None = None) -> tuple[Job, l
     # played, by an older release that stopped at the first failure) pending ones and dead leases.
     again = [item for item in items if item.status != JobItem.Status.DONE]
     if not again:
-        raise StoreBenchError(f"job {job_id} has no failed cell: all {job.total} cells are done, so there is "
-                              "nothing to play again")
+        done = "its only cell is done" if job.total == 1 else f"all {job.total} of its cells are done"
+        raise StoreBenchError(f"job {job_id} has no failed cell: {done}, so there is nothing to play again")
     JobItem.objects.filter(pk__in=[item.pk for item in again]).update(
         status=JobItem.Status.PENDING, error="", lease_owner="", lease_until=None, started_at=None,
         finished_at=None)

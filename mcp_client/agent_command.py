@@ -50,7 +50,12 @@ def _cmd_agent(args: argparse.Namespace) -> int:
                "keep_turns": args.keep_turns, "max_idle_turns": args.max_idle_turns, "temperature": args.temperature,
                "retry": Retry(retries=args.retries)}
     if len(cells) == 1 and not args.skip_played:
-        run = asyncio.run(play(*cells[0], **options))
+        try:
+            run = asyncio.run(play(*cells[0], **options))
+        except KeyboardInterrupt:  # Ctrl-C: asyncio.run cancelled the episode, which wrote nothing
+            print(f"storebench agent: interrupted: {cells[0][0]}/{cells[0][1]} was not finished and no trial folder "
+                  "was written", file=sys.stderr, flush=True)
+            return INTERRUPTED_EXIT
         print(json.dumps(run.summary(), indent=2))
         return 0 if run.ended_by != ENDED_BY_ENDPOINT else 1
     finished: dict[int, dict[str, Any]] = {}
@@ -71,9 +76,11 @@ def _interrupted(model: str, cells: Sequence[tuple[str, int]], finished: dict[in
     on stderr how to play the others."""
     rows = [finished[index] for index in sorted(finished)]
     left = [f"{task}/{seed}" for index, (task, seed) in enumerate(cells) if index not in finished]
-    print(json.dumps({**sweep_summary(model, rows), "interrupted": True, "not_finished": left}, indent=2))
-    print(f"storebench agent: interrupted with {len(rows)} of {len(cells)} cells finished; to play the other "
-          f"{len(left)}, run the same command again with --skip-played", file=sys.stderr, flush=True)
+    summary = sweep_summary(model, rows)
+    again = len(left) + len(summary["unplayed"])  # --skip-played plays these: a trial is missing for each
+    print(json.dumps({**summary, "cells": len(cells), "interrupted": True, "not_finished": left}, indent=2))
+    print(f"storebench agent: interrupted with {len(rows)} of {len(cells)} cells finished; to play the {again} "
+          f"without a trial, run the same command again with --skip-played", file=sys.stderr, flush=True)
     return INTERRUPTED_EXIT
 
 

@@ -53,18 +53,18 @@ def check_calibration(study: Study) -> dict:
 def _refuse_uncalibrated(doc: dict, tasks: list[str], seeds: list[int]) -> None:
     """Refuse cells the calibration file lacks, naming the seeds it holds for the task: a study's
     file is the server's (``STOREBENCH_CALIBRATION``), so the form can only choose among them."""
+    problems = []
     for task_id in tasks:
         missing = [s for s in seeds if cell_of(doc, task_id, s) is None]
         if not missing:
             continue
         held = sorted(int(s) for s in doc["tasks"].get(task_id, {}))
         cells = " and ".join(f"{task_id}/{s}" for s in missing)
-        if held:
-            raise StudyError(f"the calibration file has no {plural(len(missing), 'cell')} {cells}; it holds "
-                             f"{task_id} with {plural(len(held), 'seed')} {', '.join(map(str, held))}: "
-                             "choose from those")
-        raise StudyError(f"the calibration file has no {plural(len(missing), 'cell')} {cells}; it holds no "
-                         f"{task_id} cell at all: choose another task")
+        problems.append(f"the calibration file has no {plural(len(missing), 'cell')} {cells}; it holds "
+                        + (f"{task_id} with {plural(len(held), 'seed')} {', '.join(map(str, held))}: choose from those"
+                           if held else f"no {task_id} cell at all: choose another task"))
+    if problems:
+        raise StudyError("; ".join(problems))
 
 
 def _cell_values(doc: dict, task_id: str, seed: int) -> tuple[Decimal, dict]:

@@ -75,9 +75,9 @@ def test_ctrl_c_prints_the_finished_cells_marked_interrupted_and_exits_130(tmp_p
     assert code == 130
     summary = json.loads(out)
     assert summary["interrupted"] is True and summary["not_finished"] == [f"{TASK}/11", f"{TASK}/13"]
-    assert (summary["cells"], summary["trials"]) == (1, 1) and [r["seed"] for r in summary["rows"]] == [7]
-    assert err.splitlines()[-1] == ("storebench agent: interrupted with 1 of 3 cells finished; to play the other 2, "
-                                    "run the same command again with --skip-played")
+    assert (summary["cells"], summary["trials"]) == (3, 1) and [r["seed"] for r in summary["rows"]] == [7]
+    assert err.splitlines()[-1] == ("storebench agent: interrupted with 1 of 3 cells finished; to play the 2 "
+                                    "without a trial, run the same command again with --skip-played")
 
 
 def test_ctrl_c_starts_no_further_cell_and_leaves_no_folder_of_the_cell_it_stopped(tmp_path, capsys):
@@ -117,3 +117,19 @@ def test_a_cancelled_sweep_keeps_the_rows_of_the_cells_that_finished(tmp_path):
             responder.released.set()
     assert list(finished) == [0] and finished[0]["seed"] == 7
     assert session_folders(tmp_path) == [Path(finished[0]["out"]).name]
+
+
+def test_ctrl_c_on_one_cell_says_so_in_one_line_and_exits_130(tmp_path, capsys):
+    responder = InterruptSecondCell(ctrl_c)
+    responder.firsts = 1  # the first request of the only cell is the one held
+    with endpoint(responder) as (url, _seen):
+        try:
+            code = main(["agent", "--model", "stub", "--base-url", url, "--task", TASK, "--seed", "7",
+                         "--max-turns", "2", "--trials", str(tmp_path)])
+        finally:
+            responder.released.set()
+    out, err = capsys.readouterr()
+    assert code == 130 and out == "" and "Traceback" not in err
+    assert err.splitlines()[-1] == (f"storebench agent: interrupted: {TASK}/7 was not finished and no trial folder "
+                                    "was written")
+    assert session_folders(tmp_path) == []

@@ -134,6 +134,6 @@ def test_mcp_over_http_refuses_a_task_without_its_seed(capsys):
 
 
 def test_world_export_refuses_a_name_that_says_no_json(capsys, tmp_path):
-    err = refusal(capsys, "world", "export", tmp_path / "w.txt")
-    assert f"the export path {tmp_path / 'w.txt'} names neither a .json nor a .json.gz file" in err
-    assert not (tmp_path / "w.txt").exists()
+    err = refusal(capsys, "world", "export", tmp_path / "new" / "w.txt")
+    assert f"the export path {tmp_path / 'new' / 'w.txt'} names neither a .json nor a .json.gz file" in err
+    assert not (tmp_path / "new").exists()  # refused before its folder was made

@@ -69,8 +69,7 @@ def test_a_partly_failed_job_ends_failed_naming_how_many_and_which_cells_failed(
     with chat_stub.endpoint(Cells(1, 3)) as (base_url, _seen):
         job = three_cells(base_url, tmp_path)
     assert job.status == Job.Status.FAILED and job.finished_at is not None
-    assert job.error == (f"2 of 3 cells failed: {TASK}/7: {never_answered(base_url)}; "
-                         f"{TASK}/13: {never_answered(base_url)}")
+    assert job.error == f"2 of 3 cells failed: {TASK}/7, {TASK}/13: {never_answered(base_url)}"  # one reason, once
 
 
 def test_a_partly_failed_job_keeps_the_summary_of_its_done_cells_and_its_folder(tmp_path):
@@ -141,6 +140,30 @@ def test_a_bug_fails_its_cell_and_the_cells_not_yet_played_and_ends_the_job(tmp_
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and job.summary["trials"] == 1
     assert job.error == f"2 of 3 cells failed: {TASK}/eleven: {bug}; {TASK}/13: {unplayed}"
+
+
+def test_a_bug_also_fails_a_cell_whose_player_died(tmp_path):
+    """A cell left running under an expired lease (its worker died) would be taken over when its message
+    came back: after a bug it is failed unplayed too, so the job spends nothing more."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    with chat_stub.endpoint(end_window) as (base_url, seen):
+        job = create_agent_job([TASK], [7, 11], tmp_path / "out", model="stub-1", base_url=base_url, max_turns=3)
+        dead, broken = job.items.order_by("index")
+        JobItem.objects.filter(pk=dead.pk).update(status=JobItem.Status.RUNNING, lease_owner="gone:1:x",
+                                                  lease_until=timezone.now() - timedelta(seconds=1))
+        JobItem.objects.filter(pk=broken.pk).update(params={**broken.params, "seed": "eleven"})
+        with pytest.raises(ValueError):
+            tasks.run_agent_trial.delay(broken.pk)
+        tasks.run_agent_trial.delay(dead.pk)  # the dead player's message, back: nothing is played
+        assert seen == []
+    dead.refresh_from_db()
+    assert (dead.status, dead.error) == (
+        JobItem.Status.FAILED, f"not played: the job stopped after an unexpected error in {TASK}/eleven")
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED
 
 
 # --- run_agents --retry ---------------------------------------------------------------------------------------
@@ -226,7 +249,7 @@ def _ended(status: str, kind: str = Job.Kind.BATCH, runner: str = "agent", item_
      "job {id} is still running (1/1 cells done): --retry plays its failed cells once it has ended; wait for "
      "it, then run the command again"),
     (lambda: _ended(Job.Status.DONE),
-     "job {id} has no failed cell: all 1 cells are done, so there is nothing to play again"),
+     "job {id} has no failed cell: its only cell is done, so there is nothing to play again"),
 ], ids=["unknown", "calibration", "scripted-batch", "running", "a-cell-still-playing", "nothing-failed"])
 def test_retry_refuses_what_it_cannot_play_again_saying_why(make, refusal):
     job = make()

@@ -84,6 +84,14 @@ def test_a_task_the_calibration_file_lacks_is_refused_saying_so(admin, tmp_path)
                                   "choose another task")
 
 
+def test_the_missing_cells_of_every_task_are_named_at_once(admin):
+    with pytest.raises(StudyError) as refused:
+        create_study(admin, "Pilot", ["steady", "liquidity"], [7, 5])
+    assert str(refused.value) == (
+        "the calibration file has no cell steady/5; it holds steady with seeds 7, 11, 13: choose from those; "
+        "the calibration file has no cell liquidity/5; it holds liquidity with seeds 7, 11, 13: choose from those")
+
+
 # --- other counts ---------------------------------------------------------------------------
 
 

@@ -91,8 +91,8 @@ class Command(BaseCommand):
             job.refresh_from_db()
             if job.status == Job.Status.FAILED and job.summary:  # some cells failed: show what the others did
                 self.stdout.write(json.dumps(job.summary))
-                self.stdout.write(f"the done cells are in {job.result_path}; play the failed ones again with "
-                                  f"`manage.py run_agents --retry {job.pk}`")
+                where = f"the done cells are in {job.result_path}; " if job.done else "no cell was played to the end; "
+                self.stdout.write(f"{where}play the failed ones again with `manage.py run_agents --retry {job.pk}`")
             raise
         if followed is not None:
             self.stdout.write(json.dumps(followed.summary))
