@@ -145,10 +145,6 @@ def test_a_bug_fails_its_cell_and_the_cells_not_yet_played_and_ends_the_job(tmp_
 def test_a_bug_also_fails_a_cell_whose_player_died(tmp_path):
     """A cell left running under an expired lease (its worker died) would be taken over when its message
     came back: after a bug it is failed unplayed too, so the job spends nothing more."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     with chat_stub.endpoint(end_window) as (base_url, seen):
         job = create_agent_job([TASK], [7, 11], tmp_path / "out", model="stub-1", base_url=base_url, max_turns=3)
         dead, broken = job.items.order_by("index")
@@ -191,6 +187,20 @@ def test_retry_plays_again_only_the_failed_cells_in_the_same_job_and_folder(tmp_
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == f"job {job.pk}: 3 model trials, playing again the 1 that failed: {TASK}/11"
     assert printed[-2] == "[3/3] done" and json.loads(printed[-1]) == job.summary
+
+
+def test_a_late_message_of_a_retried_cell_plays_nothing_more(tmp_path, capsys):
+    responder = Cells(2)
+    with chat_stub.endpoint(responder) as (base_url, _seen):
+        job = three_cells(base_url, tmp_path)
+        responder.failing = set()
+        call_command("run_agents", "--retry", str(job.pk))
+        asked = responder.firsts
+        again = job.items.get(key=f"{TASK}:11")
+        tasks.run_agent_trial.delay(again.pk)  # a message of the first attempt, delivered again after the retry
+        assert responder.firsts == asked  # the cell is done: nothing is played twice
+    again.refresh_from_db()
+    assert (again.status, again.attempts) == (JobItem.Status.DONE, 2)
 
 
 def test_retry_clears_what_an_earlier_attempt_of_a_failed_cell_left(tmp_path):
