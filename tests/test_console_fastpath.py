@@ -49,7 +49,7 @@ ROWS = """{% for row in table.rows %}
       <tr data-key="{{ row.key }}" tabindex="-1" class="{% if row.done %}done{% elif row.urgent %}urgent{% endif %}">
         {% if table.has_actions %}<td class="row-actions">
           {% if row.done %}<span class="row-status">{{ row.done }}</span>
-          {% elif shift.status == "active" %}
+          {% elif shift.takes_calls %}
             {% if row.actions %}<input type="checkbox" class="pick" aria-label="Tick {{ row.key }} for a batch ({{ row.actions.0.label }})" title="Tick for a batch · key x">{% endif %}
             {% for action in row.actions %}{% include "row_action" with target=row.key %}{% endfor %}
             <span class="row-status" aria-live="polite"></span>
@@ -71,6 +71,7 @@ class FakeShift:
 
     def __init__(self, status: str) -> None:
         self.status = status
+        self.takes_calls = status == "active"  # and not past a deadline: these shifts have none
 
 
 def tricky_table() -> present.Table:
