@@ -76,6 +76,16 @@ def _cell_values(doc: dict, task_id: str, seed: int) -> tuple[Decimal, dict]:
 
 
 @transaction.atomic
+def repeated(noun: str, values: list) -> str | None:
+    """Why ``values`` are refused when one is named more than once (as ``storebench`` refuses a
+    repeated ``--tasks`` or ``--seeds`` value: each task-seed pair is one cell, made once)."""
+    again = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
+    if not again:
+        return None
+    return (f"{plural(len(again), noun)} {', '.join(map(str, again))} {'is' if len(again) == 1 else 'are'} given "
+            f"more than once: give each {noun} once (each task and seed make one cell of the study)")
+
+
 def create_study(actor, name: str, tasks: list[str], seeds: list[int], *, quota: int = 1,
                  calibration_path: str | Path | None = None, policy: str = "balanced",
                  random_seed: int = 0, description: str = "") -> Study:
@@ -87,6 +97,10 @@ def create_study(actor, name: str, tasks: list[str], seeds: list[int], *, quota:
         raise StudyError("a study needs a name")
     if not tasks or not seeds:
         raise StudyError("a study needs at least one task and one seed")
+    for noun, named in (("task", tasks), ("seed", seeds)):
+        problem = repeated(noun, named)
+        if problem is not None:
+            raise StudyError(problem)
     if quota < 1:
         raise StudyError(f"the per-cell quota must be at least 1, not {quota}")
     for task_id in tasks:

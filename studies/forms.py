@@ -5,11 +5,10 @@ from django import forms
 
 from environment.errors import SEED_MAX, InvalidSeed, check_seed
 
-from . import pay
+from . import design, pay
 from .attempts import MAX_DEADLINE_CHANGE_MINUTES
 from .errors import StudyError
 from .models import AssignmentPolicy, Participant, Role, SelectionRule, Study
-from .wording import plural
 
 MINUTES_RANGE = (f"A deadline moves by 1 to {MAX_DEADLINE_CHANGE_MINUTES} minutes at a time "
                  "(a negative number shortens it).")
@@ -52,14 +51,9 @@ class StudyForm(forms.Form):
 
 
 def _refuse_repeats(noun: str, values: list) -> None:
-    """Refuse a task or seed named more than once, as ``storebench`` refuses a repeated
-    ``--tasks`` or ``--seeds`` value: each task-seed pair is one cell, made once."""
-    repeated = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
-    if repeated:
-        raise forms.ValidationError(
-            f"{plural(len(repeated), noun)} {', '.join(map(str, repeated))} "
-            f"{'is' if len(repeated) == 1 else 'are'} given more than once: give each {noun} once "
-            "(each task and seed make one cell of the study)")
+    problem = design.repeated(noun, values)
+    if problem is not None:
+        raise forms.ValidationError(problem)
 
 
 class MemberForm(forms.Form):

@@ -160,3 +160,11 @@ def test_someone_in_no_study_still_hears_they_hold_no_role(client, study):
     client.force_login(make_user("walker"))
     html = client.get("/studies/").content.decode()
     assert "<p>You hold no role in any study.</p>" in html and "taking-part" not in html
+
+
+def test_create_study_itself_refuses_a_repeated_seed(admin):
+    with pytest.raises(StudyError) as refused:
+        create_study(admin, "Pilot", ["steady"], [7, 11, 7])
+    assert str(refused.value) == ("seed 7 is given more than once: give each seed once (each task and seed make one "
+                                  "cell of the study)")
+    assert not Study.objects.filter(name="Pilot").exists()
