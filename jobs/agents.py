@@ -223,15 +223,11 @@ def end_job(job_id: int | None) -> Job | None:
         failed = [item for item in items if item.status == JobItem.Status.FAILED]
         if not failed:
             return progress.finish(job.pk, path=job.params["out"], summary=summary(job))
-        job.status = Job.Status.FAILED
-        job.error = f"{len(failed)} of {len(items)} cells failed: " + failures_text(failed)
-        job.summary = {**summary(job), "failed": [
-            {"task": item.params["task"], "seed": item.params["seed"], "error": item.error} for item in failed]}
-        job.result_path = job.params["out"]
-        job.done = len(items) - len(failed)
-        job.finished_at = timezone.now()
-        job.save()
-        return job
+        # job.done already counts the done cells: publish keeps it
+        return progress.fail(job.pk, f"{len(failed)} of {len(items)} cells failed: " + failures_text(failed),
+                             path=job.params["out"], summary={**summary(job), "failed": [
+                                 {"task": item.params["task"], "seed": item.params["seed"], "error": item.error}
+                                 for item in failed]})
 
 
 def failures_text(failed: list[JobItem]) -> str:

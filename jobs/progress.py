@@ -53,13 +53,17 @@ def finish(job_id: int, *, path: str = "", digest: str = "", summary: dict | Non
         return job
 
 
-def fail(job_id: int, error: str) -> Job:
+def fail(job_id: int, error: str, *, path: str = "", summary: dict | None = None) -> Job:
+    """Fail the job (once); ``path`` and ``summary`` say what it still gave (a model-trial
+    job's done cells)."""
     with transaction.atomic():
         job = locked_job(job_id)
         if not job.finished:
             job.status = Job.Status.FAILED
             job.error = error
             job.finished_at = timezone.now()
+            if path or summary:
+                job.result_path, job.summary = path, summary or {}
             job.save()
         return job
 

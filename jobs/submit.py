@@ -13,15 +13,17 @@ from celery import current_app
 from django.db import transaction
 
 from . import tasks
-from .agents import create_agent_job, reset_failed
+from .agents import cell_name, create_agent_job, reset_failed
 from .batch import create_batch_job
 from .calibration import create_calibration_job
 from .models import Job
 
 
 def _fan_out(task, job: Job) -> None:
-    item_ids = list(job.items.order_by("index").values_list("pk", flat=True))
+    _send_on_commit(task, list(job.items.order_by("index").values_list("pk", flat=True)))
 
+
+def _send_on_commit(task, item_ids: list[int]) -> None:
     def send() -> None:
         for item_id in item_ids:
             task.delay(item_id)
@@ -58,14 +60,8 @@ def retry_agents(job_id: int, *, api_key_env: str | None = None) -> tuple[Job, l
     (:func:`jobs.agents.reset_failed`, which says what is refused); the job and the cells sent."""
     with transaction.atomic():
         job, items = reset_failed(job_id, api_key_env=api_key_env)
-        item_ids = [item.pk for item in items]
-
-        def send() -> None:
-            for item_id in item_ids:
-                tasks.run_agent_trial.delay(item_id)
-
-        transaction.on_commit(send)
-    return job, [f"{item.params['task']}/{item.params['seed']}" for item in items]
+        _send_on_commit(tasks.run_agent_trial, [item.pk for item in items])
+    return job, [cell_name(item) for item in items]
 
 
 def submit_export(task_name: str, params: dict | None = None) -> Job:

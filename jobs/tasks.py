@@ -110,7 +110,7 @@ def run_agent_trial(item_id: int) -> None:
         check_agent_trial_later(item_id, found.recheck_in)
         return
     if found.item is None:  # done or failed (a redelivery), or deleted: end the job if that was missed
-        _finish_agents_job(JobItem.objects.filter(pk=item_id).values_list("job_id", flat=True).first())
+        agents.end_job(JobItem.objects.filter(pk=item_id).values_list("job_id", flat=True).first())
         return
     if found.took_over:
         logger.warning("item %s: the lease of %s expired; playing the cell again", item_id, found.took_over)
@@ -125,13 +125,8 @@ def run_agent_trial(item_id: int) -> None:
     except Exception as exc:
         if lease.fail_owned(item_id, owner, _bug(exc)):
             agents.stop_unplayed(job_id, f"the job stopped after an unexpected error in {agents.cell_name(found.item)}")
-        _finish_agents_job(job_id)
+        agents.end_job(job_id)
         raise
-    _finish_agents_job(job_id)
-
-
-def _finish_agents_job(job_id: int | None) -> None:
-    """End a model-trial job whose items have all ended (once: an ended job is left as it is)."""
     agents.end_job(job_id)
 
 

@@ -66,8 +66,7 @@ def end_shift(shift: Shift, reason: str, now=None) -> Shift:
 
 
 def is_due(shift: Shift, now=None) -> bool:
-    now = now or timezone.now()
-    return shift.is_open and shift.deadline is not None and now >= shift.deadline
+    return shift.is_open and shift.past_deadline(now)
 
 
 def end_if_due(shift: Shift, now=None) -> bool:

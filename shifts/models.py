@@ -73,11 +73,14 @@ class Shift(models.Model):
         """Started and not ended (active or paused): the deadline is running."""
         return self.status in (self.Status.ACTIVE, self.Status.PAUSED)
 
+    def past_deadline(self, now=None) -> bool:
+        return self.deadline is not None and (now or timezone.now()) >= self.deadline
+
     @property
     def takes_calls(self) -> bool:
         """Active and not past its deadline: what a page offers tools and row actions for (a shift
         past its deadline is still active until something ends it, but takes no call)."""
-        return self.status == self.Status.ACTIVE and not (self.deadline is not None and timezone.now() >= self.deadline)
+        return self.status == self.Status.ACTIVE and not self.past_deadline()
 
     def __str__(self) -> str:
         return f"Shift {self.pk} ({self.status})"

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from environment.tools.format import usd_pretty
+
 
 def plural(n: int, singular: str, plural_form: str = "") -> str:
     """The noun for ``n`` of it: ``singular`` for 1 (or -1), else ``plural_form`` (``singular + "s"``
@@ -18,10 +20,7 @@ def counted(n: int, singular: str, plural_form: str = "") -> str:
 def dollars(cents: int | None) -> str:
     """An amount in cents as the console's end page writes dollars: "$28,000.00", "-$12.50";
     "—" for none."""
-    if cents is None:
-        return "—"
-    whole, part = divmod(abs(int(cents)), 100)
-    return f"{'-' if cents < 0 else ''}${whole:,}.{part:02d}"
+    return "—" if cents is None else usd_pretty(int(cents))
 
 
 def arguments_text(arguments: dict | None) -> str:
