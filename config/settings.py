@@ -318,7 +318,9 @@ LOGIN_LOCKOUT_SECONDS = int(os.environ.get("STOREBENCH_LOGIN_LOCKOUT", "900"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # config.logformat.LineFormatter: a refused request (4xx) is logged without its traceback.
+    "formatters": {"line": {"class": "config.logformat.LineFormatter",
+                            "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["stderr"], "level": "WARNING"},
     "loggers": {"django": {"level": "WARNING"}},
