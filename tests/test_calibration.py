@@ -664,7 +664,7 @@ def test_diligence_alone_never_reaches_the_threshold_on_a_shipped_cell():
 def test_budgets_bind_so_judgment_anchors_are_not_perfectly_reliable():
     """The must-do work outruns the budget on busy windows (and on cold-start the live listings
     of empty sizes take orders nobody can ship): the judgment anchors land between 0.5 and 0.95,
-    give or take the cells the README names, each within a hundredth of the band (cold-start 13
+    give or take the cells docs/calibration.md names, each within a hundredth of the band (cold-start 13
     smart-triage 0.951, new-entrant 11 rule-based 0.951, perfect-storm 11 rule-based 0.959;
     counter-punch 13, both anchors 0.494, on the training cells' tight budgets)."""
     rel = [c["anchors"][a]["reliability"] for _t, c in _shipped_cells() for a in ("rule-based", "smart-triage")]

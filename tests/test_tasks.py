@@ -28,7 +28,7 @@ TRAIN = ("cash-crunch", "counter-punch", "final-clearance", "season-flip", "shor
 # id: (days, ops/window, trim_stock_days, economics overrides).  The spec's table "The five
 # training tasks" gives the release's files; ours keep its stories and horizons but set the
 # budgets, the shelf's floor (1 unit a size, not 4) and some terms so that the cells land at
-# the release's magnitudes (README, "The training cells at the release's magnitudes").
+# the release's magnitudes (docs/calibration.md, "The training cells at the release's magnitudes").
 TRAIN_SPEC = {
     "cash-crunch": (15, 6, 6.0, {"starting_cash": Decimal("2000"), "deposit": Decimal("1000"),
                                  "return_escalate_days": 5, "ignored_return_fine": Decimal("10")}),
