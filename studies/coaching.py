@@ -15,6 +15,7 @@ from shifts.results import result_of
 from .models import Attempt, AuditEvent, Participant
 from .participants import current_consent
 from .permissions import Action, require
+from .wording import component_text
 
 
 def participant_view(actor, person: Participant) -> dict:
@@ -39,4 +40,6 @@ def shift_view(actor, attempt: Attempt) -> dict:
     calls = [(call, result_of(call)) for call in shift.calls.order_by("seq")]
     return {"attempt": attempt, "shift": shift, "clock": time_account(shift), "calls": calls,
             "pauses": list(shift.pauses.all()),
-            "timeline": shift.timeline or [], "components": sorted((shift.score_components or {}).items())}
+            "timeline": shift.timeline or [],
+            "components": [(name, component_text(name, value))
+                           for name, value in sorted((shift.score_components or {}).items())]}

@@ -1,7 +1,9 @@
-"""How the studies pages write counts ("1 cell", "2 cells"), money and stored JSON for people."""
+"""How the studies pages write counts ("1 cell", "2 cells"), money, score components and stored
+JSON for people."""
 from __future__ import annotations
 
 import json
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from environment.tools.format import usd_pretty
 
@@ -21,6 +23,37 @@ def dollars(cents: int | None) -> str:
     """An amount in cents as the console's end page writes dollars: "$28,000.00", "-$12.50";
     "—" for none."""
     return "—" if cents is None else usd_pretty(int(cents))
+
+
+# A graded shift's score components (shifts.grading: the core's Score, Decimals as strings, plus
+# the cell's threshold), by how each reads.
+MONEY_COMPONENTS = frozenset({"net_assets", "business_raw", "business_zero_raw", "business_scale"})
+SHARE_COMPONENTS = frozenset({"business", "reliability", "continuity", "reward_composite", "threshold",
+                              "on_time_rate", "return_handled_rate", "return_credit"})
+COUNT_COMPONENTS = frozenset({"seed", "windows_played", "windows_total", "windows_attended", "orders_due",
+                              "orders_on_time", "returns_due"})
+
+
+def component_text(name: str, value) -> str:
+    """A score component as the studies pages write it: money in dollars ("$1,234.56"), shares,
+    composites and the threshold with three decimals, as the composite is written ("0.912"),
+    counts as integers, bankrupt as yes/no, "—" for none; any other key, or a value that does
+    not read as its key's kind, as it is."""
+    if value is None:
+        return "—"
+    try:
+        if name in MONEY_COMPONENTS:
+            cents = (Decimal(str(value)) * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP)
+            return dollars(int(cents))
+        if name in SHARE_COMPONENTS:
+            return str(Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+        if name in COUNT_COMPONENTS and not isinstance(value, bool):
+            return str(int(Decimal(str(value))))
+    except (InvalidOperation, ValueError):
+        pass
+    if name == "bankrupt" and isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def arguments_text(arguments: dict | None) -> str:

@@ -168,3 +168,66 @@ def test_create_study_itself_refuses_a_repeated_seed(admin):
     assert str(refused.value) == ("seed 7 is given more than once: give each seed once (each task and seed make one "
                                   "cell of the study)")
     assert not Study.objects.filter(name="Pilot").exists()
+
+
+# --- the coach's view of a shift's score components ---------------------------------------------
+
+
+@pytest.fixture
+def graded(study, coordinator, bot, cell):
+    """An attempt whose shift ended with these components, as shifts.grading stores them (Decimals as
+    strings), plus one key the studies app does not know."""
+    attempt = assignment.assign(coordinator, bot, cell)
+    now = timezone.now()
+    Shift.objects.filter(pk=attempt.shift_id).update(
+        status=Shift.Status.ENDED, started_at=now - timedelta(hours=1), ended_at=now, score_composite="0.6123",
+        score_components={"net_assets": "41234.5", "business_raw": "-1234.567", "business_zero_raw": None,
+                          "business": "0.7", "on_time_rate": "0.912345", "reward_composite": "0.61235",
+                          "threshold": "0.55", "return_credit": "2.5", "orders_due": 14, "windows_played": 8,
+                          "seed": 7, "bankrupt": False, "task": "steady", "notes": {"by": "a later release"}})
+    return attempt
+
+
+def _components(client, study, attempt) -> str:
+    html = client.get(f"/studies/{study.pk}/attempts/{attempt.pk}/shift/").content.decode()
+    return html[html.index('id="components"'):].split("</table>")[0]
+
+
+def _row(name: str, text: str) -> str:
+    return f'<tr><th>{name}</th><td class="mono">{text}</td></tr>'
+
+
+def test_the_coach_view_shows_money_components_in_dollars(client, study, coordinator, graded):
+    client.force_login(coordinator)
+    table = _components(client, study, graded)
+    assert _row("net_assets", "$41,234.50") in table
+    assert _row("business_raw", "-$1,234.57") in table
+    assert _row("business_zero_raw", "—") in table
+
+
+def test_the_coach_view_shows_shares_and_composites_with_three_decimals(client, study, coordinator, graded):
+    client.force_login(coordinator)
+    table = _components(client, study, graded)
+    assert _row("business", "0.700") in table
+    assert _row("on_time_rate", "0.912") in table
+    assert _row("reward_composite", "0.612") in table  # as the summary's composite reads
+    assert _row("threshold", "0.550") in table
+    assert _row("return_credit", "2.500") in table
+
+
+def test_the_coach_view_shows_count_components_as_integers(client, study, coordinator, graded):
+    client.force_login(coordinator)
+    table = _components(client, study, graded)
+    assert _row("orders_due", "14") in table and _row("windows_played", "8") in table and _row("seed", "7") in table
+
+
+def test_the_coach_view_says_whether_the_store_went_bankrupt_in_words(client, study, coordinator, graded):
+    client.force_login(coordinator)
+    assert _row("bankrupt", "no") in _components(client, study, graded)
+
+
+def test_the_coach_view_shows_components_it_does_not_know_as_they_are(client, study, coordinator, graded):
+    client.force_login(coordinator)
+    table = _components(client, study, graded)
+    assert _row("task", "steady") in table
+    assert _row("notes", "{&#x27;by&#x27;: &#x27;a later release&#x27;}") in table
