@@ -22,7 +22,8 @@ document.addEventListener("htmx:confirm", function (evt) {
 // paused time, of which the one running (active while working, paused during a break)
 // ticks. Each is anchored to the server's figure when the server gives one (page load, a
 // new shift bar from the htmx poll, a websocket push); a swap of another part of the page
-// does not re-anchor them.
+// does not re-anchor them. Past the deadline (the bar says data-due) no clock runs: the page
+// shows the server's figures until the shift's end, which it posts on load, replaces it.
 (function () {
   var clocks = {  // element id -> the data attribute with the server's seconds, and its anchor
     "countdown": { key: "secondsLeft", sign: -1, at: null, base: 0 },
@@ -46,6 +47,7 @@ document.addEventListener("htmx:confirm", function (evt) {
   }
   function tick() {
     var bar = document.getElementById("shift-bar");
+    if (bar && bar.dataset.due === "1") return;
     var status = bar ? bar.dataset.status : null;
     Object.keys(clocks).forEach(function (id) {
       var el = document.getElementById(id), clock = clocks[id];

@@ -222,3 +222,22 @@ def test_a_shift_whose_deadline_passes_on_the_open_page_ends_at_its_deadline(pag
     page.wait_for_selector("#end-page", timeout=30_000)
     assert "deadline" in page.inner_text("#end-page table.score:not(.explained)")
     assert page.locator("#tools").count() == 0 and page.locator("#due-notice").count() == 0
+
+
+def test_the_clocks_stand_still_on_a_page_past_its_deadline(page, server, login):
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")
+    shift = int(re.search(r"/shifts/(\d+)/", page.url).group(1))
+    server.shell("from datetime import timedelta\nfrom django.utils import timezone\n"
+                 "from shifts.models import Shift\n"
+                 f"Shift.objects.filter(pk={shift}).update(deadline=timezone.now() - timedelta(seconds=1))\n")
+    # The due page posts the shift's end as it loads; refused here, the page stays due.
+    page.route(f"**/shifts/{shift}/end/", lambda route: route.abort())
+    page.reload()
+    page.wait_for_selector("#due-notice")
+    first = page.inner_text("#active-time")
+    page.wait_for_timeout(2500)
+    assert page.inner_text("#active-time") == first  # the server's figure, as the page was loaded with it
+    assert page.locator("#due-notice").count() == 1 and page.get_attribute("#shift-bar", "data-status") == "active"
