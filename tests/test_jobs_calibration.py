@@ -196,6 +196,28 @@ def test_run_batch_command_writes_the_trials(tmp_path, capsys):
         call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--out", str(tmp_path / "x"))
 
 
+def test_a_failed_run_batch_prints_its_done_trials_summary_before_the_error(tmp_path, capsys, monkeypatch):
+    from jobs import batch
+
+    played = batch.run_trial
+
+    def seed_11_fails(task, seed, out, **options):  # the first trial plays; the second is refused
+        if seed == 11:
+            raise StoreBenchError("the store would not open for seed 11")
+        return played(task, seed, out, **options)
+
+    monkeypatch.setattr(batch, "run_trial", seed_11_fails)
+    with pytest.raises(CommandError) as failed:
+        call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "11", "--policy", "absentee",
+                     "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"))
+    job = Job.objects.get()
+    assert str(failed.value) == f"job {job.pk} failed: counter-punch:11: the store would not open for seed 11"
+    done = json.loads(job.items.get(index=0).result_json)  # the played trial's score, as its folder holds it
+    assert capsys.readouterr().out.splitlines() == [
+        f"job {job.pk}: 2 trials", "[1/2] failed",
+        json.dumps({"trials": 1, "passed": int(done["pass"]), "mean_composite": round(done["reward_composite"], 4)})]
+
+
 # --- bad input: refused before any job, with what to do instead -------------------------------
 
 

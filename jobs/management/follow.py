@@ -11,7 +11,8 @@ from jobs.models import Job
 def follow(job: Job, timeout: float, write) -> Job:
     """Print ``[done/total] status`` at each change of either until the job ends (so its
     last line says how it ended, also when the end came after the last item: gathering a
-    calibration); a failed job or one still running after ``timeout`` seconds is a
+    calibration), and return the ended job, failed or not: the command prints what it has
+    to say, then :func:`raise_if_failed`. A job still running after ``timeout`` seconds is a
     :class:`CommandError` naming it."""
     deadline = time.monotonic() + timeout
     shown: tuple[int, str] | None = None
@@ -21,18 +22,22 @@ def follow(job: Job, timeout: float, write) -> Job:
             shown = (job.done, job.status)
             write(f"[{job.done}/{job.total}] {job.get_status_display().lower()}")
         if job.finished:
-            break
+            return job
         if time.monotonic() > deadline:
             raise CommandError(f"job {job.pk} not finished after {timeout} s ({job.done}/{job.total})")
         time.sleep(0.5)
+
+
+def raise_if_failed(job: Job) -> None:
+    """A failed job is a :class:`CommandError` naming it and its error (the command exits 1)."""
     if job.status == Job.Status.FAILED:
         raise CommandError(f"job {job.pk} failed: {job.error}")
-    return job
 
 
 def submitted(job: Job, what: str, options: dict, write) -> Job | None:
     """What every submitting command does next: say the job's id and size (``what``: "cells",
-    "model trials"), then with ``--no-wait`` stop there (None), else :func:`follow` it."""
+    "model trials"), then with ``--no-wait`` stop there (None), else :func:`follow` it to its
+    end (the ended job, failed or not)."""
     write(f"job {job.pk}: {job.total} {what}")
     if options.get("no_wait"):
         return None

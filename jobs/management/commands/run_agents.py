@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from environment.cli import TASKS_HELP, path_arg, positive_int, positive_seconds, seed_arg, whole_number
 from environment.errors import StoreBenchError
 from jobs.agents import DEFAULT_KEY_ENV, RUNNER
-from jobs.management.follow import submitted
+from jobs.management.follow import raise_if_failed, submitted
 from jobs.models import Job
 from jobs.submit import retry_agents, submit_agents
 from mcp_client.agent import KEEP_TURNS, MAX_IDLE_TURNS, MAX_TURNS, RETRIES, temperature_arg
@@ -85,17 +85,17 @@ class Command(BaseCommand):
                 job, what = self._submit(options), "model trials"
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
-        try:
-            followed = submitted(job, what, options, self.stdout.write)
-        except CommandError:
-            job.refresh_from_db()
-            if job.status == Job.Status.FAILED and job.summary:  # some cells failed: show what the others did
-                self.stdout.write(json.dumps(job.summary))
-                where = f"the done cells are in {job.result_path}; " if job.done else "no cell was played to the end; "
-                self.stdout.write(f"{where}play the failed ones again with `manage.py run_agents --retry {job.pk}`")
-            raise
-        if followed is not None:
+        followed = submitted(job, what, options, self.stdout.write)
+        if followed is None:
+            return
+        if followed.status != Job.Status.FAILED:
             self.stdout.write(json.dumps(followed.summary))
+        elif followed.summary:  # some cells failed: show what the others did
+            self.stdout.write(json.dumps(followed.summary))
+            where = (f"the done cells are in {followed.result_path}; " if followed.done
+                     else "no cell was played to the end; ")
+            self.stdout.write(f"{where}play the failed ones again with `manage.py run_agents --retry {followed.pk}`")
+        raise_if_failed(followed)
 
     def _submit(self, options: dict) -> Job:
         missing = [_flag(name) for name in REQUIRED if options[name] is None]

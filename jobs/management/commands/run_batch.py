@@ -9,7 +9,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from environment.cli import TASKS_HELP, positive_seconds, seed_arg
 from environment.errors import StoreBenchError
-from jobs.management.follow import submitted
+from jobs.batch import summary
+from jobs.management.follow import raise_if_failed, submitted
+from jobs.models import Job
 from jobs.submit import submit_batch
 
 
@@ -36,5 +38,9 @@ class Command(BaseCommand):
         except (StoreBenchError, ValueError) as exc:
             raise CommandError(getattr(exc, "message", None) or str(exc)) from exc
         followed = submitted(job, "trials", options, self.stdout.write)
-        if followed is not None:
-            self.stdout.write(json.dumps(followed.summary))
+        if followed is None:
+            return
+        # A failed job stores no summary: print its done trials' (their folders stay), then the error.
+        failed = followed.status == Job.Status.FAILED
+        self.stdout.write(json.dumps(summary(followed) if failed else followed.summary))
+        raise_if_failed(followed)

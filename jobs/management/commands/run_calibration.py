@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from environment.cli import TASKS_HELP, positive_seconds, seed_arg, writable_file
 from environment.errors import StoreBenchError
-from jobs.management.follow import submitted
+from jobs.management.follow import raise_if_failed, submitted
 from jobs.submit import submit_calibration
 
 
@@ -33,6 +33,7 @@ class Command(BaseCommand):
         followed = submitted(job, "cells", options, self.stdout.write)
         if followed is None:
             return
+        raise_if_failed(followed)  # no file was written: nothing more to say
         job = followed
         failures = job.summary.get("gate_failures", [])
         for failure in failures:
