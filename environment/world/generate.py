@@ -3,7 +3,7 @@
 The recipe, in the order it runs:
 
 1. the supplier market: 40 vendors over ten countries in four tiers;
-2. the designs: 135 garment designs (111 listed lines, 24 unlisted on the market),
+2. the designs: 133 garment designs (111 listed lines, 22 unlisted on the market),
    each with a size run and colours, a reference price, a hidden popularity and
    price elasticity; primary sources, second sources for about a third of the
    listed lines, and supply SKUs for every design and source;
@@ -119,7 +119,7 @@ _Template = tuple[str, str, str, tuple[str, ...], tuple[int, int], tuple[str, ..
 class _Design:
     """A garment design before it becomes a listed line or a market offer."""
 
-    __slots__ = ("garment", "category", "season", "sizes", "material", "fit", "title",
+    __slots__ = ("garment", "category", "season", "sizes", "material", "fit", "key", "title",
                  "ref_price", "colours", "colour_range", "popularity", "elasticity")
 
     def __init__(self, template: _Template, material: str, fit: str) -> None:
@@ -130,7 +130,13 @@ class _Design:
         self.sizes = sizes
         self.material = material
         self.fit = fit
-        self.title = " ".join(part for part in (fit, material, garment) if part)
+        # The key names the design's random streams and its order, as it always has; the
+        # title a shopper reads drops a material word the garment's name repeats
+        # ("Cotton Oxford" + "Oxford Shirt" is a "Cotton Oxford Shirt").
+        self.key = " ".join(part for part in (fit, material, garment) if part)
+        garment_words = set(garment.split())
+        material_words = [w for w in material.split() if w not in garment_words]
+        self.title = " ".join(part for part in (fit, *material_words, garment) if part)
         self.colour_range = colour_range
         self.colours: list[str] = []
         self.ref_price = 0
@@ -158,13 +164,13 @@ def _designs() -> list[_Design]:
             for _attempt in range(12):
                 fit = "" if round_no == 0 else r.choice(FITS[1:])
                 design = _Design(template, r.choice(materials), fit)
-                if design.title not in taken:
-                    taken.add(design.title)
+                if design.key not in taken:
+                    taken.add(design.key)
                     designs.append(design)
                     break
         round_no += 1
     for d in designs:
-        dr = rng("design", d.title)
+        dr = rng("design", d.key)
         low, high = vocab.GARMENTS[[g[0] for g in vocab.GARMENTS].index(d.garment)][4]
         d.ref_price = _round_price(dr.uniform(low, high))
         n_col = dr.randint(*d.colour_range)
@@ -180,7 +186,7 @@ def _designs() -> list[_Design]:
         d.elasticity = round(dr.uniform(1.4, 2.6), 3)
     # Listed lines are the more popular designs on the whole; shuffle mildly so the
     # market still holds a few strong designs an operator could list.
-    designs.sort(key=lambda d: -d.popularity * rng("rank", d.title).uniform(0.55, 1.0))
+    designs.sort(key=lambda d: -d.popularity * rng("rank", d.key).uniform(0.55, 1.0))
     return designs
 
 
@@ -192,7 +198,7 @@ def _fit_variant_total(listed: list[_Design]) -> None:
     while total != TARGET_VARIANTS and guard < 10_000:
         guard += 1
         diff = TARGET_VARIANTS - total
-        step_designs = sorted(listed, key=lambda d: (-len(d.sizes), d.title))
+        step_designs = sorted(listed, key=lambda d: (-len(d.sizes), d.key))
         progressed = False
         for d in step_designs:
             size = len(d.sizes)
@@ -333,7 +339,7 @@ def _catalog(listed: list[_Design], unlisted: list[_Design], vendors: list[Vendo
             elasticity=design.elasticity,
         ))
     for design in unlisted:
-        r = rng("unlisted", design.title)
+        r = rng("unlisted", design.key)
         add_supply(design, _pick_vendor(r, vendors, design.category, set()), SupplyRole.UNLISTED, None, None)
     return supply_products, supply_skus, products, variants_by_product
 
