@@ -61,6 +61,12 @@ def whole_number(minimum: int) -> Callable[[str], int]:
 positive_int = whole_number(1)
 
 
+def pool_size(workers: int, items: int) -> int:
+    """Worker processes for ``items`` pieces of work: never more than the pieces (a pool
+    starts all its processes at once, so --workers 300 on one cell started 300)."""
+    return max(1, min(workers, items))
+
+
 def path_arg(text: str) -> str:
     """argparse type: a path that names something (an empty one was read as the current folder)."""
     if not text.strip():
@@ -219,7 +225,7 @@ def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
         writable_file(args.out, "--out", "ablation.md")
     ids = [t.id for t in all_tasks()]
     results: dict[str, dict[str, Any]] = {}
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    with ProcessPoolExecutor(max_workers=pool_size(args.workers, len(ids))) as pool:
         futures = {pool.submit(_ablate_one, task_id, args.seed): task_id for task_id in ids}
         for n, future in enumerate(as_completed(futures), start=1):
             results[futures[future]] = future.result()
@@ -328,6 +334,11 @@ def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
         return {"task": task, "seed": seed, "out": out, "error": exc.message}
 
 
+def _cell_names(names: list[str]) -> str:
+    """The first five cells' names, then how many more."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
 def _cmd_batch(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
@@ -339,17 +350,18 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     writable_folder(args.out, "--out")
     if calibration is None:
-        which = "the cell is" if len(cells) == 1 else f"each of the {len(cells)} cells is"
+        named = _cell_names([f"{c.task} seed {c.seed}" for c in cells])
+        which = f"the cell {named} is" if len(cells) == 1 else f"each of the {len(cells)} cells ({named}) is"
         print(f"storebench: no --calibration, so {which} calibrated on the spot", file=sys.stderr)
     else:
         missing = [f"{c.task} seed {c.seed}" for c in cells if cell_of(calibration, c.task, c.seed) is None]
         if missing:
-            print(f"storebench: not in {args.calibration}, so calibrated on the spot: {', '.join(missing[:5])}"
-                  + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""), file=sys.stderr)
+            print(f"storebench: not in {args.calibration}, so calibrated on the spot: {_cell_names(missing)}",
+                  file=sys.stderr)
     jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
     started = time.perf_counter()
     results, failed = [], []
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    with ProcessPoolExecutor(max_workers=pool_size(args.workers, len(jobs))) as pool:
         for i, data in enumerate(pool.map(_batch_one, jobs), start=1):
             if "error" in data:
                 failed.append(data)
@@ -476,8 +488,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"[{done}/{len(cells)}] {task_id} seed {seed}: threshold {cell['threshold']:.2f}, oracle "
               f"{cell['oracle']} ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
-    if args.workers > 1:
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    workers = pool_size(args.workers, len(cells))
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
             for item in pool.map(_calibrate_one, cells):
                 record(item)
     else:
@@ -499,7 +512,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         replaced = f"; it replaced the previous {args.out}, which was identical ({written.replaced})"
     elif written.replaced is not None:
         replaced = f"; it replaced the previous {args.out} ({written.replaced})"
-    print(f"wrote {args.out} ({written.digest}) and {written.report} in {wall:.1f} s with {args.workers} worker(s)"
+    print(f"wrote {args.out} ({written.digest}) and {written.report} in {wall:.1f} s with {workers} worker(s)"
           + replaced)
     return 0
 
@@ -561,7 +574,6 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         figures = bench_engine(repeats=args.repeats)
     else:
         figures = bench_all(args.repeats, quick=args.quick, calibration=args.calibration,
-                            participants=args.participants, mcp_calls=args.mcp_calls,
                             progress=lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True))
     if args.json:
         _print_json(figures)
@@ -763,8 +775,6 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                        help="fewer repetitions and no calibration (about a minute instead of several)")
     bench.add_argument("--calibration", action=argparse.BooleanOptionalAction, default=True,
                        help="time the full calibration with 1 and 2 workers (default on; minutes)")
-    bench.add_argument("--participants", type=int, default=20, help="concurrent console participants (default 20)")
-    bench.add_argument("--mcp-calls", type=int, default=300, help="MCP calls per server (default 300)")
     bench.add_argument("--engine-only", action="store_true", help="only the in-process engine figures")
     bench.set_defaults(func=_cmd_bench)
     if extend is not None:

@@ -263,3 +263,47 @@ def test_a_batch_whose_every_trial_fails_has_no_mean_and_says_failed(capsys, mon
                          tmp_path / "b", "--calibration", CALIBRATION, "--workers", "1")
     assert code == 1 and "FAILED: boom" in err
     assert out.startswith("0 trials, 0 passed, no mean composite, in ") and out.endswith("; 1 failed (see above)\n")
+
+
+def test_batch_without_a_calibration_names_its_cells(capsys, tmp_path):
+    code, _out, err = run(capsys, "batch", "--tasks", "counter-punch", "--seeds", "7", "11", "--policy", "absentee",
+                          "--out", tmp_path / "b", "--workers", "1")
+    assert code == 0
+    assert ("storebench: no --calibration, so each of the 2 cells (counter-punch seed 7, counter-punch seed 11) "
+            "is calibrated on the spot") in err.splitlines()
+
+
+# --- a pool never has more processes than pieces of work -------------------------------------------
+
+
+def test_a_calibration_of_one_cell_starts_one_worker_whatever_workers_says(capsys, tmp_path):
+    code, out, _err = run(capsys, "calibrate", "--tasks", "counter-punch", "--seeds", "7", "--workers", "64",
+                          "--out", tmp_path / "c.json")
+    assert code == 0
+    assert out.splitlines()[-1].endswith(" with 1 worker(s)")
+
+
+@pytest.mark.parametrize(("workers", "items", "size"), [(64, 1, 1), (2, 51, 2), (3, 3, 3), (1, 0, 1)])
+def test_pool_size_is_the_workers_asked_for_but_never_more_than_the_work(workers, items, size):
+    from environment.cli import pool_size
+
+    assert pool_size(workers, items) == size
+
+
+def test_the_core_bench_takes_no_console_options(capsys):
+    # The installed `storebench bench` measures the core; `python -m benchmarks` takes these.
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--participants", "0", "--quick"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --participants 0" in capsys.readouterr().err
+
+
+def test_an_unknown_task_names_the_practice_task_apart():
+    from environment.tasks import get_task
+    from environment.tasks.loader import TaskFileError
+
+    with pytest.raises(TaskFileError) as refused:
+        get_task("nope")
+    known = refused.value.message.split("known tasks: ", 1)[1]
+    assert known.endswith(" (and the console's practice task: practice)")
+    assert "practice," not in known and "short-runway" in known

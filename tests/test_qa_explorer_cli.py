@@ -471,7 +471,8 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, monke
 def test_batch_without_a_calibration_says_one_cell_in_the_singular(tmp_path, capsys):
     assert main(["batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee", "--workers", "1",
                  "--out", str(tmp_path / "trials")]) == 0
-    assert "storebench: no --calibration, so the cell is calibrated on the spot\n" in capsys.readouterr().err
+    assert ("storebench: no --calibration, so the cell counter-punch seed 7 is calibrated on the spot\n"
+            in capsys.readouterr().err)
 
 
 @pytest.mark.django_db

@@ -298,5 +298,8 @@ def all_tasks(split: str | None = None) -> list[Task]:
 def get_task(task_id: str) -> Task:
     tasks = _bundled()
     if task_id not in tasks:
-        raise TaskFileError(f"unknown task {task_id!r}; known tasks: {', '.join(tasks)}", task=task_id)
+        known = ", ".join(t for t, task in tasks.items() if task.split != PRACTICE)
+        practice = ", ".join(t for t, task in tasks.items() if task.split == PRACTICE)
+        raise TaskFileError(f"unknown task {task_id!r}; known tasks: {known}"
+                            + (f" (and the console's practice task: {practice})" if practice else ""), task=task_id)
     return tasks[task_id]
