@@ -209,7 +209,9 @@ def test_pause_blocks_tools_until_resume(page, server, login):
     assert ops_left(page) == PRACTICE_OPS
 
 
-def test_a_shift_whose_deadline_passes_on_the_open_page_ends_at_its_deadline(page, server, login):
+def practice_with_deadline_in(page, server, login, seconds: int) -> int:
+    """A new participant's practice shift, open on the page, its deadline moved to
+    ``seconds`` from now (negative: already past); the shift's id."""
     new_participant(server, login, page)
     page.goto("/briefing/")
     page.click("text=I have read the briefing")
@@ -217,7 +219,12 @@ def test_a_shift_whose_deadline_passes_on_the_open_page_ends_at_its_deadline(pag
     shift = int(re.search(r"/shifts/(\d+)/", page.url).group(1))
     server.shell("from datetime import timedelta\nfrom django.utils import timezone\n"
                  "from shifts.models import Shift\n"
-                 f"Shift.objects.filter(pk={shift}).update(deadline=timezone.now() + timedelta(seconds=3))\n")
+                 f"Shift.objects.filter(pk={shift}).update(deadline=timezone.now() + timedelta(seconds={seconds}))\n")
+    return shift
+
+
+def test_a_shift_whose_deadline_passes_on_the_open_page_ends_at_its_deadline(page, server, login):
+    practice_with_deadline_in(page, server, login, 3)
     page.reload()  # the countdown now runs out in about 3 s: the page loads again, sees the time is up, ends it
     page.wait_for_selector("#end-page", timeout=30_000)
     assert "deadline" in page.inner_text("#end-page table.score:not(.explained)")
@@ -225,14 +232,7 @@ def test_a_shift_whose_deadline_passes_on_the_open_page_ends_at_its_deadline(pag
 
 
 def test_the_clocks_stand_still_on_a_page_past_its_deadline(page, server, login):
-    new_participant(server, login, page)
-    page.goto("/briefing/")
-    page.click("text=I have read the briefing")
-    start_shift_from_home(page, "practice")
-    shift = int(re.search(r"/shifts/(\d+)/", page.url).group(1))
-    server.shell("from datetime import timedelta\nfrom django.utils import timezone\n"
-                 "from shifts.models import Shift\n"
-                 f"Shift.objects.filter(pk={shift}).update(deadline=timezone.now() - timedelta(seconds=1))\n")
+    shift = practice_with_deadline_in(page, server, login, -1)
     # The due page posts the shift's end as it loads; refused here, the page stays due.
     page.route(f"**/shifts/{shift}/end/", lambda route: route.abort())
     page.reload()
