@@ -1,5 +1,6 @@
 """What a request's log lines look like on the site's one stderr handler: a refused
-request (403) is its one line, a crash (500) keeps its traceback."""
+request (403) is its one line, with the refusal's reason, and a crash (500) keeps its
+traceback."""
 import io
 import logging
 from contextlib import contextmanager
@@ -37,7 +38,24 @@ def test_a_refused_page_logs_one_line_without_a_traceback(other_study):
         response = client.get(f"/studies/{other_study.pk}/")
     assert response.status_code == 403
     (line,) = written.getvalue().splitlines()  # no "Traceback (most recent call last):" after it
-    assert line.endswith(f"WARNING django.request: Forbidden (Permission denied): /studies/{other_study.pk}/")
+    assert line.endswith(f"WARNING django.request: Forbidden (Permission denied): /studies/{other_study.pk}/ "
+                         "(nosy may not view the study: they hold no role in this study)")
+
+
+def test_a_refused_page_logs_the_reason_it_was_refused(researcher_free_user):
+    client = Client()
+    client.force_login(researcher_free_user)
+    with stderr_output() as written:
+        response = client.get("/explorer/")
+    assert response.status_code == 403
+    (line,) = written.getvalue().splitlines()
+    assert line.endswith("WARNING django.request: Forbidden (Permission denied): /explorer/ "
+                         "(The trial explorer is for researchers only.)")
+
+
+@pytest.fixture
+def researcher_free_user(db):
+    return make_user("plain")
 
 
 @pytest.mark.django_db
