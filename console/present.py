@@ -259,10 +259,13 @@ DONE_WORDS = {
 }
 _ROW_KEYS = ("order_id", "return_id", "po_id", "supply_product_id", "product_id", "variant_id", "sku_id",
              "vendor_id", "id", "entry")
+# A return's row also names its order: it is keyed by the return, which its Refund acts on.
+_FIRST_KEY = {"list_returns": "return_id", "get_return": "return_id"}
 
 
-def _row_key(row: dict, index: int) -> str:
-    return next((str(row[k]) for k in _ROW_KEYS if row.get(k) not in (None, "")), str(index))
+def _row_key(row: dict, index: int, tool: str = "") -> str:
+    keys = (_FIRST_KEY[tool], *_ROW_KEYS) if tool in _FIRST_KEY else _ROW_KEYS
+    return next((str(row[k]) for k in keys if row.get(k) not in (None, "")), str(index))
 
 
 def _is_urgent(row: dict) -> bool:
@@ -284,7 +287,7 @@ def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, n
         actions = (actions_of(row, timing) if actions_of is _reorder_supply else actions_of(row)) if actions_of else []
         if tool == "list_inventory" and row.get("product_id") in sources:
             actions = [_reorder(*sources[row["product_id"]])]
-        key = _row_key(row, index)
+        key = _row_key(row, index, tool)
         out.append(Row(cells=[cell(c, row.get(c)) for c in columns], actions=actions, key=key,
                        urgent=_is_urgent(row), done=done.get(key, "")))
     return Table(title=title, columns=[_label(c) for c in columns], rows=out, note=note)
@@ -336,7 +339,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
                             for r in data["sku_rows"] if isinstance(r, dict)],
                            late_warning(data.get("lead_days"), timing))
     shown.card = Card(str(data.get("title") or data.get("name") or _label(call.tool)), fields, tables,
-                      actions, _row_key(data, 0), lines)
+                      actions, _row_key(data, 0, call.tool), lines)
     return shown
 
 

@@ -43,6 +43,19 @@ def test_a_row_action_is_one_call_and_the_row_reads_done_afterwards(signed_in, s
     assert "fulfill_order" in rows_of(reread)["ORD-103316"]  # the others keep their button
 
 
+def test_a_refunded_return_reads_done_in_a_returns_list_read_before_it(signed_in, shift):
+    # A return's row names its order too; it is keyed by the return, which its Refund acts on.
+    call(signed_in, shift, "list_returns")
+    reply = call(signed_in, shift, "refund_return", return_id="RET-20484", amount="47.00").content.decode()
+    assert "refunded (#3)" in reply
+    reread = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
+    rows = rows_of(reread)
+    assert sorted(rows) == ["RET-20484", "RET-20485", "RET-20486", "RET-20487", "RET-20488"]
+    assert 'class="done"' in rows["RET-20484"] and "refunded (#3)" in rows["RET-20484"]
+    assert "refund_return" not in rows["RET-20484"]
+    assert "refund_return" in rows["RET-20485"]  # the others keep their Refund
+
+
 def test_reprice_and_reorder_rows(signed_in, shift):
     html = call(signed_in, shift, "list_products", page_size="5").content.decode()
     row = rows_of(html)["PRD-001"]
