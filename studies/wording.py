@@ -1,5 +1,5 @@
-"""How the studies pages write counts ("1 cell", "2 cells"), money, score components and stored
-JSON for people."""
+"""How the studies pages write counts ("1 cell", "2 cells"), durations ("0:02:23"), money, score
+components and stored JSON for people."""
 from __future__ import annotations
 
 import json
@@ -17,6 +17,19 @@ def plural(n: int, singular: str, plural_form: str = "") -> str:
 def counted(n: int, singular: str, plural_form: str = "") -> str:
     """``n`` and its noun: ``counted(1, "cell")`` is "1 cell", ``counted(2, "cell")`` "2 cells"."""
     return f"{n} {plural(n, singular, plural_form)}"
+
+
+def duration_text(seconds) -> str:
+    """Whole seconds as hours, minutes and seconds, as the participant's shift bar writes them:
+    ``duration_text(143)`` is "0:02:23", 12 hours "12:00:00"; "—" for none, a negative count as
+    "0:00:00", a value that is not a number as it is."""
+    if seconds is None:
+        return "—"
+    try:
+        whole = max(0, int(seconds))
+    except (TypeError, ValueError, OverflowError):
+        return str(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def dollars(cents: int | None) -> str:

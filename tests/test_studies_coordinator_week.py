@@ -16,6 +16,7 @@ from studies import attempts as attempt_actions
 from studies.design import add_consent_version
 from studies.errors import StudyError
 from studies.models import Attempt, AttemptStatus, AuditAction, AuditEvent, Participant, PayRecord
+from studies.wording import duration_text
 
 IDS = "PROLIFIC_PID=pid0001&STUDY_ID=study42&SESSION_ID=sess1"
 
@@ -326,11 +327,12 @@ def test_a_running_shift_shows_its_time_so_far_to_the_coach(client, study, coord
                                                      deadline=began + timedelta(hours=12))
     client.force_login(coordinator)
     coach = client.get(f"/studies/{study.pk}/attempts/{attempt.pk}/shift/").content.decode()
-    active = int(coach.split("active ", 1)[1].split(" s", 1)[0])
+    hours, minutes, seconds = map(int, coach.split("active ", 1)[1].split(",", 1)[0].split(":"))
+    active = hours * 3600 + minutes * 60 + seconds
     assert 90 <= active < 200
     person = client.get(f"/studies/{study.pk}/participants/{bot.pk}/").content.decode()
     row = person[person.index('id="person-attempts"'):].split("</tr>")[1]
-    assert f"<td>{active} s</td>" in row or f"<td>{active + 1} s</td>" in row
+    assert f"<td>{duration_text(active)}</td>" in row or f"<td>{duration_text(active + 1)}</td>" in row
 
 
 def test_a_participant_who_finished_a_shift_gets_the_next_cell_without_a_coordinator(client, linked):

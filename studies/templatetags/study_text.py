@@ -1,5 +1,5 @@
-"""Filters that write stored values for people: ``{{ cents|dollars }}``, ``{{ call.arguments|arguments }}``,
-``{{ event.detail|detail }}`` (see :mod:`studies.wording`)."""
+"""Filters that write stored values for people: ``{{ cents|dollars }}``, ``{{ seconds|duration }}``,
+``{{ call.arguments|arguments }}``, ``{{ event.detail|detail }}`` (see :mod:`studies.wording`)."""
 from __future__ import annotations
 
 from django import template
@@ -8,5 +8,6 @@ from studies import wording
 
 register = template.Library()
 register.filter("dollars", wording.dollars)
+register.filter("duration", wording.duration_text)
 register.filter("arguments", wording.arguments_text)
 register.filter("detail", wording.detail_text)

@@ -1,0 +1,70 @@
+"""What a QA pass of the coordinator pages found: times as hours, minutes and seconds rather than raw
+seconds, scores with three decimals, the coach's score components in words, one label per rehearsal
+bot, and a study left on an old calibration refusing new work."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from test_studies_support import admin, bot, cell, coordinator, make_user, study  # noqa: F401
+
+from shifts.models import Shift
+from studies import assignment, participants
+from studies.wording import duration_text
+
+# --- 1. times as h:mm:ss ------------------------------------------------------------------------
+
+
+def test_a_duration_is_written_as_hours_minutes_and_seconds():
+    assert [duration_text(s) for s in (143, 43200, 0, None)] == ["0:02:23", "12:00:00", "0:00:00", "—"]
+
+
+@pytest.fixture
+def ended_12h(coordinator, bot, cell):
+    """An attempt whose shift ran 12 hours (43,200 s) with no pause."""
+    attempt = assignment.assign(coordinator, bot, cell)
+    end = timezone.now()
+    Shift.objects.filter(pk=attempt.shift_id).update(status=Shift.Status.ENDED, started_at=end - timedelta(hours=12),
+                                                     deadline=end, ended_at=end, wall_seconds=43200,
+                                                     active_seconds=43200, paused_seconds=0)
+    return attempt
+
+
+def test_the_coach_view_writes_the_shift_time_as_hours_minutes_and_seconds(client, study, coordinator, ended_12h):
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/attempts/{ended_12h.pk}/shift/").content.decode()
+    assert "<tr><th>Time</th><td>wall 12:00:00, active 12:00:00, paused 0:00:00</td></tr>" in html
+
+
+def test_the_participant_page_writes_active_time_as_hours_minutes_and_seconds(client, study, coordinator, bot,
+                                                                              ended_12h):
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/participants/{bot.pk}/").content.decode()
+    row = html[html.index('id="person-attempts"'):].split("</tr>")[1]
+    assert "<td>12:00:00</td>" in row
+
+
+def test_the_monitor_writes_wall_and_active_time_as_hours_minutes_and_seconds(client, study, coordinator, bot,
+                                                                             cell, monkeypatch):
+    attempt = assignment.assign(coordinator, bot, cell)
+    now = timezone.now()
+    Shift.objects.filter(pk=attempt.shift_id).update(status=Shift.Status.ACTIVE, started_at=now - timedelta(seconds=143),
+                                                     deadline=now + timedelta(hours=11))
+    monkeypatch.setattr("studies.monitor.timezone.now", lambda: now)
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/monitor/rows/").content.decode()
+    assert "<td>0:02:23</td><td>0:02:23</td>" in html
+
+
+def test_the_pay_page_writes_wall_active_and_paused_time_as_hours_minutes_and_seconds(client, study, coordinator,
+                                                                                      cell):
+    person = participants.accept(participants.invite(coordinator, participants.add_participant(
+        coordinator, study, "P1"), 3600).token, {})
+    attempt = assignment.assign(coordinator, person, cell)
+    end = timezone.now()
+    Shift.objects.filter(pk=attempt.shift_id).update(status=Shift.Status.ENDED, started_at=end - timedelta(hours=12),
+                                                     deadline=end, ended_at=end, wall_seconds=43200,
+                                                     active_seconds=43170, paused_seconds=30)
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/pay/").content.decode()
+    row = html[html.index(f'data-attempt="{attempt.pk}"'):].split("</tr>")[0]
+    assert "<td>12:00:00</td><td>11:59:30</td><td>0:00:30</td>" in row
