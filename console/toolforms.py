@@ -78,6 +78,25 @@ def _unwrap(annotation: Any) -> tuple[Any, bool, list]:
     return annotation, optional, metadata
 
 
+# Below this a limit goes unsaid: ids and filters are far shorter than their limits.
+SAY_MAX_LENGTH_FROM = 100
+
+
+def _length_hint(min_length: int | None, max_length: int | None) -> str:
+    """The length a text takes, said in its field's hint. The form sets no ``maxlength``:
+    the browser would cut a pasted text short without a word and send what the person did
+    not see; a text too long is refused with its length named, before the store, for free."""
+    if max_length is not None and max_length < SAY_MAX_LENGTH_FROM:
+        max_length = None
+    if min_length and max_length:
+        return f" {min_length:,} to {max_length:,} characters."
+    if min_length:
+        return f" At least {min_length:,} characters."
+    if max_length:
+        return f" At most {max_length:,} characters."
+    return ""
+
+
 def _field_spec(name: str, info) -> FieldSpec:
     base, _optional, extra = _unwrap(info.annotation)
     metadata = [*info.metadata, *extra]
@@ -100,9 +119,7 @@ def _field_spec(name: str, info) -> FieldSpec:
         kind = "text"
     required = info.is_required()
     default = None if required else info.default
-    hint = info.description or ""
-    if min_length:
-        hint = (hint + f" At least {min_length} characters.").strip()
+    hint = ((info.description or "") + _length_hint(min_length, max_length)).strip()
     return FieldSpec(name=name, label=name.replace("_", " "), kind=kind, required=required,
                      default=default, choices=choices, hint=hint, minimum=minimum,
                      maximum=maximum, max_length=max_length)

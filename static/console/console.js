@@ -584,3 +584,22 @@ document.addEventListener("htmx:confirm", function (evt) {
     if (send && !send.disabled) run(blockOf(send));
   });
 })();
+
+// A text longer than its field takes (data-max-length) is held back with its length named,
+// as a number out of range is: the browser's own maxlength would cut a pasted text short
+// without a word and send what the person never saw. The text stays as typed.
+(function () {
+  function check(el) {
+    var max = parseInt(el.dataset.maxLength, 10), n = el.value.length;
+    el.setCustomValidity(n > max ? "At most " + max.toLocaleString("en-US") + " characters: this has " +
+                                   n.toLocaleString("en-US") + "." : "");
+  }
+  document.addEventListener("input", function (evt) {
+    if (evt.target.dataset && evt.target.dataset.maxLength) check(evt.target);
+  });
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (!form.querySelectorAll) return;
+    form.querySelectorAll("[data-max-length]").forEach(check);
+  }, true);
+})();

@@ -331,13 +331,36 @@ def test_the_pages_fit_1280_wide(counted, server, login, screenshot):
     c.page.locator("#tool-update_listing_copy").locator("xpath=ancestor::details").locator("summary").click()
     form = page.locator("#tool-update_listing_copy")
     form.locator("[name=arg_product_id]").fill("PRD-001")
-    form.locator("[name=arg_title]").fill("W" * 150)
+    form.locator("[name=arg_title]").fill("W" * 120)  # the longest title the store takes
     form.locator("[name=arg_description]").fill("A plain description.")
     answered(page, form.locator("button[type=submit]"))
     page.locator("#tool-get_product [name=arg_product_id]").fill("PRD-001")
     answered(page, page.locator("#tool-get_product button[type=submit]"))
     screenshot(page, "workspace-long-title-1280", full_page=False)
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+
+
+def test_a_text_too_long_is_held_back_whole_with_its_length_named(counted, server, login):
+    """The browser's maxlength would cut a pasted text short without a word and send the rest:
+    the form keeps the whole text, names its length, and sends nothing."""
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    page.locator("#tool-update_listing_copy").locator("xpath=ancestor::details").locator("summary").click()
+    form = page.locator("#tool-update_listing_copy")
+    expect(form).to_contain_text("The new listing description. 10 to 4,000 characters.")
+    form.locator("[name=arg_product_id]").fill("PRD-001")
+    description = form.locator("[name=arg_description]")
+    description.fill("x" * 4001)
+    before = seq_shown(page)
+    form.locator("button[type=submit]").click()
+    page.wait_for_timeout(500)
+    assert seq_shown(page) == before  # no call was made
+    assert description.evaluate("el => el.value.length") == 4001
+    assert description.evaluate("el => el.validationMessage") == "At most 4,000 characters: this has 4,001."
+    description.fill("A plain description of the shirt.")
+    answered(page, form.locator("button[type=submit]"))
+    assert seq_shown(page) == before + 1
 
 
 def spend_to_last_operation(server, shift: int) -> None:
