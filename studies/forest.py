@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from xml.sax.saxutils import escape
 
-from .wording import counted
+from .wording import counted, score_text
 
 COLOURS = {"human": "#1f6feb", "participants": "#1f6feb", "anchor": "#8a8a8a", "model": "#d4731f"}
 ROW = 22
@@ -66,7 +66,7 @@ def forest_svg(entries: Sequence) -> str:
                        f'y2="{y}" stroke="{colour}" stroke-width="2"/>')
         if est.value is not None:
             out.append(f'<circle class="mean kind-{entry.kind}" cx="{x(est.value)}" cy="{y}" r="4" '
-                       f'fill="{colour}"><title>{escape(entry.name)}: {est.value} '
-                       f'[{est.low}, {est.high}], {counted(est.n, "cell")}</title></circle>')
+                       f'fill="{colour}"><title>{escape(entry.name)}: {score_text(est.value)} '
+                       f'[{score_text(est.low)}, {score_text(est.high)}], {counted(est.n, "cell")}</title></circle>')
     out.append("</svg>")
     return "\n".join(out)

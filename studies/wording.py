@@ -38,6 +38,55 @@ def dollars(cents: int | None) -> str:
     return "—" if cents is None else usd_pretty(int(cents))
 
 
+def score_text(value) -> str:
+    """A composite, mean, interval bound or rate as the studies pages write scores, with three
+    decimals as the coach view does ("0.033", "0.746"); "—" for none or a value that is not a
+    finite number, "0.000" for a negative zero, anything that does not read as a number as it is.
+    Exports keep the stored figure."""
+    if value is None or value == "":
+        return "—"
+    try:
+        number = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return str(value)
+    if not number.is_finite():
+        return "—"
+    return str(number.quantize(Decimal("0.001"), rounding=ROUND_HALF_UP) + 0)
+
+
+# What each score component is called on the pages: the participant's end page's words
+# (console.endpage) where it shows the key, plain words for the rest.
+COMPONENT_LABELS = {
+    "business": "Business",
+    "reliability": "Reliability",
+    "on_time_rate": "Orders shipped on time",
+    "return_handled_rate": "Returns handled",
+    "continuity": "Continuity",
+    "reward_composite": "Composite score",
+    "net_assets": "Net assets after settlement",
+    "business_raw": "Net-asset growth",
+    "business_zero_raw": "Zero (absentee's growth)",
+    "business_scale": "Scale",
+    "threshold": "Pass threshold",
+    "bankrupt": "Bankrupt",
+    "task": "Task",
+    "seed": "Seed",
+    "windows_played": "Windows played",
+    "windows_total": "Windows in the shift",
+    "windows_attended": "Windows attended",
+    "orders_due": "Orders due",
+    "orders_on_time": "Orders shipped on time (count)",
+    "returns_due": "Returns due",
+    "return_credit": "Return credit (returns' worth)",
+}
+
+
+def component_label(name: str) -> str:
+    """A score component's name for people ("on_time_rate" is "Orders shipped on time"); a key
+    the studies app does not know as it is."""
+    return COMPONENT_LABELS.get(name, name)
+
+
 # A graded shift's score components (shifts.grading: the core's Score, Decimals as strings, plus
 # the cell's threshold), by how each reads.
 MONEY_COMPONENTS = frozenset({"net_assets", "business_raw", "business_zero_raw", "business_scale"})

@@ -68,3 +68,67 @@ def test_the_pay_page_writes_wall_active_and_paused_time_as_hours_minutes_and_se
     html = client.get(f"/studies/{study.pk}/pay/").content.decode()
     row = html[html.index(f'data-attempt="{attempt.pk}"'):].split("</tr>")[0]
     assert "<td>12:00:00</td><td>11:59:30</td><td>0:00:30</td>" in row
+
+
+# --- 2. three decimals on the study pages -------------------------------------------------------
+
+
+@pytest.fixture
+def selected(study, admin, bot, cell):
+    """A bot's selected attempt (composite 0.025000), its composite then stored as 0.033333."""
+    from studies import attempts, bots
+    from studies.models import Attempt
+
+    attempt = attempts.select(admin, bots.play(assignment.assign(admin, bot, cell), "clerk"), "the only attempt",
+                              include_bots=True)
+    Shift.objects.filter(pk=attempt.shift_id).update(score_composite="0.033333")
+    Attempt.objects.filter(pk=attempt.pk).update(composite="0.033333")
+    return attempt
+
+
+def test_the_study_page_writes_an_attempts_composite_with_three_decimals(client, study, admin, selected):
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/").content.decode()
+    row = html[html.index(f'data-attempt="{selected.pk}"'):].split("</tr>")[0]
+    assert '<td class="mono">0.033</td>' in row
+
+
+def test_the_participant_page_writes_an_attempts_composite_with_three_decimals(client, study, admin, bot, selected):
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/participants/{bot.pk}/").content.decode()
+    row = html[html.index('id="person-attempts"'):].split("</tr>")[1]
+    assert '<td class="mono">0.033</td>' in row
+
+
+def test_the_leaderboard_writes_means_and_intervals_with_three_decimals(client, study, admin, selected):
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    assert ('<tr class="kind-anchor"><td>smart-triage</td><td>anchor</td><td class="mono">0.759</td>\n'
+            '<td class="mono">[0.759, 0.759]</td><td>1</td></tr>') in html
+
+
+def test_the_leaderboard_names_a_component_in_words_beside_its_code_name(client, study, admin, selected):
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    assert ('<tr><td>Component: Orders shipped on time <small class="mono">on_time_rate</small></td>'
+            '<td class="mono">0.150</td><td class="mono">[0.150, 0.150]</td><td>1</td></tr>') in html
+
+
+def test_the_forest_plot_writes_each_mean_and_interval_with_three_decimals(client, study, admin, selected):
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    assert "<title>smart-triage: 0.759 [0.759, 0.759], 1 cell</title>" in html
+
+
+def test_the_attempts_export_keeps_the_composite_in_full(study, selected):
+    """A guard rather than a fix: the export was right and stays so."""
+    from studies import exports
+    from studies.figures import Filters
+
+    assert [r["composite"] for r in exports.attempt_rows(study, Filters(include_bots=True))] == ["0.033333"]
+
+
+def test_a_score_that_is_not_a_finite_number_is_written_as_a_dash():
+    from studies.wording import score_text
+
+    assert [score_text(v) for v in ("NaN", "Infinity", None, "-0.0001")] == ["—", "—", "—", "0.000"]

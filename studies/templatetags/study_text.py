@@ -1,5 +1,6 @@
 """Filters that write stored values for people: ``{{ cents|dollars }}``, ``{{ seconds|duration }}``,
-``{{ call.arguments|arguments }}``, ``{{ event.detail|detail }}`` (see :mod:`studies.wording`)."""
+``{{ composite|score }}``, ``{{ name|component_label }}``, ``{{ call.arguments|arguments }}``,
+``{{ event.detail|detail }}`` (see :mod:`studies.wording`)."""
 from __future__ import annotations
 
 from django import template
@@ -9,5 +10,7 @@ from studies import wording
 register = template.Library()
 register.filter("dollars", wording.dollars)
 register.filter("duration", wording.duration_text)
+register.filter("score", wording.score_text)
+register.filter("component_label", wording.component_label)
 register.filter("arguments", wording.arguments_text)
 register.filter("detail", wording.detail_text)
