@@ -15,7 +15,7 @@ from shifts.results import result_of
 from .models import Attempt, AuditEvent, Participant
 from .participants import current_consent
 from .permissions import Action, require
-from .wording import component_text
+from .wording import component_rows
 
 
 def participant_view(actor, person: Participant) -> dict:
@@ -41,5 +41,4 @@ def shift_view(actor, attempt: Attempt) -> dict:
     return {"attempt": attempt, "shift": shift, "clock": time_account(shift), "calls": calls,
             "pauses": list(shift.pauses.all()),
             "timeline": shift.timeline or [],
-            "components": [(name, component_text(name, value))
-                           for name, value in sorted((shift.score_components or {}).items())]}
+            "components": component_rows(shift.score_components)}

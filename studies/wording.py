@@ -3,7 +3,7 @@ components and stored JSON for people."""
 from __future__ import annotations
 
 import json
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 
 from environment.tools.format import usd_pretty
 
@@ -51,7 +51,10 @@ def score_text(value) -> str:
         return str(value)
     if not number.is_finite():
         return "—"
-    return str(number.quantize(Decimal("0.001"), rounding=ROUND_HALF_UP) + 0)
+    try:
+        return str(number.quantize(Decimal("0.001"), rounding=ROUND_HALF_UP) + 0)
+    except ArithmeticError:  # too large to quantize
+        return str(value)
 
 
 # What each score component is called on the pages: the participant's end page's words
@@ -90,32 +93,50 @@ def component_label(name: str) -> str:
 # A graded shift's score components (shifts.grading: the core's Score, Decimals as strings, plus
 # the cell's threshold), by how each reads.
 MONEY_COMPONENTS = frozenset({"net_assets", "business_raw", "business_zero_raw", "business_scale"})
+RATE_COMPONENTS = frozenset({"on_time_rate", "return_handled_rate"})
 SHARE_COMPONENTS = frozenset({"business", "reliability", "continuity", "reward_composite", "threshold",
-                              "on_time_rate", "return_handled_rate", "return_credit"})
+                              "return_credit"})
 COUNT_COMPONENTS = frozenset({"seed", "windows_played", "windows_total", "windows_attended", "orders_due",
                               "orders_on_time", "returns_due"})
 
 
 def component_text(name: str, value) -> str:
-    """A score component as the studies pages write it: money in dollars ("$1,234.56"), shares,
+    """A score component as the studies pages write it: money in dollars ("$1,234.56"), the rates
+    as percentages with one decimal as the participant's end page writes them ("18.8%"), shares,
     composites and the threshold with three decimals, as the composite is written ("0.912"),
-    counts as integers, bankrupt as yes/no, "—" for none; any other key, or a value that does
-    not read as its key's kind, as it is."""
+    counts as integers, bankrupt as yes/no, "—" for none or a number that is not finite (NaN,
+    Infinity); a negative zero as zero; any other key, a count that is not whole, or a value that
+    does not read as its key's kind, as it is."""
     if value is None:
+        return "—"
+    if name == "bankrupt" and isinstance(value, bool):
+        return "yes" if value else "no"
+    numeric = MONEY_COMPONENTS | RATE_COMPONENTS | SHARE_COMPONENTS | COUNT_COMPONENTS
+    if name not in numeric or isinstance(value, bool):
+        return str(value)
+    try:
+        number = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return str(value)
+    if not number.is_finite():
         return "—"
     try:
         if name in MONEY_COMPONENTS:
-            cents = (Decimal(str(value)) * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP)
-            return dollars(int(cents))
+            return dollars(int((number * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP)))
+        if name in RATE_COMPONENTS:  # rounded as console's end page rounds ("0.8125" is "81.2%")
+            return f"{(number * 100).quantize(Decimal('0.1'), rounding=ROUND_HALF_EVEN) + 0}%"
         if name in SHARE_COMPONENTS:
-            return str(Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
-        if name in COUNT_COMPONENTS and not isinstance(value, bool):
-            return str(int(Decimal(str(value))))
-    except (InvalidOperation, ValueError):
-        pass
-    if name == "bankrupt" and isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
+            return score_text(value)
+        return str(int(number)) if number == number.to_integral_value() else str(value)
+    except (ArithmeticError, ValueError):  # too large to quantize or to write out
+        return str(value)
+
+
+def component_rows(components: dict | None) -> list[tuple[str, str, str]]:
+    """A shift's score components as the coach's view lists them, by code name: (code name, name
+    in words, value as written)."""
+    return [(name, component_label(name), component_text(name, value))
+            for name, value in sorted((components or {}).items())]
 
 
 def arguments_text(arguments: dict | None) -> str:

@@ -132,3 +132,78 @@ def test_a_score_that_is_not_a_finite_number_is_written_as_a_dash():
     from studies.wording import score_text
 
     assert [score_text(v) for v in ("NaN", "Infinity", None, "-0.0001")] == ["—", "—", "—", "0.000"]
+
+
+# --- 3. the coach's score components --------------------------------------------------------------
+
+
+@pytest.fixture
+def graded(study, coordinator, bot, cell):
+    """An attempt whose shift ended with these components, as shifts.grading stores them."""
+    attempt = assignment.assign(coordinator, bot, cell)
+    now = timezone.now()
+    Shift.objects.filter(pk=attempt.shift_id).update(
+        status=Shift.Status.ENDED, started_at=now - timedelta(hours=1), ended_at=now, score_composite="0.6123",
+        score_components={"business_raw": "23283.47", "business_zero_raw": "51020.1", "business_scale": "29678.93",
+                          "on_time_rate": "0.1875", "return_handled_rate": "0.107", "notes": "by hand"})
+    return attempt
+
+
+def _components(client, study, attempt) -> str:
+    html = client.get(f"/studies/{study.pk}/attempts/{attempt.pk}/shift/").content.decode()
+    return html[html.index('id="components"'):].split("</table>")[0]
+
+
+def test_the_coach_view_names_the_business_figures_in_words_beside_their_code_names(client, study, coordinator,
+                                                                                     graded):
+    client.force_login(coordinator)
+    table = _components(client, study, graded)
+    assert ('<tr><th>Net-asset growth <small class="mono">business_raw</small></th>'
+            '<td class="mono">$23,283.47</td></tr>') in table
+    assert ('<tr><th>Zero (absentee&#x27;s growth) <small class="mono">business_zero_raw</small></th>'
+            '<td class="mono">$51,020.10</td></tr>') in table
+    assert '<tr><th>Scale <small class="mono">business_scale</small></th><td class="mono">$29,678.93</td></tr>' in table
+
+
+def test_the_coach_view_shows_rates_as_percentages_as_the_end_page_does(client, study, coordinator, graded):
+    client.force_login(coordinator)
+    table = _components(client, study, graded)
+    assert ('<tr><th>Orders shipped on time <small class="mono">on_time_rate</small></th>'
+            '<td class="mono">18.8%</td></tr>') in table
+    assert ('<tr><th>Returns handled <small class="mono">return_handled_rate</small></th>'
+            '<td class="mono">10.7%</td></tr>') in table
+
+
+def test_the_coach_view_names_a_component_it_does_not_know_once(client, study, coordinator, graded):
+    client.force_login(coordinator)
+    assert '<tr><th>notes</th><td class="mono">by hand</td></tr>' in _components(client, study, graded)
+
+
+def test_a_count_given_as_infinity_is_a_dash_not_an_error():
+    from studies.wording import component_text
+
+    assert component_text("seed", "Infinity") == "—"
+
+
+def test_a_share_given_as_nan_or_infinity_is_a_dash():
+    from studies.wording import component_text
+
+    assert [component_text("business", v) for v in ("NaN", "Infinity", "-Infinity")] == ["—", "—", "—"]
+
+
+def test_a_count_that_is_not_whole_is_shown_as_given():
+    from studies.wording import component_text
+
+    assert component_text("seed", 7.9) == "7.9"
+
+
+def test_a_share_just_below_zero_is_written_as_zero_without_a_sign():
+    from studies.wording import component_text
+
+    assert component_text("business", "-0.0001") == "0.000"
+
+
+def test_a_component_too_large_to_round_is_shown_as_given():
+    from studies.wording import component_text
+
+    assert component_text("net_assets", "1e999999") == "1e999999"

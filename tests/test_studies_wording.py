@@ -193,41 +193,41 @@ def _components(client, study, attempt) -> str:
     return html[html.index('id="components"'):].split("</table>")[0]
 
 
-def _row(name: str, text: str) -> str:
-    return f'<tr><th>{name}</th><td class="mono">{text}</td></tr>'
+def _row(label: str, name: str, text: str) -> str:
+    return f'<tr><th>{label} <small class="mono">{name}</small></th><td class="mono">{text}</td></tr>'
 
 
 def test_the_coach_view_shows_money_components_in_dollars(client, study, coordinator, graded):
     client.force_login(coordinator)
     table = _components(client, study, graded)
-    assert _row("net_assets", "$41,234.50") in table
-    assert _row("business_raw", "-$1,234.57") in table
-    assert _row("business_zero_raw", "—") in table
+    assert _row("Net assets after settlement", "net_assets", "$41,234.50") in table
+    assert _row("Net-asset growth", "business_raw", "-$1,234.57") in table
+    assert _row("Zero (absentee&#x27;s growth)", "business_zero_raw", "—") in table
 
 
 def test_the_coach_view_shows_shares_and_composites_with_three_decimals(client, study, coordinator, graded):
     client.force_login(coordinator)
     table = _components(client, study, graded)
-    assert _row("business", "0.700") in table
-    assert _row("on_time_rate", "0.912") in table
-    assert _row("reward_composite", "0.612") in table  # as the summary's composite reads
-    assert _row("threshold", "0.550") in table
-    assert _row("return_credit", "2.500") in table
+    assert _row("Business", "business", "0.700") in table
+    assert _row("Composite score", "reward_composite", "0.612") in table  # as the summary's composite reads
+    assert _row("Pass threshold", "threshold", "0.550") in table
+    assert _row("Return credit (returns&#x27; worth)", "return_credit", "2.500") in table
 
 
 def test_the_coach_view_shows_count_components_as_integers(client, study, coordinator, graded):
     client.force_login(coordinator)
     table = _components(client, study, graded)
-    assert _row("orders_due", "14") in table and _row("windows_played", "8") in table and _row("seed", "7") in table
+    assert _row("Orders due", "orders_due", "14") in table
+    assert _row("Windows played", "windows_played", "8") in table and _row("Seed", "seed", "7") in table
 
 
 def test_the_coach_view_says_whether_the_store_went_bankrupt_in_words(client, study, coordinator, graded):
     client.force_login(coordinator)
-    assert _row("bankrupt", "no") in _components(client, study, graded)
+    assert _row("Bankrupt", "bankrupt", "no") in _components(client, study, graded)
 
 
 def test_the_coach_view_shows_components_it_does_not_know_as_they_are(client, study, coordinator, graded):
     client.force_login(coordinator)
     table = _components(client, study, graded)
-    assert _row("task", "steady") in table
-    assert _row("notes", "{&#x27;by&#x27;: &#x27;a later release&#x27;}") in table
+    assert _row("Task", "task", "steady") in table
+    assert '<tr><th>notes</th><td class="mono">{&#x27;by&#x27;: &#x27;a later release&#x27;}</td></tr>' in table
