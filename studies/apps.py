@@ -10,8 +10,10 @@ class StudiesConfig(AppConfig):
         from shifts.affiliation import add_lookup, add_person_page
         from shifts.briefing import add_start_gate
 
+        from .design import calibration_gate
         from .participants import affiliation, consent_gate, person_page
 
         add_start_gate(consent_gate)
+        add_start_gate(calibration_gate)
         add_lookup(affiliation)
         add_person_page(person_page)

@@ -38,7 +38,7 @@ from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .build import build_id
-from .design import PRACTICE_REFUSAL
+from .design import PRACTICE_REFUSAL, check_calibration
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -109,6 +109,7 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
         raise StudyError(PRACTICE_REFUSAL.format(task=cell.task_id))
     if needs_consent(participant):
         raise StudyError(f"participant {participant.label} has not accepted the current consent text")
+    check_calibration(study)  # a study whose calibration file changed takes no new work
     settle_ended(Attempt.objects.filter(participant=participant, cell=cell))
     with transaction.atomic():
         # Lock order: the cell, then the participant (every caller takes them this way).
@@ -192,6 +193,7 @@ def assign_self(participant: Participant) -> Attempt | None:
 
 def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,
                       via: str | None = None, reason: str = "", rehearsal: str | None = None) -> Attempt | None:
+    check_calibration(study)  # refused with the reason, not "nothing to assign"
     policy = policy or study.policy
     if policy not in POLICIES:
         raise StudyError(f"unknown assignment policy {policy!r}; choose one of {', '.join(POLICIES)}")

@@ -2,7 +2,11 @@
 
 A study records the hash of the calibration file it was created from; every cell
 copies its threshold and anchor composites out of that file, and
-:func:`check_calibration` refuses a file whose hash has changed since.
+:func:`check_calibration` refuses a file whose hash has changed since (a new release).
+A study whose file changed is stale: it assigns no new cell (:func:`studies.assignment.create_attempt`
+asks), no attempt of it starts its shift (:func:`calibration_gate`, a start gate), and its
+page says so (:func:`stale_calibration`).  Shifts already running are left to end; they are
+graded with the new file and so marked invalid (:func:`studies.models.outcome_of`).
 """
 from __future__ import annotations
 
@@ -16,10 +20,12 @@ from environment.calibration import CalibrationError, cell_of, load_calibration
 from environment.errors import StoreBenchError
 from environment.tasks import get_task
 from environment.tasks.loader import PRACTICE
+from shifts.errors import StartRefused
+from shifts.models import Shift
 
 from . import audit
 from .errors import StudyError
-from .models import AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
+from .models import Attempt, AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
 from .permissions import Action, require
 from .wording import plural
 
@@ -41,13 +47,40 @@ def _load(path: Path) -> tuple[dict, str]:
         raise StudyError(str(exc)) from exc
 
 
+STALE_ADVICE = ("it assigns no new cell and starts no new attempt (shifts already running end as before, "
+                "and are marked invalid): start a new study on the current calibration")
+
+
 def check_calibration(study: Study) -> dict:
-    """The study's calibration document, refused if the file's hash has changed."""
+    """The study's calibration document, refused if the file's hash has changed (naming both
+    hashes and what to do)."""
     doc, digest = _load(Path(study.calibration_path))
     if digest != study.calibration_hash:
         raise StudyError(f"calibration file {study.calibration_path} has hash {digest}, "
-                         f"but study {study.name!r} was created with {study.calibration_hash}")
+                         f"but study {study.name!r} was created with {study.calibration_hash}: {STALE_ADVICE}")
     return doc
+
+
+def stale_calibration(study: Study) -> str | None:
+    """Why the study can take no new work because its calibration file changed or cannot be
+    read (see :func:`check_calibration`), or None while it holds."""
+    try:
+        check_calibration(study)
+    except StudyError as exc:
+        return str(exc)
+    return None
+
+
+def calibration_gate(user, shift: Shift) -> StartRefused | None:
+    """The shift domain's start gate for a study's calibration (added in ``StudiesConfig.ready``):
+    a shift a study assigned does not start once the study's calibration file has changed, since
+    it would be graded with the new file and marked invalid after being played.  Only asked
+    before a shift starts, so one already running is left to end."""
+    attempt = Attempt.objects.filter(shift_id=shift.pk).select_related("study").first()
+    if attempt is None:
+        return None
+    problem = stale_calibration(attempt.study)
+    return None if problem is None else StartRefused(f"This shift cannot start: {problem}.")
 
 
 def _refuse_uncalibrated(doc: dict, tasks: list[str], seeds: list[int]) -> None:

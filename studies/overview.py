@@ -11,6 +11,7 @@ from shifts.naming import names_of
 
 from .assignment import seen_pairs
 from .attempts import reassignment_candidates, reassignment_targets
+from .design import stale_calibration
 from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
 from .rehearsal import last_outcome
@@ -29,6 +30,7 @@ class Overview:
     invitations: list
     selected: int
     rehearsal: AuditEvent | None  # how the latest rehearsal ended, if one did
+    stale_calibration: str | None  # why the study takes no new work since its calibration file changed
 
 
 def study_overview(actor, study: Study) -> Overview:
@@ -51,7 +53,8 @@ def study_overview(actor, study: Study) -> Overview:
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
-                    selected=sum(1 for a in attempts if a.is_selected), rehearsal=last_outcome(study))
+                    selected=sum(1 for a in attempts if a.is_selected), rehearsal=last_outcome(study),
+                    stale_calibration=stale_calibration(study))
 
 
 def audit_log(actor, study: Study) -> list[AuditEvent]:

@@ -28,6 +28,7 @@ from shifts.models import Shift
 
 from . import audit, bots
 from .assignment import assign_next, quota_used
+from .design import check_calibration
 from .errors import StudyError
 from .models import OPEN_STATUSES, Attempt, AuditAction, AuditEvent, Participant, Study
 from .permissions import Action, require
@@ -42,6 +43,7 @@ def check(actor, study: Study, count: int, skill: str) -> None:
         raise StudyError(f"a rehearsal uses 1 to {MAX_BOTS} bots, not {count}")
     if skill not in bots.SKILLS:
         raise StudyError(f"unknown bot skill {skill!r}; choose one of {', '.join(bots.SKILLS)}")
+    check_calibration(study)  # refused on the page, not later in the task
 
 
 def _room(study: Study) -> int:

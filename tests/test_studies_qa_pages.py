@@ -207,3 +207,91 @@ def test_a_component_too_large_to_round_is_shown_as_given():
     from studies.wording import component_text
 
     assert component_text("net_assets", "1e999999") == "1e999999"
+
+
+# --- 5. a study whose calibration file changed takes no new work ----------------------------------
+
+
+def _stale(study):
+    """The study as if created before the calibration file changed: its recorded hash is another."""
+    from environment.calibration import load_calibration
+    from studies.models import Study
+
+    current = load_calibration(study.calibration_path)[1]
+    Study.objects.filter(pk=study.pk).update(calibration_hash="sha256:old")
+    study.refresh_from_db()
+    return (f"calibration file {study.calibration_path} has hash {current}, but study 'Study A' was created with "
+            "sha256:old: it assigns no new cell and starts no new attempt (shifts already running end as before, "
+            "and are marked invalid): start a new study on the current calibration")
+
+
+def test_a_study_whose_calibration_changed_assigns_no_cell_by_hand(study, coordinator, bot, cell):
+    from studies.errors import StudyError
+    from studies.models import Attempt
+
+    reason = _stale(study)
+    with pytest.raises(StudyError) as refused:
+        assignment.assign(coordinator, bot, cell)
+    assert str(refused.value) == reason and not Attempt.objects.exists()
+
+
+def test_a_study_whose_calibration_changed_assigns_no_cell_by_its_policy(study, coordinator, bot):
+    from studies.errors import StudyError
+    from studies.models import Attempt
+
+    reason = _stale(study)
+    with pytest.raises(StudyError) as refused:
+        assignment.assign_next(coordinator, study, [bot], include_bots=True)
+    assert str(refused.value) == reason and not Attempt.objects.exists()
+
+
+def test_an_assigned_shift_of_a_study_whose_calibration_changed_does_not_start(study, coordinator, bot, cell):
+    from shifts.errors import StartRefused
+    from shifts.lifecycle import begin_shift
+    from studies import bots
+
+    attempt = assignment.assign(coordinator, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    reason = _stale(study)
+    with pytest.raises(StartRefused) as refused:
+        begin_shift(attempt.shift)
+    assert str(refused.value) == f"This shift cannot start: {reason}."
+    assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ASSIGNED
+
+
+def test_a_shift_running_when_the_calibration_changed_plays_on_and_is_marked_invalid(study, coordinator, bot, cell):
+    """A guard rather than a fix: a running shift is left alone, as before."""
+    from shifts.lifecycle import begin_shift
+    from studies import bots
+    from studies.models import AttemptStatus
+
+    attempt = assignment.assign(coordinator, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    _stale(study)
+    attempt.study = study
+    done = bots.play(attempt, "idle")
+    assert (done.status, done.end_reason.split(", ")[-1]) == (AttemptStatus.INVALID, "not the study's sha256:old")
+
+
+def test_the_study_page_warns_while_its_calibration_is_stale(client, study, coordinator):
+    reason = _stale(study)
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/").content.decode()
+    assert (f'<p class="error" id="calibration-stale" role="alert"><strong>Calibration changed:</strong> '
+            f"{reason.replace(chr(39), '&#x27;')}.</p>") in html
+
+
+def test_the_study_page_of_a_current_study_has_no_calibration_warning(client, study, coordinator):
+    client.force_login(coordinator)
+    assert 'id="calibration-stale"' not in client.get(f"/studies/{study.pk}/").content.decode()
+
+
+def test_a_rehearsal_of_a_study_whose_calibration_changed_is_refused_on_the_page(client, study, coordinator,
+                                                                                 django_capture_on_commit_callbacks):
+    reason = _stale(study)
+    client.force_login(coordinator)
+    with django_capture_on_commit_callbacks(execute=True):
+        html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 2, "skill": "idle"}, follow=True
+                           ).content.decode()
+    assert reason.replace("'", "&#x27;") in html and "Rehearsal started" not in html

@@ -284,7 +284,11 @@ def test_bot_attempt_is_graded_with_the_study_calibration(study, admin, bot, cel
 
 
 def test_attempt_graded_with_another_calibration_is_invalid(study, admin, bot, cell):
+    from shifts.lifecycle import begin_shift
+
     attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)  # running when the calibration changes: left to end, then invalid
     study.calibration_hash = "sha256:other"
     study.save()
     attempt.study = study
