@@ -26,6 +26,21 @@ def test_tools_grouped_by_family_in_working_order(signed_in, shift):
                         "finance-and-market", "status-and-time"]
 
 
+def test_the_workspace_says_its_keyboard_keys_beside_the_result(signed_in, shift):
+    keys = re.search(r'<p class="hint" id="keys">(.*?)</p>', page(signed_in, shift), re.S)
+    assert keys is not None
+    assert re.sub(r"<[^>]+>|\s+", " ", keys[1]).split() == (
+        "Keys in a result table: j / k next / previous row · s ship · r refund · p reprice · o reorder · "
+        "x tick the row for a batch.").split()
+
+
+def test_a_paused_workspace_lists_no_keys(signed_in, shift):
+    from shifts.lifecycle import pause_shift
+
+    pause_shift(shift, "lunch")
+    assert 'id="keys"' not in page(signed_in, shift)
+
+
 def test_tool_groups_count_tools_not_orders(signed_in, shift):
     html = page(signed_in, shift)
     orders = re.search(r'id="family-orders"[^>]*>\s*<summary>(.*?)</summary>', html, re.S).group(1)
