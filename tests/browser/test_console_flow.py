@@ -241,3 +241,37 @@ def test_the_clocks_stand_still_on_a_page_past_its_deadline(page, server, login)
     page.wait_for_timeout(2500)
     assert page.inner_text("#active-time") == first  # the server's figure, as the page was loaded with it
     assert page.locator("#due-notice").count() == 1 and page.get_attribute("#shift-bar", "data-status") == "active"
+
+
+def test_starting_a_scored_shift_asks_first_and_a_no_starts_nothing(browser, server, login):
+    context = browser.new_context(base_url=server.url, viewport={"width": 1440, "height": 900})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    questions, answer = [], {"accept": True}
+
+    def on_dialog(dialog) -> None:
+        questions.append(dialog.message)
+        dialog.accept() if answer["accept"] else dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")  # practice starts without a question
+    assert questions == []
+    accept_and_end(page)
+    questions.clear()  # ending the practice asked its own question
+
+    page.goto("/")
+    answer["accept"] = False
+    page.locator("table.shifts tbody tr", has=page.locator("td", has_text="scored")).first.locator(
+        "button", has_text="Start").click()
+    page.wait_for_timeout(500)
+    assert questions == ["Start this shift now? Its 12-hour deadline starts at once and keeps running through breaks."]
+    assert page.locator("#store-header").count() == 0
+    assert "Assigned" in page.locator("table.shifts tbody tr", has=page.locator("td", has_text="scored")).first.inner_text()
+
+    answer["accept"] = True
+    start_shift_from_home(page, "scored")
+    assert len(questions) == 2
+    context.close()
