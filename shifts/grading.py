@@ -1,7 +1,8 @@
 """Grading a shift: the calibration cell it is graded against, and its components.
 
 The calibration file is the site's (``settings.STOREBENCH_CALIBRATION``, default
-``calibration/public.json``); its hash is recorded with every graded shift.  A cell
+``calibration/public.json``), made on the world this code generates; its hash is recorded
+with every graded shift.  A cell
 missing from the file (the practice task's, which is never in it) is calibrated on the
 spot against its own anchors, once per process and task file version (about a second
 for the six-window practice store).
@@ -17,15 +18,26 @@ from typing import Any
 from django.conf import settings
 
 from environment.api import cell_constants, grade
-from environment.calibration import cell_of, load_calibration
+from environment.calibration import CalibrationError, cell_of, load_calibration
 from environment.engine import Episode
 from environment.tasks import get_task
+from environment.world import world_hash
 
 
 @cache
 def _calibration() -> tuple[dict, str] | None:
+    """The site's calibration file, refused (``CalibrationError``, a 503 for the request) when it
+    was made on another world than the one this code generates: its zeros and thresholds
+    would grade stores that no longer exist."""
     path = Path(getattr(settings, "STOREBENCH_CALIBRATION", settings.BASE_DIR / "calibration" / "public.json"))
-    return load_calibration(path) if path.exists() else None
+    if not path.exists():
+        return None
+    doc, digest = load_calibration(path)
+    made_on, runs = doc.get("world_hash"), world_hash()
+    if made_on != runs:
+        raise CalibrationError(f"{path} was calibrated on world {made_on}, but this site runs world {runs}",
+                               path=str(path))
+    return doc, digest
 
 
 def grading_cell(task_id: str, seed: int) -> tuple[dict, str, str]:

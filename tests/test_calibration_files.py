@@ -75,6 +75,27 @@ def test_ending_a_shift_with_a_truncated_calibration_is_a_clear_503(client, db, 
     assert shift.status == Shift.Status.ACTIVE and shift.score_composite is None
 
 
+def test_a_calibration_made_on_another_world_is_a_clear_503(client, db, copy, grading_with, fast_password_hashing,
+                                                            fresh_console_cache, caplog):
+    import hashlib
+    import json
+
+    doc = json.loads(copy.read_text())
+    doc["world_hash"] = "sha256:" + "1" * 64  # an upgrade changed the world; the file was kept
+    copy.write_text(json.dumps(doc))
+    (copy.parent / "public.json.sha256").write_text("sha256:" + hashlib.sha256(copy.read_bytes()).hexdigest() + "\n")
+    user = briefed_user("ivo")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    grading_with(copy)
+    client.force_login(user)
+    response = client.post(f"/shifts/{shift.pk}/end/")
+    assert response.status_code == 503
+    (logged,) = [r.getMessage() for r in caplog.records if r.name == "config.middleware"]
+    assert f"{copy} was calibrated on world sha256:{'1' * 64}, but this site runs world sha256:" in logged
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE and shift.score_composite is None
+
+
 def test_the_deadline_sweep_goes_on_past_shifts_it_cannot_grade(db, truncated, copy, grading_with, caplog,
                                                                  fresh_console_cache):
     shifts = [lifecycle.start_shift(briefed_user(name, password=False), "counter-punch", 7, practice=True)
