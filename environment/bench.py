@@ -304,12 +304,12 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
 ADAPTERS_ELSEWHERE = "measured by `python -m benchmarks` (the MCP and console figures need the adapters)"
 
 
-def bench_all(repeats: int = 5, *, quick: bool = False, calibration: bool = True, participants: int = 20,
-              mcp_calls: int = 300, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def bench_all(repeats: int = 5, *, quick: bool = False, calibration: bool = True,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The core's figures in one run; ``quick`` trims repetitions and skips the calibration.
 
     The MCP and console round trips are measured by ``python -m benchmarks`` (which runs
-    this too and adds them); ``participants`` and ``mcp_calls`` are passed on by it."""
+    this too and adds them, with its own ``--participants`` and ``--mcp-calls``)."""
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
     figures: dict[str, Any] = {"mode": "quick" if quick else "full", "cpu_count": os.cpu_count()}

@@ -106,6 +106,20 @@ def test_following_a_job_prints_its_end_when_it_came_after_the_last_item(monkeyp
     assert lines == ["[2/2] running", "[2/2] done"]
 
 
+def test_following_a_job_past_its_timeout_is_an_error_naming_it(monkeypatch):
+    from django.core.management.base import CommandError
+
+    from jobs.management import follow as following
+    job = Job.objects.create(kind=Job.Kind.CALIBRATION, status=Job.Status.RUNNING, done=1, total=3)
+    clock = iter([100.0, 100.0, 161.0])  # the deadline is set, the first look is in time, the second is not
+    monkeypatch.setattr(following.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(following.time, "sleep", lambda _seconds: None)
+    lines: list[str] = []
+    with pytest.raises(CommandError, match=rf"^job {job.pk} not finished after 60 s \(1/3\)$"):
+        following.follow(job, 60, lines.append)
+    assert lines == ["[1/3] running"]
+
+
 def test_batch_job_writes_one_trial_folder_per_cell(tmp_path):
     job = submit_batch(["counter-punch"], [7, 11], tmp_path / "trials", policy="rule-based",
                        calibration="calibration/public.json")
