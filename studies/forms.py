@@ -253,5 +253,5 @@ def ids_of(values) -> list[int]:
 
 
 class RehearsalForm(forms.Form):
-    bots = forms.IntegerField(min_value=1, max_value=20, initial=3)
+    bots = forms.IntegerField(label="Attempts", min_value=1, max_value=20, initial=3)
     skill = forms.ChoiceField(choices=[(k, k) for k in ("idle", "novice", "clerk", "expert")], initial="clerk")

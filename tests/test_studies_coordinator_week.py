@@ -250,7 +250,7 @@ def test_coach_views_are_read_only_and_for_staff(client, study, admin, coordinat
 def test_rehearsal_from_the_study_page_plays_bots(client, study, coordinator, django_capture_on_commit_callbacks):
     client.force_login(coordinator)
     html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 0, "skill": "clerk"}, follow=True).content.decode()
-    assert "Bots: Ensure this value is greater than or equal to 1." in html
+    assert "Attempts: Ensure this value is greater than or equal to 1." in html
     html = client.post(f"/studies/{study.pk}/rehearse/", {"bots": 1, "skill": "wizard"}, follow=True).content.decode()
     assert "Skill: Select a valid choice." in html and not Attempt.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
