@@ -274,6 +274,13 @@ def _is_urgent(row: dict) -> bool:
         None, "open", "awaiting_shipment")
 
 
+# Columns a table shows first, where the store's order would push what a row is decided on
+# off a 1280-pixel screen (the JSON toggle keeps the store's order).
+_FIRST_COLUMNS = {
+    "list_returns": ("return_id", "hours_to_escalation", "refundable", "paid", "refunded", "reason", "status"),
+}
+
+
 def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, note: str = "",
            timing: Timing | None = None) -> Table:
     columns: list[str] = []
@@ -281,6 +288,8 @@ def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, n
         for key in row:
             if key not in columns:
                 columns.append(key)
+    first = [c for c in _FIRST_COLUMNS.get(tool, ()) if c in columns]
+    columns = first + [c for c in columns if c not in first]
     actions_of = ROW_ACTIONS.get(tool)
     out = []
     for index, row in enumerate(rows):

@@ -56,6 +56,16 @@ def test_a_refunded_return_reads_done_in_a_returns_list_read_before_it(signed_in
     assert "refund_return" in rows["RET-20485"]  # the others keep their Refund
 
 
+def test_a_returns_table_shows_first_what_a_refund_is_decided_on(signed_in, shift):
+    html = call(signed_in, shift, "list_returns").content.decode()
+    table = html[html.index('<table class="data compact result-table'):]
+    headers = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table[:table.index("</thead>")], re.S)]
+    assert headers[1:8] == ["return id", "hours to escalation", "refundable", "paid", "refunded", "reason", "status"]
+    row = rows_of(html)["RET-20484"]
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells[1:6] == ["RET-20484", "12.0 h", "$47.00", "$47.00", "$0.00"]
+
+
 def test_reprice_and_reorder_rows(signed_in, shift):
     html = call(signed_in, shift, "list_products", page_size="5").content.decode()
     row = rows_of(html)["PRD-001"]
