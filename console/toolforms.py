@@ -83,9 +83,10 @@ SAY_MAX_LENGTH_FROM = 100
 
 
 def _length_hint(min_length: int | None, max_length: int | None) -> str:
-    """The length a text takes, said in its field's hint. The form sets no ``maxlength``:
-    the browser would cut a pasted text short without a word and send what the person did
-    not see; a text too long is refused with its length named, before the store, for free."""
+    """The length a text takes, said in its field's hint. The form sets no ``maxlength``,
+    which would cut a pasted text short without a word and send what the person never saw:
+    the page holds a text too long back, naming its length (console.js), where the store
+    would refuse it and charge the operation."""
     if max_length is not None and max_length < SAY_MAX_LENGTH_FROM:
         max_length = None
     if min_length and max_length:
@@ -119,7 +120,11 @@ def _field_spec(name: str, info) -> FieldSpec:
         kind = "text"
     required = info.is_required()
     default = None if required else info.default
-    hint = ((info.description or "") + _length_hint(min_length, max_length)).strip()
+    if kind == "json":  # a mapping's limit counts its entries, not characters
+        hint = ((info.description or "") + (f" At most {max_length:,} lines." if max_length else "")).strip()
+        max_length = None
+    else:
+        hint = ((info.description or "") + _length_hint(min_length, max_length)).strip()
     return FieldSpec(name=name, label=name.replace("_", " "), kind=kind, required=required,
                      default=default, choices=choices, hint=hint, minimum=minimum,
                      maximum=maximum, max_length=max_length)

@@ -34,6 +34,24 @@ def test_the_workspace_says_its_keyboard_keys_beside_the_result(signed_in, shift
         "x tick the row for a batch.").split()
 
 
+def test_a_purchase_orders_lines_are_limited_in_lines_not_characters(signed_in, shift):
+    # The store takes up to 200 lines; ten lines of JSON are about 210 characters.
+    form = re.search(r'<form id="tool-place_purchase_order".*?</form>', page(signed_in, shift), re.S)[0]
+    lines = re.search(r'<textarea name="arg_lines"[^>]*>', form)[0]
+    assert "data-max-length" not in lines
+    assert "Give this or quantity. At most 200 lines.</small>" in form
+
+
+def test_the_start_of_an_assigned_scored_shift_asks_first_on_its_own_page(signed_in, user):
+    from shifts.lifecycle import assign_shift
+
+    scored = assign_shift(user, "steady", 7)
+    html = page(signed_in, scored)
+    start = re.search(r'<form method="post" action="/shifts/\d+/start/"[^>]*>', html)[0]
+    assert 'data-confirm="Start this shift now? Its 12-hour deadline starts at once' in start
+    assert "console/confirm" in html
+
+
 def test_a_paused_workspace_lists_no_keys(signed_in, shift):
     from shifts.lifecycle import pause_shift
 
