@@ -106,6 +106,7 @@ class Card:
     actions: list[Action]
     key: str
     lines: LineEditor | None = None
+    done: str = ""  # "refunded (#12)": an action already made on this card's object since the read
 
 
 @dataclass(frozen=True)
@@ -349,6 +350,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
                            late_warning(data.get("lead_days"), timing))
     shown.card = Card(str(data.get("title") or data.get("name") or _label(call.tool)), fields, tables,
                       actions, _row_key(data, 0, call.tool), lines)
+    shown.card.done = done.get(shown.card.key, "") if actions else ""
     return shown
 
 

@@ -166,7 +166,9 @@ def card_html(card: Card, page: Page) -> str:
     if card.title:
         out.append(f"<h4>{_v(card.title)}</h4>")
     out.append("\n  ")
-    if card.actions and page.active:
+    if card.done:
+        out.append(f'\n    <div class="card-actions"><span class="row-status">{_v(card.done)}</span></div>\n  ')
+    elif card.actions and page.active:
         out.append(f'\n    <div class="card-actions">{_forms_of(page.context, card.actions, card.key)}'
                    '<span class="row-status" aria-live="polite"></span></div>\n  ')
     out.append(f'\n  <dl class="fields">\n    {_card_fields(card.fields)}\n  </dl>\n  ')

@@ -56,6 +56,15 @@ def test_a_refunded_return_reads_done_in_a_returns_list_read_before_it(signed_in
     assert "refund_return" in rows["RET-20485"]  # the others keep their Refund
 
 
+def test_a_refunded_return_reads_done_on_its_card_read_before_it(signed_in, shift):
+    call(signed_in, shift, "get_return", return_id="RET-20484")
+    call(signed_in, shift, "refund_return", return_id="RET-20484", amount="47.00")
+    reread = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
+    card = re.search(r'<div class="card" data-key="RET-20484">.*?</dl>', reread, re.S)[0]
+    assert '<div class="card-actions"><span class="row-status">refunded (#3)</span></div>' in card
+    assert "refund_return" not in card
+
+
 def test_a_returns_table_shows_first_what_a_refund_is_decided_on(signed_in, shift):
     html = call(signed_in, shift, "list_returns").content.decode()
     table = html[html.index('<table class="data compact result-table'):]
