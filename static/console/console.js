@@ -597,9 +597,18 @@ document.addEventListener("htmx:confirm", function (evt) {
   document.addEventListener("input", function (evt) {
     if (evt.target.dataset && evt.target.dataset.maxLength) check(evt.target);
   });
+  // A text put in the form by the server (a refused call's form keeps what was typed) has
+  // had no input event: checked here, before htmx sends, it is held back and named at once.
   document.addEventListener("submit", function (evt) {
     var form = evt.target;
     if (!form.querySelectorAll) return;
-    form.querySelectorAll("[data-max-length]").forEach(check);
+    var fields = form.querySelectorAll("[data-max-length]");
+    if (!fields.length) return;
+    fields.forEach(check);
+    if (!form.checkValidity()) {
+      evt.preventDefault();
+      evt.stopImmediatePropagation();
+      form.reportValidity();
+    }
   }, true);
 })();
