@@ -24,29 +24,31 @@ from environment.tasks import get_task
 from environment.world import world_hash
 
 
+def _path() -> Path:
+    return Path(getattr(settings, "STOREBENCH_CALIBRATION", settings.BASE_DIR / "calibration" / "public.json"))
+
+
 @cache
 def _calibration() -> tuple[dict, str] | None:
-    """The site's calibration file, refused (``CalibrationError``, a 503 for the request) when it
-    was made on another world than the one this code generates: its zeros and thresholds
-    would grade stores that no longer exist."""
-    path = Path(getattr(settings, "STOREBENCH_CALIBRATION", settings.BASE_DIR / "calibration" / "public.json"))
-    if not path.exists():
-        return None
-    doc, digest = load_calibration(path)
-    made_on, runs = doc.get("world_hash"), world_hash()
-    if made_on != runs:
-        raise CalibrationError(f"{path} was calibrated on world {made_on}, but this site runs world {runs}",
-                               path=str(path))
-    return doc, digest
+    path = _path()
+    return load_calibration(path) if path.exists() else None
 
 
 def grading_cell(task_id: str, seed: int) -> tuple[dict, str, str]:
-    """The calibration cell, where it came from, and the calibration file's hash ("" if none)."""
+    """The calibration cell, where it came from, and the calibration file's hash ("" if none).
+
+    A cell of a file made on another world than this code generates is refused
+    (``CalibrationError``, a 503 for the request): its zeros and thresholds would grade stores
+    that no longer exist. A cell the file lacks (the practice task's) is calibrated here."""
     calibration = _calibration()
     if calibration is not None:
         doc, digest = calibration
         cell = cell_of(doc, task_id, seed)
         if cell is not None:
+            made_on, runs = doc.get("world_hash"), world_hash()
+            if made_on != runs:
+                raise CalibrationError(f"{_path()} was calibrated on world {made_on}, but this site runs world "
+                                       f"{runs}", path=str(_path()))
             return cell, "calibration file", digest
     task = get_task(task_id)
     cell, source = _on_the_spot(task_id, seed, task.file_hash)

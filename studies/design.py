@@ -76,11 +76,17 @@ def calibration_gate(user, shift: Shift) -> StartRefused | None:
     a shift a study assigned does not start once the study's calibration file has changed, since
     it would be graded with the new file and marked invalid after being played.  Only asked
     before a shift starts, so one already running is left to end."""
+    if shift.is_practice:
+        return None
     attempt = Attempt.objects.filter(shift_id=shift.pk).select_related("study").first()
     if attempt is None:
         return None
     problem = stale_calibration(attempt.study)
-    return None if problem is None else StartRefused(f"This shift cannot start: {problem}.")
+    if problem is None:
+        return None
+    # The participant reads what they can act on; the study's page names the file and hashes.
+    return StartRefused("This shift is on hold: its study's scoring changed after the study was set up. "
+                        "Your coordinator's study page says so; ask them what to do next.")
 
 
 def _refuse_uncalibrated(doc: dict, tasks: list[str], seeds: list[int]) -> None:
