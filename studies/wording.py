@@ -38,6 +38,14 @@ def dollars(cents: int | None) -> str:
     return "—" if cents is None else usd_pretty(int(cents))
 
 
+def _number(value) -> Decimal | None:
+    """``value`` read as a number (NaN and Infinity included), or None when it is no number."""
+    try:
+        return Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+
+
 def score_text(value) -> str:
     """A composite, mean, interval bound or rate as the studies pages write scores, with three
     decimals as the coach view does ("0.033", "0.746"); "—" for none or a value that is not a
@@ -45,9 +53,8 @@ def score_text(value) -> str:
     Exports keep the stored figure."""
     if value is None or value == "":
         return "—"
-    try:
-        number = Decimal(str(value))
-    except (InvalidOperation, ValueError):
+    number = _number(value)
+    if number is None:
         return str(value)
     if not number.is_finite():
         return "—"
@@ -114,9 +121,8 @@ def component_text(name: str, value) -> str:
     numeric = MONEY_COMPONENTS | RATE_COMPONENTS | SHARE_COMPONENTS | COUNT_COMPONENTS
     if name not in numeric or isinstance(value, bool):
         return str(value)
-    try:
-        number = Decimal(str(value))
-    except (InvalidOperation, ValueError):
+    number = _number(value)
+    if number is None:
         return str(value)
     if not number.is_finite():
         return "—"

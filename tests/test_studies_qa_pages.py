@@ -1,6 +1,7 @@
 """What a QA pass of the coordinator pages found: times as hours, minutes and seconds rather than raw
 seconds, scores with three decimals, the coach's score components in words, one label per rehearsal
 bot, and a study left on an old calibration refusing new work."""
+import re
 from datetime import timedelta
 
 import pytest
@@ -111,7 +112,14 @@ def test_the_leaderboard_names_a_component_in_words_beside_its_code_name(client,
     client.force_login(admin)
     html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
     assert ('<tr><td>Component: Orders shipped on time <small class="mono">on_time_rate</small></td>'
-            '<td class="mono">0.150</td><td class="mono">[0.150, 0.150]</td><td>1</td></tr>') in html
+            '<td class="mono">15.0%</td><td class="mono">[15.0%, 15.0%]</td><td>1</td></tr>') in html
+
+
+def test_the_leaderboard_writes_a_components_shares_with_three_decimals(client, study, admin, selected):
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
+    row = html[html.index("<tr><td>Component: Reliability "):].split("</tr>")[0]
+    assert re.search(r'<td class="mono">\d\.\d{3}</td><td class="mono">\[\d\.\d{3}, \d\.\d{3}\]</td>', row)
 
 
 def test_the_forest_plot_writes_each_mean_and_interval_with_three_decimals(client, study, admin, selected):
@@ -255,7 +263,10 @@ def test_an_assigned_shift_of_a_study_whose_calibration_changed_does_not_start(s
     reason = _stale(study)
     with pytest.raises(StartRefused) as refused:
         begin_shift(attempt.shift)
-    assert str(refused.value) == f"This shift cannot start: {reason}."
+    # The participant is not shown the server's file, hashes or advice meant for coordinators.
+    assert str(refused.value) == ("This shift is on hold: its study's scoring changed after the study was set up. "
+                                  "Your coordinator's study page says so; ask them what to do next.")
+    assert "sha256:" in reason and "sha256:" not in str(refused.value)
     assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ASSIGNED
 
 

@@ -1,5 +1,5 @@
 """Filters that write stored values for people: ``{{ cents|dollars }}``, ``{{ seconds|duration }}``,
-``{{ composite|score }}``, ``{{ name|component_label }}``, ``{{ call.arguments|arguments }}``,
+``{{ composite|score }}``, ``{{ name|component_label }}``, ``{{ value|component:name }}``, ``{{ call.arguments|arguments }}``,
 ``{{ event.detail|detail }}`` (see :mod:`studies.wording`)."""
 from __future__ import annotations
 
@@ -12,5 +12,6 @@ register.filter("dollars", wording.dollars)
 register.filter("duration", wording.duration_text)
 register.filter("score", wording.score_text)
 register.filter("component_label", wording.component_label)
+register.filter("component", lambda value, name: wording.component_text(name, value))
 register.filter("arguments", wording.arguments_text)
 register.filter("detail", wording.detail_text)
