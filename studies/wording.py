@@ -38,12 +38,14 @@ def dollars(cents: int | None) -> str:
     return "—" if cents is None else usd_pretty(int(cents))
 
 
-def _number(value) -> Decimal | None:
-    """``value`` read as a number (NaN and Infinity included), or None when it is no number."""
+def _finite(value) -> Decimal | str:
+    """``value`` as a finite number, or what to write instead: "—" for NaN or Infinity, the
+    value as it is when it does not read as a number."""
     try:
-        return Decimal(str(value))
+        number = Decimal(str(value))
     except (InvalidOperation, ValueError):
-        return None
+        return str(value)
+    return number if number.is_finite() else "—"
 
 
 def score_text(value) -> str:
@@ -53,11 +55,9 @@ def score_text(value) -> str:
     Exports keep the stored figure."""
     if value is None or value == "":
         return "—"
-    number = _number(value)
-    if number is None:
-        return str(value)
-    if not number.is_finite():
-        return "—"
+    number = _finite(value)
+    if isinstance(number, str):
+        return number
     try:
         return str(number.quantize(Decimal("0.001"), rounding=ROUND_HALF_UP) + 0)
     except ArithmeticError:  # too large to quantize
@@ -121,11 +121,9 @@ def component_text(name: str, value) -> str:
     numeric = MONEY_COMPONENTS | RATE_COMPONENTS | SHARE_COMPONENTS | COUNT_COMPONENTS
     if name not in numeric or isinstance(value, bool):
         return str(value)
-    number = _number(value)
-    if number is None:
-        return str(value)
-    if not number.is_finite():
-        return "—"
+    number = _finite(value)
+    if isinstance(number, str):
+        return number
     try:
         if name in MONEY_COMPONENTS:
             return dollars(int((number * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP)))
