@@ -38,7 +38,7 @@ from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .build import build_id
-from .design import PRACTICE_REFUSAL, check_calibration
+from .design import ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, stale_calibration
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -187,6 +187,8 @@ def assign_self(participant: Participant) -> Attempt | None:
         raise StudyError("you have left this study")
     if not can_start(participant):
         raise StudyError("read the briefing and finish your practice shift first")
+    if stale_calibration(participant.study) is not None:
+        raise StudyError(ON_HOLD_CELLS)
     return _assign_by_policy(None, participant.study, [participant], None, include_bots=False,
                              via="entry link")
 

@@ -47,6 +47,12 @@ def _load(path: Path) -> tuple[dict, str]:
         raise StudyError(str(exc)) from exc
 
 
+# What a participant reads when their study's calibration changed: what they can act on, not
+# the server's file and hashes (the study's page names those for its coordinators).
+ON_HOLD_SHIFT = ("This shift is on hold: its study's scoring changed after the study was set up. "
+                 "Your coordinator's study page says so; ask them what to do next.")
+ON_HOLD_CELLS = ("New shifts in this study are on hold: its scoring changed after the study was set up. "
+                 "Your coordinator's study page says so; ask them what to do next.")
 STALE_ADVICE = ("it assigns no new cell and starts no new attempt (shifts already running end as before, "
                 "and are marked invalid): start a new study on the current calibration")
 
@@ -84,9 +90,7 @@ def calibration_gate(user, shift: Shift) -> StartRefused | None:
     problem = stale_calibration(attempt.study)
     if problem is None:
         return None
-    # The participant reads what they can act on; the study's page names the file and hashes.
-    return StartRefused("This shift is on hold: its study's scoring changed after the study was set up. "
-                        "Your coordinator's study page says so; ask them what to do next.")
+    return StartRefused(ON_HOLD_SHIFT)
 
 
 def _refuse_uncalibrated(doc: dict, tasks: list[str], seeds: list[int]) -> None:

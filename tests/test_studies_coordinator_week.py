@@ -15,7 +15,7 @@ from studies import assignment, bots, bulk, entry, exports, figures, participant
 from studies import attempts as attempt_actions
 from studies.design import add_consent_version
 from studies.errors import StudyError
-from studies.models import Attempt, AttemptStatus, AuditAction, AuditEvent, Participant, PayRecord
+from studies.models import Attempt, AttemptStatus, AuditAction, AuditEvent, Participant, PayRecord, Study
 from studies.wording import duration_text
 
 IDS = "PROLIFIC_PID=pid0001&STUDY_ID=study42&SESSION_ID=sess1"
@@ -76,6 +76,18 @@ def test_configure_needs_a_reason_and_is_audited(linked, coordinator):
                         fault_compensation_cents=0, reason=" ")
     event = AuditEvent.objects.filter(action=AuditAction.ENTRY_CHANGED).get()
     assert event.reason == "open recruitment on Prolific" and event.detail["changed"]["entry_open"] == [False, True]
+
+
+def test_a_participant_asking_for_a_shift_in_a_stale_study_reads_it_is_on_hold(client, linked):
+    _enter(client, linked)
+    person = linked.participants.get()
+    client.post("/briefing/", {"version": BRIEFING_VERSION})
+    _play(client, Shift.objects.get(participant=person.user, is_practice=True).pk)
+    Study.objects.filter(pk=linked.pk).update(calibration_hash="sha256:old")  # the site's file changed since
+    html = client.post("/studies/me/next/", follow=True).content.decode()
+    assert ("New shifts in this study are on hold: its scoring changed after the study was set up. "
+            "Your coordinator&#x27;s study page says so; ask them what to do next.") in html
+    assert "sha256:" not in html and not Attempt.objects.filter(participant=person).exists()
 
 
 def test_participant_plays_and_is_sent_to_the_completion_url_then_paid(client, linked, coordinator):
