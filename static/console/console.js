@@ -123,7 +123,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     };
     socket.onmessage = function (evt) {
       var msg = JSON.parse(evt.data);
-      if (msg.type !== "state") return;
+      if (msg.type !== "state" || leaving) return;
       if (msg.status === "ended" || msg.status !== top.dataset.status) {
         window.location.assign(msg.url);  // ended, paused or resumed elsewhere: reload the page's mode
         return;
@@ -136,6 +136,7 @@ document.addEventListener("htmx:confirm", function (evt) {
       }
       window.storebenchAnchorClocks(msg);
       window.storebenchSeen(top.dataset.shift, msg.last_seq);
+      document.body.dataset.pushes = String((Number(document.body.dataset.pushes) || 0) + 1);  // applied
     };
     socket.onclose = function () {
       document.body.dataset.live = "polling";
@@ -155,6 +156,11 @@ document.addEventListener("htmx:confirm", function (evt) {
     window.location.assign(url);
     return true;
   }
+  // A page already on its way to the next one (a pause or resume form posts and is sent back
+  // to the workspace) takes no push: the push of its own pause would load the page a second
+  // time, after the new one has shown.
+  var leaving = false;
+  window.addEventListener("beforeunload", function () { leaving = true; });
   document.addEventListener("DOMContentLoaded", function () {
     var top = document.getElementById("shift-top");
     if (top && top.dataset.ws && window.WebSocket) connect(top, 0);

@@ -257,6 +257,7 @@ def test_the_active_time_ticks_while_the_shift_is_active(counted, server, login)
     shift = ready_participant(server, login, page, "steady", 3)
     page.clock.install()
     page.goto(f"/shifts/{shift}/")
+    page.wait_for_selector("body[data-pushes]")  # the first push is applied: none re-anchors the clocks later
     before = seconds(page.inner_text("#active-time"))
     paused = page.inner_text("#paused-time")
     page.clock.run_for("00:30")  # the page's clock: its once-a-second tick runs 30 times
@@ -272,6 +273,7 @@ def test_the_paused_time_ticks_during_a_break(counted, server, login):
     page.fill(".pause-form input[name=reason]", "coffee")
     page.click("#pause-button")
     page.wait_for_selector("#resume-button")
+    page.wait_for_selector("body[data-pushes]")  # the paused page's first push is applied: none re-anchors later
     before = seconds(page.inner_text("#paused-time"))
     active = page.inner_text("#active-time")
     page.clock.run_for("00:30")
