@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from shifts.grading import COMPONENT_NAMES
+
 
 @dataclass(frozen=True)
 class ScoreRow:
@@ -59,22 +61,22 @@ def _business_words(c: dict) -> str:
 def score_rows(components: dict) -> list[ScoreRow]:
     c = components
     rows = [
-        ScoreRow("business", "Business", "score", c.get("business"), _business_words(c)),
-        ScoreRow("reliability", "Reliability", "score", c.get("reliability"),
+        ScoreRow("business", COMPONENT_NAMES["business"], "score", c.get("business"), _business_words(c)),
+        ScoreRow("reliability", COMPONENT_NAMES["reliability"], "score", c.get("reliability"),
                  "How well customers were served: orders shipped on time and returns answered before they "
                  "escalated. Counts 20% of the composite."),
-        ScoreRow("on_time_rate", "Orders shipped on time", "rate", c.get("on_time_rate"),
+        ScoreRow("on_time_rate", COMPONENT_NAMES["on_time_rate"], "rate", c.get("on_time_rate"),
                  f"{c.get('orders_on_time', '—')} of the {c.get('orders_due', '—')} orders due were shipped by you "
                  "before their deadline (orders the platform shipped for a fee, or cancelled, do not count)."),
-        ScoreRow("return_handled_rate", "Returns handled", "rate", c.get("return_handled_rate"),
+        ScoreRow("return_handled_rate", COMPONENT_NAMES["return_handled_rate"], "rate", c.get("return_handled_rate"),
                  f"Credit for the {c.get('returns_due', '—')} returns that fell due: a return refunded before it "
                  "escalated counts in full."),
-        ScoreRow("continuity", "Continuity", "score", c.get("continuity"),
+        ScoreRow("continuity", COMPONENT_NAMES["continuity"], "score", c.get("continuity"),
                  f"You attended {c.get('windows_attended', '—')} of {c.get('windows_total', '—')} windows "
                  "(made at least one call in them). Counts 10% of the composite."),
-        ScoreRow("reward_composite", "Composite score", "score", c.get("reward_composite"),
+        ScoreRow("reward_composite", COMPONENT_NAMES["reward_composite"], "score", c.get("reward_composite"),
                  "0.7 × business + 0.2 × reliability + 0.1 × continuity."),
-        ScoreRow("net_assets", "Net assets after settlement", "money", c.get("net_assets"),
+        ScoreRow("net_assets", COMPONENT_NAMES["net_assets"], "money", c.get("net_assets"),
                  "Cash, plus money owed to the store, plus stock sold off at the salvage rate, after every "
                  "obligation due was enforced."),
     ]

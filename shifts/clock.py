@@ -22,6 +22,12 @@ class TimeAccount:
     left: int  # until the deadline (0 once passed, or before the start)
 
 
+def hms(seconds: int) -> str:
+    """Whole seconds as the shift bar writes them, H:MM:SS ("0:02:23", "12:00:00"); below 0 is 0."""
+    seconds = max(0, seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
 def time_account(shift: Shift, now=None) -> TimeAccount:
     """Wall, active and paused seconds from the start to ``now`` (never past the
     deadline or the end), and the seconds left before the deadline."""

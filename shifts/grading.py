@@ -23,6 +23,18 @@ from environment.engine import Episode
 from environment.tasks import get_task
 from environment.world import world_hash
 
+# The score components a participant's end page shows, in its words; the studies pages name
+# them the same way.
+COMPONENT_NAMES = {
+    "business": "Business",
+    "reliability": "Reliability",
+    "on_time_rate": "Orders shipped on time",
+    "return_handled_rate": "Returns handled",
+    "continuity": "Continuity",
+    "reward_composite": "Composite score",
+    "net_assets": "Net assets after settlement",
+}
+
 
 def _path() -> Path:
     return Path(getattr(settings, "STOREBENCH_CALIBRATION", settings.BASE_DIR / "calibration" / "public.json"))

@@ -6,6 +6,8 @@ import json
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 
 from environment.tools.format import usd_pretty
+from shifts.clock import hms
+from shifts.grading import COMPONENT_NAMES
 
 
 def plural(n: int, singular: str, plural_form: str = "") -> str:
@@ -26,10 +28,9 @@ def duration_text(seconds) -> str:
     if seconds is None:
         return "—"
     try:
-        whole = max(0, int(seconds))
+        return hms(int(seconds))
     except (TypeError, ValueError, OverflowError):
         return str(seconds)
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def dollars(cents: int | None) -> str:
@@ -65,15 +66,9 @@ def score_text(value) -> str:
 
 
 # What each score component is called on the pages: the participant's end page's words
-# (console.endpage) where it shows the key, plain words for the rest.
+# (shifts.grading.COMPONENT_NAMES) where it shows the key, plain words for the rest.
 COMPONENT_LABELS = {
-    "business": "Business",
-    "reliability": "Reliability",
-    "on_time_rate": "Orders shipped on time",
-    "return_handled_rate": "Returns handled",
-    "continuity": "Continuity",
-    "reward_composite": "Composite score",
-    "net_assets": "Net assets after settlement",
+    **COMPONENT_NAMES,
     "business_raw": "Net-asset growth",
     "business_zero_raw": "Zero (absentee's growth)",
     "business_scale": "Scale",

@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from console import endpage
 from console.present import URGENT_HOURS
 from shifts import results
+from shifts.clock import hms
 from shifts.models import Shift
 
 register = template.Library()
@@ -221,10 +222,9 @@ def compact_json(value) -> str:
 def duration(seconds) -> str:
     """Whole seconds as H:MM:SS."""
     try:
-        seconds = max(0, int(seconds))
+        return hms(int(seconds))
     except (TypeError, ValueError):
         return ""
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 register.filter("usd", endpage.usd)
