@@ -38,10 +38,11 @@ def list_inventory(ep: Episode, args: ListInventoryArgs) -> dict[str, Any]:
         return (args.only == "all" or (args.only == "out_of_stock" and available <= 0)
                 or (args.only == "low" and available <= 2) or (args.only == "in_stock" and available > 0))
 
+    everything = args.only == "all"  # no filter: no unit is counted but the page's
     if args.level == "variant":
-        chosen = [v for p in products for v in p.variants if keep(free_units(v))]
+        chosen = [v for p in products for v in p.variants if everything or keep(free_units(v))]
         return page_of(chosen, args, lambda v: variant_row(v, incoming))
-    kept = [p for p in products if keep(sum(free_units(v) for v in p.variants))]
+    kept = products if everything else [p for p in products if keep(sum(free_units(v) for v in p.variants))]
     out = page_of(kept, args)  # a row is written out for the page shown only
     out["rows"] = [{
         "product_id": p.id, "title": p.title, "status": "active" if p.active else "inactive",
