@@ -30,13 +30,14 @@ from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
 from shifts import briefing
 from shifts.affiliation import affiliation_of, person_page_of
+from shifts.chart import timeline_svg
 from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StaleBriefing, StartRefused
 from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
 from shifts.results import result_of
+from shifts.timeline import timeline_of
 
 from . import reply, workspace
-from .chart import timeline_svg
 from .endpage import score_rows
 from .templatetags.console_tags import present_call, tool_form
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
@@ -159,7 +160,7 @@ def _context(overview: workspace.Overview, **extra) -> dict:
             "explained_rows": score_rows(components),
             "threshold": components.get("threshold") if study is not None and study.show_threshold else None,
             "study_page": study.page_url if study is not None else None,
-            "chart": mark_safe(timeline_svg(workspace.shift_timeline(shift))),  # numbers and fixed labels only
+            "chart": mark_safe(timeline_svg(timeline_of(shift))),  # numbers and fixed labels only
         })
     return context
 

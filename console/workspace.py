@@ -17,7 +17,6 @@ from environment.tasks import get_task
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
 from shifts.briefing import acknowledgement, practice_completed, refusal_to_start
-from shifts.cache import replay_episode
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift, is_due
@@ -25,7 +24,6 @@ from shifts.errors import ShiftError, StartRefused
 from shifts.lifecycle import OPENING_CALL_ID, begin_shift
 from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
-from shifts.timeline import series_of
 
 from .cached import CachedView, cached_views
 
@@ -197,14 +195,6 @@ def participant_home(user) -> Home:
                 locks[shift.pk] = refusal
     return Home(shifts=shifts, acknowledgement=acknowledgement(user), practice_done=practice_completed(user),
                 locks=locks, due=frozenset(s.pk for s in shifts if is_due(s)))
-
-
-def shift_timeline(shift: Shift) -> list[dict]:
-    """The ended shift's per-window series, stored when it ended (a shift ended before
-    timelines were stored gets one computed by replay, not saved: a page view writes nothing)."""
-    if shift.status != Shift.Status.ENDED:
-        return []
-    return shift.timeline or series_of(replay_episode(shift))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from environment.engine import Episode
 
+from .cache import replay_episode
+from .models import Shift
+
 
 def series_of(episode: Episode) -> list[dict]:
     """Points ``{"window", "label", "at", "cash_cents", "net_assets_cents", "stock_units"}``:
@@ -24,3 +27,12 @@ def series_of(episode: Episode) -> list[dict]:
                    "cash_cents": episode.cash(), "net_assets_cents": episode.ledger.net_assets(),
                    "stock_units": episode.stock_units})
     return points
+
+
+def timeline_of(shift: Shift) -> list[dict]:
+    """The ended shift's series, stored when it ended (a shift ended before timelines
+    were stored gets one computed by replay, not saved: a page view writes nothing);
+    none for a shift that has not ended."""
+    if shift.status != Shift.Status.ENDED:
+        return []
+    return shift.timeline or series_of(replay_episode(shift))

@@ -7,10 +7,14 @@ The permission is the monitor's (admins, coordinators, reviewers), checked here.
 """
 from __future__ import annotations
 
+from django.utils.safestring import mark_safe
+
 from shifts.briefing import BRIEFING_VERSION, practice_shifts
+from shifts.chart import timeline_svg
 from shifts.clock import time_account
 from shifts.models import BriefingAcknowledgement
 from shifts.results import result_of
+from shifts.timeline import timeline_of
 
 from .models import Attempt, AuditEvent, Participant
 from .participants import current_consent
@@ -38,7 +42,8 @@ def shift_view(actor, attempt: Attempt) -> dict:
     require(actor, attempt.study, Action.MONITOR)
     shift = attempt.shift
     calls = [(call, result_of(call)) for call in shift.calls.order_by("seq")]
+    timeline = timeline_of(shift)
     return {"attempt": attempt, "shift": shift, "clock": time_account(shift), "calls": calls,
             "pauses": list(shift.pauses.all()),
-            "timeline": shift.timeline or [],
+            "timeline": timeline, "chart": mark_safe(timeline_svg(timeline)),  # numbers and fixed labels only
             "components": component_rows(shift.score_components)}

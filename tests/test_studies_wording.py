@@ -129,6 +129,26 @@ def test_the_coach_view_shows_the_timeline_in_dollars(client, study, coordinator
     assert '<tr><td>W1</td><td class="mono">$28,000.00</td><td class="mono">$37,405.73</td><td>1695</td></tr>' in table
 
 
+def test_the_coach_view_draws_the_timeline_chart_of_the_end_page(client, study, coordinator, played):
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/attempts/{played.pk}/shift/").content.decode()
+    chart = html[html.index('id="timeline-chart"'):].split("</figure>")[0]
+    timeline = Shift.objects.get(pk=played.shift_id).timeline
+    assert chart.count("<polyline") == 3  # cash, net assets, stock
+    assert chart.count("<circle") == 3 * len(timeline)
+    assert html.index('id="timeline-chart"') < html.index('<details id="timeline-figures">') < html.index('id="timeline"')
+
+
+def test_the_coach_view_draws_a_timeline_by_replay_for_a_shift_ended_before_timelines_were_kept(
+        client, study, coordinator, played):
+    kept = Shift.objects.get(pk=played.shift_id).timeline
+    Shift.objects.filter(pk=played.shift_id).update(timeline=[])
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/attempts/{played.pk}/shift/").content.decode()
+    assert html[html.index('id="timeline-chart"'):].split("</figure>")[0].count("<circle") == 3 * len(kept)
+    assert Shift.objects.get(pk=played.shift_id).timeline == []  # a page view writes nothing
+
+
 def test_the_coach_view_shows_call_arguments_as_json(client, study, coordinator, played):
     client.force_login(coordinator)
     html = client.get(f"/studies/{study.pk}/attempts/{played.pk}/shift/").content.decode()

@@ -1,4 +1,7 @@
-"""The end page's timeline chart, drawn on the server as an SVG string.
+"""A shift's timeline chart, drawn on the server as an SVG string.
+
+The participant's end page (console) and the coach's view of a shift (studies) both
+draw it, so it lives here, below both apps.
 
 Two panels share the window axis: money (cash and net assets, USD) above, stock
 units on hand below, so no line needs a second scale. Only numbers and fixed
@@ -68,7 +71,7 @@ def _panel(series: list[dict], lines, top: float, title: str, fmt) -> list[str]:
 
 
 def timeline_svg(series: list[dict]) -> str:
-    """The chart for a shift's timeline (see :func:`console.timeline.series_of`)."""
+    """The chart for a shift's timeline (see :func:`shifts.timeline.series_of`)."""
     if not series:
         return ""
     height = TOP + 2 * PANEL_HEIGHT + GAP + 40
