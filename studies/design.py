@@ -47,6 +47,35 @@ def _load(path: Path) -> tuple[dict, str]:
         raise StudyError(str(exc)) from exc
 
 
+def _on_disk(path: Path) -> tuple | None:
+    """What changes when the file or its recorded-hash side file is written or replaced
+    (None when the file cannot be read: then it is read, and refused, every time)."""
+    try:
+        file = path.stat()
+    except OSError:
+        return None
+    try:
+        side = path.with_name(path.name + ".sha256").stat()
+    except OSError:
+        return (file.st_ino, file.st_size, file.st_mtime_ns)
+    return (file.st_ino, file.st_size, file.st_mtime_ns, side.st_ino, side.st_size, side.st_mtime_ns)
+
+
+# A study's file, read and hashed once for as long as it is unchanged on disk: every study
+# page view, new attempt and study shift start checks it.  The document is shared: read only.
+_checked: dict[str, tuple[tuple, dict, str]] = {}
+
+
+def _load_checked(path: Path) -> tuple[dict, str]:
+    seen, kept = _on_disk(path), _checked.get(str(path))
+    if seen is not None and kept is not None and kept[0] == seen:
+        return kept[1], kept[2]
+    doc, digest = _load(path)
+    if seen is not None:
+        _checked[str(path)] = (seen, doc, digest)
+    return doc, digest
+
+
 # What a participant reads when their study's calibration changed: what they can act on, not
 # the server's file and hashes (the study's page names those for its coordinators).
 ON_HOLD_SHIFT = ("This shift is on hold: its study's scoring changed after the study was set up. "
@@ -59,8 +88,8 @@ STALE_ADVICE = ("it assigns no new cell and starts no new attempt (shifts alread
 
 def check_calibration(study: Study) -> dict:
     """The study's calibration document, refused if the file's hash has changed (naming both
-    hashes and what to do)."""
-    doc, digest = _load(Path(study.calibration_path))
+    hashes and what to do).  Read again whenever the file changes on disk."""
+    doc, digest = _load_checked(Path(study.calibration_path))
     if digest != study.calibration_hash:
         raise StudyError(f"calibration file {study.calibration_path} has hash {digest}, "
                          f"but study {study.name!r} was created with {study.calibration_hash}: {STALE_ADVICE}")

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, coordinator, make_user, other_study, study  # noqa: F401
 
+from environment.calibration import load_calibration
 from shifts.models import Shift
 from studies import assignment, attempts, bots, participants
 from studies.design import add_consent_version, add_member, check_calibration, create_study
@@ -67,6 +68,45 @@ def test_calibration_hash_is_recorded_and_checked(admin, tmp_path):
     assert check_calibration(study)["tasks"]["steady"]["7"]["threshold"] == float(study.cells.get().threshold)
     source.write_bytes(source.read_bytes() + b"\n")
     with pytest.raises(StudyError, match="but study 'Cal' was created with sha256:"):
+        check_calibration(study)
+
+
+@pytest.fixture
+def cal_study(admin, tmp_path):
+    from django.conf import settings
+    source = tmp_path / "cal.json"
+    source.write_bytes((settings.BASE_DIR / "calibration" / "public.json").read_bytes())
+    return create_study(admin, "Cal", ["steady"], [7], calibration_path=source), source
+
+
+def test_an_unchanged_calibration_file_is_read_once(cal_study, monkeypatch):
+    from studies import design
+    study, _source = cal_study
+    reads = []
+    monkeypatch.setattr(design, "load_calibration", lambda path: reads.append(path) or load_calibration(path))
+    for _ in range(3):
+        check_calibration(study)
+    assert len(reads) == 1
+
+
+def test_a_calibration_file_replaced_by_one_of_the_same_size_is_read_again(cal_study):
+    import os
+    study, source = cal_study
+    check_calibration(study)
+    data = source.read_bytes()
+    other = source.with_name("other.json")
+    other.write_bytes(data.replace(b'"threshold": 0.7', b'"threshold": 0.6', 1))  # same length, another hash
+    assert len(other.read_bytes()) == len(data)
+    os.replace(other, source)
+    with pytest.raises(StudyError, match="but study 'Cal' was created with sha256:"):
+        check_calibration(study)
+
+
+def test_a_side_file_written_after_a_passing_check_is_read(cal_study):
+    study, source = cal_study
+    check_calibration(study)
+    source.with_name("cal.json.sha256").write_text("sha256:" + "0" * 64 + "\n")
+    with pytest.raises(StudyError, match="does not match its recorded hash in cal.json.sha256"):
         check_calibration(study)
 
 
