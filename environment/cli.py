@@ -14,6 +14,7 @@ and exits 2; a failed check exits 1.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import shutil
 import sys
@@ -103,7 +104,9 @@ def writable_folder(path: str | Path, flag: str) -> Path:
         probe = Path(tempfile.mkdtemp(prefix=".storebench-write-check-", dir=folder))
         (probe / "check").write_bytes(b"")
     except OSError as exc:
-        raise StoreBenchError(f"{flag}: cannot write in the folder {folder} ({exc.strerror}); name a folder you "
+        # A pseudo file system (/proc, /sys) answers "No such file or directory" for a folder it shows.
+        why = "it takes no new files" if exc.errno == errno.ENOENT and folder.is_dir() else exc.strerror
+        raise StoreBenchError(f"{flag}: cannot write in the folder {folder} ({why}); name a folder you "
                               "can write to") from None
     finally:
         if probe is not None:

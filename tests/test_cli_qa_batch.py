@@ -34,11 +34,12 @@ def run(capsys, *argv: str | Path) -> tuple[int, str, str]:
 
 
 def cannot_write_in(folder: str) -> str:
-    """What the system says when a folder is created in ``folder`` (``/proc`` refuses it, even to root)."""
+    """Why a folder cannot be created in ``folder`` (``/proc`` refuses it, even to root), as the
+    command says it: the system's words, except that a folder it shows is not "missing"."""
     try:
         made = tempfile.mkdtemp(dir=folder)
     except OSError as exc:
-        return exc.strerror
+        return "it takes no new files" if exc.errno == errno.ENOENT else exc.strerror
     Path(made).rmdir()
     pytest.skip(f"{folder} is writable here")
 
