@@ -253,7 +253,9 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
                      else "This tool is free: nothing was spent.")
         else:
             spent = "Correct the field and call again."
-        out.append(f'\n      <div class="problem" role="alert">\n'
+        field = problem.details.get("field")  # the argument the store names, for the page to mark
+        named = f' data-field="{_v(field)}"' if field else ""
+        out.append(f'\n      <div class="problem" role="alert"{named}>\n'
                    f"        <p><b>{refused}</b> ({_v(problem.code)}).</p>\n"
                    f'        <p class="reason">{_v(problem.reason)}</p>\n'
                    f"        {details}\n"
@@ -282,7 +284,7 @@ def cached_html(cached: list, header: Any, shift_pk: int, oob: bool = False) -> 
            "  <h3>Cached views <small>(free to re-read; one per tool and arguments)</small></h3>\n  "]
     if cached:
         out.append('\n    <div class="cached-scroll"><table class="data compact">\n'
-                   "      <thead><tr><th>View</th><th>Read at (store time)</th><th></th></tr></thead>\n"
+                   "      <thead><tr><th>View</th><th>Read at (store time)</th><th>Action</th></tr></thead>\n"
                    "      <tbody>\n      ")
         for view in cached:
             stale = bool(header) and view.window < header.window

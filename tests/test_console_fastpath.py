@@ -42,7 +42,7 @@ ROW_ACTION = """{% load console_tags %}
   {% for name, value in action.fixed.items %}<input type="hidden" name="arg_{{ name }}" value="{{ value }}">{% endfor %}
   {% for input in action.inputs %}<input type="text" inputmode="{% if input.kind == 'int' %}numeric{% else %}decimal{% endif %}" name="arg_{{ input.name }}" value="{{ input.value }}" size="6" aria-label="{{ input.label }} for {{ target }}">{% endfor %}
   {% if action.confirm %}<span class="late" title="{{ action.confirm }}">lands after close</span>{% endif %}
-  <button type="submit" title="{{ action.label }} ({{ action.tool }}, 1 operation){% if action.key %} · key {{ action.key }}{% endif %}">{{ action.label }}</button>
+  <button type="submit" aria-label="{{ action.label }} {{ target }}" title="{{ action.label }} ({{ action.tool }}, 1 operation){% if action.key %} · key {{ action.key }}{% endif %}">{{ action.label }}</button>
 </form>
 """
 ROWS = """{% for row in table.rows %}

@@ -31,7 +31,9 @@ def test_the_workspace_says_its_keyboard_keys_beside_the_result(signed_in, shift
     assert keys is not None
     assert re.sub(r"<[^>]+>|\s+", " ", keys[1]).split() == (
         "Keys in a result table: j / k next / previous row · s ship · r refund · p reprice · o reorder · "
-        "x tick the row for a batch.").split()
+        "x tick the row for a batch. use these keys").split()
+    assert re.search(r'<label class="keys-switch"><input type="checkbox" id="keys-on" checked> use these keys</label>',
+                     keys[1])
 
 
 def test_a_purchase_orders_lines_are_limited_in_lines_not_characters(signed_in, shift):

@@ -162,7 +162,8 @@ def _row_action(context, action, target, csrf: str, url: str) -> str:
             f"  {fixed}\n"
             f"  {inputs}\n"
             f"  {late}\n"
-            f'  <button type="submit" title="{label} ({tool}, 1 operation){key}">{label}</button>\n'
+            f'  <button type="submit" aria-label="{label} {_value(target, context)}"'
+            f' title="{label} ({tool}, 1 operation){key}">{label}</button>\n'
             "</form>\n")
 
 

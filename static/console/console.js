@@ -417,10 +417,24 @@ document.addEventListener("htmx:confirm", function (evt) {
 
 // Keyboard: in a result table, j / k move between rows; a row action's letter
 // (s ship, r refund, p reprice, o reorder) submits it for the focused row; x ticks the
-// focused row for a batch.
+// focused row for a batch.  The keys can be switched off (a screen reader's own single
+// letters then reach it); the choice is kept in this browser.
 (function () {
+  var KEPT = "storebench-keys";
+  function keysOn() {
+    var box = document.getElementById("keys-on");
+    return !box || box.checked;
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.getElementById("keys-on");
+    if (!box) return;
+    try { box.checked = window.localStorage.getItem(KEPT) !== "off"; } catch (e) { /* storage blocked: on */ }
+    box.addEventListener("change", function () {
+      try { window.localStorage.setItem(KEPT, box.checked ? "on" : "off"); } catch (e) { /* kept for this page only */ }
+    });
+  });
   document.addEventListener("keydown", function (evt) {
-    if (evt.ctrlKey || evt.metaKey || evt.altKey) return;
+    if (evt.ctrlKey || evt.metaKey || evt.altKey || !keysOn()) return;
     var tag = (evt.target.tagName || "").toLowerCase();
     if (tag === "input" || tag === "textarea" || tag === "select") return;
     var row = evt.target.closest ? evt.target.closest("table.result-table tbody tr") : null;
@@ -449,6 +463,35 @@ document.addEventListener("htmx:confirm", function (evt) {
       if (form.classList.contains("htmx-request")) return;  // its call is on its way
       if (form.requestSubmit) form.requestSubmit(); else form.querySelector("button").click();
     }
+  });
+})();
+
+// After a call's result lands in #result: its heading and outcome are said through the page's
+// own live region (one that arrives together with its text is often not read out), and the
+// focus goes where the work goes on, since the control that sent the call may have been
+// replaced: to the field the refusal names, marked invalid and pointed at the reason, or
+// to the result itself.
+(function () {
+  document.addEventListener("htmx:afterSettle", function (evt) {
+    var result = evt.detail.target;
+    if (!result || result.id !== "result") return;
+    var said = document.getElementById("said");
+    if (said) {  // "#12 list_orders 1 operation" and, for a write or a refusal, what it did
+      said.textContent = Array.prototype.map.call(result.querySelectorAll(".result > h3, .result > .outcome"), function (el) {
+        return el.textContent.replace(/\s+/g, " ").trim();
+      }).filter(Boolean).join(". ");
+    }
+    var problem = result.querySelector(".problem[data-field]"), shown = result.querySelector(".result[data-tool]");
+    var form = shown ? document.getElementById("tool-" + shown.dataset.tool) : null;
+    var field = problem && form ? form.querySelector('[name="arg_' + problem.dataset.field + '"]') : null;
+    if (field) {
+      problem.id = "problem-" + shown.dataset.seq;
+      field.setAttribute("aria-invalid", "true");
+      field.setAttribute("aria-describedby", [field.getAttribute("aria-describedby"), problem.id].filter(Boolean).join(" "));
+      field.focus();
+      return;
+    }
+    result.focus({ preventScroll: true });
   });
 })();
 

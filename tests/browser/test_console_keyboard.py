@@ -1,0 +1,87 @@
+"""The workspace by keyboard and screen reader: where the focus goes after a call, what is
+said, and the single-letter keys' switch."""
+from __future__ import annotations
+
+import pytest
+from test_console_work import Counter, quick, ready_participant
+
+pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture
+def counted(browser, server, login):
+    context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    yield Counter(page)
+    context.close()
+
+
+def focused(page) -> str:
+    return page.evaluate("() => { const e = document.activeElement; return e.id || e.getAttribute('name') || e.tagName; }")
+
+
+def test_a_quick_read_moves_the_focus_to_its_result_and_says_its_outcome(counted, server, login):
+    c, page = counted, counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    assert page.locator("#said").text_content() == ""
+    quick(c, "list_orders")
+    page.wait_for_function("() => document.activeElement.id === 'result'")
+    heading = " ".join(page.locator("#result .result > h3").inner_text().split())
+    assert heading.startswith("#") and "list_orders" in heading
+    assert page.locator("#said").text_content() == heading  # a read's outcome line is empty
+    page.keyboard.press("j")  # the rows are one key away from where the focus landed
+    assert page.evaluate("() => document.activeElement.closest('tr') !== null")
+
+
+def test_a_refused_argument_focuses_its_field_marked_invalid_and_tied_to_the_reason(counted, server, login):
+    page = counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    form = page.locator("#tool-set_price")
+    form.evaluate("f => f.closest('details').open = true")
+    form.locator("[name=arg_product_id]").fill("PRD-001")
+    form.locator("[name=arg_price]").fill("1.234")
+    form.locator("[name=arg_price]").press("Enter")
+    page.locator("#result .problem[data-field=price]").wait_for()
+    page.wait_for_function("() => document.activeElement.getAttribute('name') === 'arg_price'")
+    price = page.locator("#tool-set_price [name=arg_price]")
+    assert price.get_attribute("aria-invalid") == "true"
+    reason = page.locator(f"#{price.get_attribute('aria-describedby').split()[-1]}")
+    assert "price: must have at most two decimal places" in reason.inner_text()
+
+
+def test_the_letter_keys_can_be_switched_off_and_stay_off(counted, server, login):
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 7)
+    page.goto(f"/shifts/{shift}/")
+    page.locator("#keys-on").uncheck()
+    quick(c, "list_orders")
+    page.wait_for_function("() => document.activeElement.id === 'result'")
+    page.keyboard.press("j")
+    assert focused(page) == "result"  # j did not move into the table
+    page.reload()
+    assert not page.locator("#keys-on").is_checked()
+    page.locator("#keys-on").check()
+    quick(c, "list_orders")
+    page.wait_for_function("() => document.activeElement.id === 'result'")
+    page.keyboard.press("j")
+    assert page.evaluate("() => document.activeElement.closest('tr') !== null")
+
+
+def test_a_row_action_button_names_its_row(counted, server, login):
+    c, page = counted, counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    quick(c, "list_orders")
+    row = page.locator("#result table.result-table tbody tr").first
+    key = row.get_attribute("data-key")
+    assert row.locator("form.row-action[data-tool=fulfill_order] button").get_attribute("aria-label") == f"Ship {key}"
+
+
+def test_an_urgent_row_says_so_in_words_not_by_colour_alone(counted, server, login):
+    c, page = counted, counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 3)}/")
+    quick(c, "list_returns")
+    after = "e => getComputedStyle(e, '::after').content"
+    assert page.locator("#result tr.urgent td.k-hours").first.evaluate(after) == '" (urgent)"'
+    assert page.locator("#inbox tr.urgent .hours-left").first.evaluate(after) == '" (urgent)"'
+    assert page.locator("#result tr:not(.urgent) td.k-hours").first.evaluate(after) == "none"
