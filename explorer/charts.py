@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-CHANNEL_COLOURS = {"announced": "#2563eb", "rumoured": "#d97706", "silent": "#7c3aed"}
+CHANNEL_COLOURS = {"announced": "#2563eb", "rumoured": "#b45309", "silent": "#7c3aed"}
 SLOT_COLOURS = ("#0f766e", "#c2410c", "#6d28d9")
 INK, MUTED, GRID = "#1f2937", "#6b7280", "#e5e7eb"
 WIDTH, HEIGHT = 640, 290

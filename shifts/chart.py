@@ -70,6 +70,18 @@ def _panel(series: list[dict], lines, top: float, title: str, fmt) -> list[str]:
     return out
 
 
+def _summary(series: list[dict]) -> str:
+    """The chart in one sentence, for a screen reader: each line's first and last point."""
+    first, last = series[0], series[-1]
+
+    def dollars(cents: float) -> str:
+        return f"${cents / 100:,.2f}"
+
+    return (f"From {first['label']} to {last['label']}: cash {dollars(first['cash_cents'])} to "
+            f"{dollars(last['cash_cents'])}, net assets {dollars(first['net_assets_cents'])} to "
+            f"{dollars(last['net_assets_cents'])}, stock {first['stock_units']:,} to {last['stock_units']:,} units.")
+
+
 def timeline_svg(series: list[dict]) -> str:
     """The chart for a shift's timeline (see :func:`shifts.timeline.series_of`)."""
     if not series:
@@ -79,6 +91,7 @@ def timeline_svg(series: list[dict]) -> str:
     n = len(series)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" class="timeline-chart" '
              f'role="img" aria-label="Cash, net assets and stock units on hand by window">',
+             f"<desc>{escape(_summary(series))}</desc>",
              "<style>.grid{stroke:#e4e7eb;stroke-width:1}.tick,.legend,.xlabel{font:11px system-ui,sans-serif;"
              "fill:#4a5561}.panel-title{font:600 12px system-ui,sans-serif;fill:#1d2a3a}</style>"]
     parts += _panel(series, MONEY_LINES, TOP, "Money (USD)", _money)

@@ -30,7 +30,7 @@ def faulted(person, coordinator, cell):
 
 def _to_options(html: str, start: str) -> str:
     form = html[html.index(start):]
-    return form[form.index('<select name="to">'):].split("</select>")[0]
+    return form[form.index('<select name="to"'):].split("</select>")[0]
 
 
 def test_the_attempt_rows_offer_people_but_no_bot(coord_client, study, bot, faulted, coordinator):

@@ -97,7 +97,7 @@ def test_a_refused_revocation_comes_back_as_typed(coord_client, study, coordinat
     assert response.status_code == 400
     assert "Reason: Ensure this value has at most 500 characters (it has 519)." in html
     form = html[html.index(f'/invitations/{issued.invitation.pk}/revoke/'):].split("</form>")[0]
-    assert f'name="reason" placeholder="reason" required value="{reason}"' in form
+    assert f'name="reason" placeholder="reason" required aria-label="Reason to revoke the invitation of P1" value="{reason}"' in form
     issued.invitation.refresh_from_db()
     assert issued.invitation.revoked_at is None
 

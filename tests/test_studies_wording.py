@@ -136,6 +136,10 @@ def test_the_coach_view_draws_the_timeline_chart_of_the_end_page(client, study, 
     timeline = Shift.objects.get(pk=played.shift_id).timeline
     assert chart.count("<polyline") == 3  # cash, net assets, stock
     assert chart.count("<circle") == 3 * len(timeline)
+    first, last = timeline[0], timeline[-1]  # said in words too, for a screen reader
+    assert (f"<desc>From W1 to settled: cash $28,000.00 to ${last['cash_cents'] / 100:,.2f}, net assets "
+            f"${first['net_assets_cents'] / 100:,.2f} to ${last['net_assets_cents'] / 100:,.2f}, stock "
+            f"{first['stock_units']:,} to 0 units.</desc>") in chart
     assert html.index('id="timeline-chart"') < html.index('<details id="timeline-figures">') < html.index('id="timeline"')
 
 

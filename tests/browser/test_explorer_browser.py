@@ -8,6 +8,7 @@ all three channels) are played once and imported into the running server with
 from pathlib import Path
 
 import pytest
+from test_console_work import axe_serious
 
 from environment.calibration import load_calibration
 from environment.trial import run_trial
@@ -80,6 +81,23 @@ def test_a_researcher_opens_both_trials_compares_them_and_finds_the_events(resea
     page.screenshot(path=str(screenshot_dir / "explorer-compare.png"), full_page=True,
                     clip={"x": 0, "y": 0, "width": 1440, "height": page.locator("#chart-stock").bounding_box()["y"]
                           + page.locator("#chart-stock").bounding_box()["height"] + 24})
+
+
+def test_the_explorer_pages_have_no_serious_accessibility_problem(researcher_page):
+    page, found = researcher_page, {}
+    page.goto("/explorer/")
+    found["list"] = axe_serious(page)
+    open_trial(page, "smart-triage")
+    found["trial"] = axe_serious(page)
+    page.goto("/explorer/")
+    page.locator("input[name=trial]").nth(0).check()
+    page.locator("input[name=trial]").nth(1).check()
+    page.get_by_role("button", name="Compare selected").click()
+    page.wait_for_selector("#components")
+    found["compare"] = axe_serious(page)
+    page.goto("/explorer/ladder/")
+    found["ladder"] = axe_serious(page)
+    assert all(not v for v in found.values()), {k: v for k, v in found.items() if v}
 
 
 def test_a_participant_is_refused_the_explorer(participant_page, imported):

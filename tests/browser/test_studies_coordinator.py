@@ -10,6 +10,8 @@ import re
 import uuid
 import zipfile
 
+from test_console_work import axe_serious
+
 SHELL_PRELUDE = (
     "from studies.models import Participant, Attempt\n"
     "from shifts import briefing, calls, ending, lifecycle\n"
@@ -143,3 +145,15 @@ def test_coordinator_runs_a_participant_through_a_study(page, browser, server, l
     assert "smart-triage" in page.locator("#leaderboard").inner_text()
     screenshot(page, "studies-leaderboard")
     other.close()
+
+    # no serious or critical accessibility problem on the study's pages (axe)
+    page.goto(study_url)
+    pages = dict(page.locator("nav.study-nav a").evaluate_all("links => links.map(a => [a.textContent.trim(), a.href])"))
+    pages["coach view"] = attempt_row(page, label, "2").locator("a", has_text="view").get_attribute("href")
+    pages["participant"] = page.locator(f"tr[data-participant='{label}'] a", has_text=label).first.get_attribute("href")
+    found = {}
+    for name, url in [("detail", study_url), *pages.items()]:
+        page.goto(url)
+        found[name] = axe_serious(page)
+    assert {"detail", "Monitor", "Leaderboard", "Exports", "Audit log", "coach view", "participant"} <= set(found)
+    assert all(not v for v in found.values()), {k: v for k, v in found.items() if v}
