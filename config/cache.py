@@ -7,12 +7,14 @@ session.  And Django's Redis cache builds a new ``redis.Redis`` client for every
 operation (copying its table of a hundred and seventy response callbacks each time).
 :class:`RedisCache` hands every cache object of a process the same pool for the same
 server, options and role (:class:`SharedConnectionPool`), and every operation on a pool
-the same client.  redis-py's pools and clients are thread-safe, and a pool starts afresh
-in a forked child (it checks the process id).
+the same client, and every cache object the same Django client over them
+(:attr:`RedisCache._cache`).  redis-py's pools and clients are thread-safe, and a pool
+starts afresh in a forked child (it checks the process id).
 """
 from __future__ import annotations
 
 import threading
+from functools import cached_property
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
@@ -54,6 +56,22 @@ class _Client(RedisCacheClient):
 class RedisCache(DjangoRedisCache):
     """Django's Redis cache over the process's shared pool and client (see the module)."""
 
+    _clients: dict[tuple, _Client] = {}
+    _guard = threading.Lock()
+
     def __init__(self, server: Any, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = _Client
+
+    @cached_property
+    def _cache(self) -> _Client:
+        # One per process for the same servers and options: building it for each request's
+        # cache object (its pool options, serializer, parser) was part of every session read.
+        # Django's own attributes, which django-stubs does not declare.
+        servers, options = self._servers, self._options  # type: ignore[attr-defined]
+        key = (tuple(servers), tuple(sorted((name, repr(value)) for name, value in options.items())))
+        with self._guard:
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = self._class(servers, **options)
+            return client
