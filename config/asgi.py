@@ -58,7 +58,9 @@ class _Request(WsgiToAsgiInstance):
     connection from inside ``send`` (a browser sends the request a 204 redirects to before
     the 204's empty body is sent), and that request's task would inherit the executor,
     gone by then ("CurrentThreadExecutor already quit").  So each ``send`` runs in a copy
-    of the context the request began in."""
+    of the context the request began in: a streaming response's in a task of its own, a
+    buffered one's in the request's task, whose context is still that one (the request
+    ran in a copy of it)."""
 
     # Each request on a thread of the event loop's pool, as Django's ASGI handler runs each
     # on a thread of its own (so a slow request does not hold up the others of its process),
@@ -139,9 +141,10 @@ class _Request(WsgiToAsgiInstance):
             try:
                 answer = await loop.run_in_executor(None, context.run, self._on_the_thread, loop, body)
                 if answer is not None:
+                    # From this task (see the class): no task of its own for each message.
                     start, content = answer
-                    await send_from_the_request(start)
-                    await send_from_the_request({"type": "http.response.body", "body": content})
+                    await send(start)
+                    await send({"type": "http.response.body", "body": content})
             finally:
                 if outbox:  # what was committed is announced, whatever became of the response
                     events.deliver(outbox, loop)
