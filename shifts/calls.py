@@ -129,7 +129,8 @@ def _locked_read_sql(vendor: str) -> tuple[str, str]:
     q = connection.ops.quote_name
     shifts, calls = q(Shift._meta.db_table), q(ShiftCall._meta.db_table)
     lock = f"SELECT 1 FROM {shifts} WHERE id = %s FOR UPDATE" if connection.features.has_select_for_update else ""
-    read = (f"SELECT s.*,"
+    columns = ", ".join(f"s.{q(str(field.column))}" for field in Shift._meta.concrete_fields)
+    read = (f"SELECT {columns},"
             f" (SELECT MAX(c.seq) FROM {calls} c WHERE c.shift_id = s.id) AS known_last,"
             f" (SELECT c.seq FROM {calls} c WHERE c.shift_id = s.id AND c.call_id = %s) AS known_mine,"
             f" (SELECT COUNT(*) FROM {calls} c WHERE c.shift_id = s.id AND c.reached_core) AS known_applied"
@@ -138,19 +139,16 @@ def _locked_read_sql(vendor: str) -> tuple[str, str]:
 
 
 @memo
-def _row_plan(vendor: str, names: tuple[str, ...]) -> tuple[tuple[tuple[int, str, Any, tuple], ...], dict[str, int]]:
-    """How the read's row (columns named ``names``, in the table's order) becomes the shift:
-    each field's place in the row, its attribute, column expression and the converters the
-    ORM applies to it (a JSON field's text, SQLite's dates and decimals); and the places of
-    the extras (``known_*``) and of the owner."""
+def _row_plan(vendor: str) -> tuple[tuple[tuple[str, Any, tuple], ...], int]:
+    """How the read's row (the shift's columns in field order, then the three ``known_*``)
+    becomes the shift: each field's attribute, column expression and the converters the
+    ORM applies to it (a JSON field's text, SQLite's dates and decimals); and the owner's place."""
     fields = []
     for field in Shift._meta.concrete_fields:
         col = field.get_col(Shift._meta.db_table)
-        fields.append((names.index(field.column), field.attname, col,
+        fields.append((field.attname, col,
                        tuple(connection.ops.get_db_converters(col) + field.get_db_converters(connection))))
-    places = {name: names.index(name) for name in ("known_last", "known_mine", "known_applied")}
-    places["owner"] = names.index(Shift._meta.get_field("participant").column)
-    return tuple(fields), places
+    return tuple(fields), Shift._meta.concrete_fields.index(Shift._meta.get_field("participant"))
 
 
 def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
@@ -173,16 +171,15 @@ def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
         else:
             cursor.execute(read, [call_id, shift.pk])
         row = cursor.fetchone()
-        names = tuple(column[0] for column in cursor.description)
-    fields, places = _row_plan(connection.vendor, names)
-    if row is None or (owner is not None and row[places["owner"]] != owner):
+    fields, owner_place = _row_plan(connection.vendor)
+    if row is None or (owner is not None and row[owner_place] != owner):
         raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
-    for index, attname, col, converters in fields:
-        value = row[index]
+    for value, (attname, col, converters) in zip(row, fields, strict=False):
         for converter in converters:
             value = converter(value, col, connection)
         setattr(shift, attname, value)
-    return {key: row[places[f"known_{key}"]] for key in ("last", "mine", "applied")}
+    last, mine, applied = row[len(fields):]
+    return {"last": last, "mine": mine, "applied": applied}
 
 
 @memo
