@@ -61,6 +61,11 @@ class Live:
     records: list[Record]  # every stored call this cache knows, in order
     window: int | None  # window of the last stored header: the window the next call is made in
 
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last stored call this cache knows (0 before any)."""
+        return self.records[-1].seq if self.records else 0
+
 
 _cache: dict[int, Live] = {}
 _locks: dict[int, threading.RLock] = {}
@@ -140,8 +145,7 @@ def catch_up(shift: Shift, live: Live, applied: int) -> Live:
     the calls after the last one this cache knows are applied to its episode, in order,
     exactly as a replay would apply them; anything else (fewer calls than the cache has)
     rebuilds.  Call under the shift's lock, inside the call's transaction."""
-    last = live.records[-1].seq if live.records else 0
-    new = _records(_rows(shift, last))
+    new = _records(_rows(shift, live.last_seq))
     reached = [{"tool": r.tool, "arguments": r.arguments} for r in new if r.reached_core]
     if live.applied + len(reached) != applied:
         return rebuild(shift)

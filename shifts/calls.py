@@ -7,10 +7,11 @@ the episode after the call (:func:`environment.tools.format.store_header`), neve
 parsed out of the result text, which may echo what the caller typed.
 
 Each call is one transaction: it locks the shift's row (PostgreSQL; SQLite takes its
-write lock at BEGIN), then reads the shift with, in the same query, the last seq, the
-seq of a repeated call id and the number of calls that reached the core.  A count that
-differs from the cache's (another process stored a call) brings the cache up to date
-(:func:`shifts.cache.catch_up`), under the lock, before the call is made, so two processes never act on stale state.
+write lock at BEGIN), then reads the shift with, in the same query, the last seq and the
+seq of a repeated call id.  A last seq that differs from the cache's last call (another
+process stored a call) brings the cache up to date (:func:`shifts.cache.catch_up`, which
+checks it against the number of calls that reached the core), under the lock, before the
+call is made, so two processes never act on stale state.
 The reply leaves only after the commit; a failure after the episode took the call but
 before the commit drops the cache, so the next call replays what is stored.
 """
@@ -94,8 +95,8 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                         raise _not_active(shift)
                     if live is None:  # resumed by another process since the read above
                         live = cache.rebuild(shift)
-                    if known["applied"] != live.applied:
-                        live = cache.catch_up(shift, live, known["applied"])  # another process stored calls
+                    if (known["last"] or 0) != live.last_seq:  # another process stored calls
+                        live = cache.catch_up(shift, live, shift.calls.filter(reached_core=True).count())
                     sent = True
                     call = _send_and_store(shift, live, tool, arguments, call_id, (known["last"] or 0) + 1)
                     if not live.episode.over:
@@ -132,15 +133,14 @@ def _locked_read_sql(vendor: str) -> tuple[str, str]:
     columns = ", ".join(f"s.{q(str(field.column))}" for field in Shift._meta.concrete_fields)
     read = (f"SELECT {columns},"
             f" (SELECT MAX(c.seq) FROM {calls} c WHERE c.shift_id = s.id) AS known_last,"
-            f" (SELECT c.seq FROM {calls} c WHERE c.shift_id = s.id AND c.call_id = %s) AS known_mine,"
-            f" (SELECT COUNT(*) FROM {calls} c WHERE c.shift_id = s.id AND c.reached_core) AS known_applied"
+            f" (SELECT c.seq FROM {calls} c WHERE c.shift_id = s.id AND c.call_id = %s) AS known_mine"
             f" FROM {shifts} s WHERE s.id = %s")
     return lock, read
 
 
 @memo
 def _row_plan(vendor: str) -> tuple[tuple[tuple[str, Any, tuple], ...], int]:
-    """How the read's row (the shift's columns in field order, then the three ``known_*``)
+    """How the read's row (the shift's columns in field order, then the two ``known_*``)
     becomes the shift: each field's attribute, column expression and the converters the
     ORM applies to it (a JSON field's text, SQLite's dates and decimals); and the owner's place."""
     fields = []
@@ -153,15 +153,16 @@ def _row_plan(vendor: str) -> tuple[tuple[tuple[str, Any, tuple], ...], int]:
 
 def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
     """Lock the shift's row (PostgreSQL) until the transaction ends, then bring ``shift`` up
-    to date from it and read in the same query its calls' last seq, the seq of ``call_id``
-    if it is stored, and how many calls reached the core.
+    to date from it and read in the same query its calls' last seq and the seq of
+    ``call_id`` if it is stored (each one index lookup, however long the shift; counting
+    the calls that reached the core here read all of them on every call).
 
     The lock is a statement of its own: under READ COMMITTED a statement that waited for
     a row lock re-reads the locked row, but its subqueries still see the snapshot from
     before the wait, which would miss the calls the lock holder just stored.  The two
     statements are sent together, in one round trip (the read, a statement of its own,
     takes its snapshot after the lock is held).  Raw SQL, converted as the ORM converts
-    each column, because this runs on every call and the ORM is slow to build three
+    each column, because this runs on every call and the ORM is slow to build
     correlated subqueries (and a model instance for a row that is copied onto ``shift``)."""
     lock, read = _locked_read_sql(connection.vendor)
     with connection.cursor() as cursor:
@@ -178,8 +179,8 @@ def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
         for converter in converters:
             value = converter(value, col, connection)
         setattr(shift, attname, value)
-    last, mine, applied = row[len(fields):]
-    return {"last": last, "mine": mine, "applied": applied}
+    last, mine = row[len(fields):]
+    return {"last": last, "mine": mine}
 
 
 @memo
