@@ -123,6 +123,19 @@ def test_stale_cache_from_another_process_is_rebuilt(signed_in, shift):
     assert cache._cache[shift.pk] is not live
 
 
+def test_a_refused_call_another_process_stored_joins_this_caches_record_without_a_replay(signed_in, shift):
+    call(signed_in, shift, "list_orders")
+    live = cache._cache[shift.pk]
+    # another process stored a call the argument check refused (it never reached the store)
+    last = shift.calls.order_by("-seq").first().seq
+    ShiftCall.objects.create(shift=shift, seq=last + 1, call_id="other-process-1", tool="get_order", arguments={},
+                             result_text="order_id: is required", is_error=True, reached_core=False)
+    call(signed_in, shift, "store_status")
+    assert cache._cache[shift.pk] is live  # caught up in place: the episode had nothing to apply
+    assert [r.seq for r in live.records] == list(shift.calls.order_by("seq").values_list("seq", flat=True))
+    assert [r.seq for r in live.records][-2:] == [last + 1, last + 2]
+
+
 def test_the_page_of_a_shift_past_its_deadline_writes_nothing(signed_in, shift):
     call(signed_in, shift, "list_returns")  # the inbox, with a refund form per open return
     call(signed_in, shift, "list_orders")  # a table with a ship action per row
