@@ -86,6 +86,14 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def _why(exc: OSError, folder: Path | None) -> str:
+    """The system's reason, except that a pseudo file system (/proc, /sys) answers "No such
+    file or directory" for a new entry in a folder it shows."""
+    if exc.errno == errno.ENOENT and folder is not None and folder.is_dir():
+        return f"{folder} takes no new files"
+    return exc.strerror or str(exc)
+
+
 def writable_folder(path: str | Path, flag: str) -> Path:
     """``path`` as a folder to write into, created if need be, before any work starts;
     :class:`StoreBenchError` naming ``flag`` when it is a file, cannot be created, or refuses
@@ -97,16 +105,15 @@ def writable_folder(path: str | Path, flag: str) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StoreBenchError(f"{flag}: cannot create the folder {folder} ({exc.strerror}); name a folder you can "
-                              "write to") from None
+        existing = next((p for p in folder.parents if p.is_dir()), None)
+        raise StoreBenchError(f"{flag}: cannot create the folder {folder} ({_why(exc, existing)}); name a folder "
+                              "you can write to") from None
     probe: Path | None = None
     try:
         probe = Path(tempfile.mkdtemp(prefix=".storebench-write-check-", dir=folder))
         (probe / "check").write_bytes(b"")
     except OSError as exc:
-        # A pseudo file system (/proc, /sys) answers "No such file or directory" for a folder it shows.
-        why = "it takes no new files" if exc.errno == errno.ENOENT and folder.is_dir() else exc.strerror
-        raise StoreBenchError(f"{flag}: cannot write in the folder {folder} ({why}); name a folder you "
+        raise StoreBenchError(f"{flag}: cannot write in the folder {folder} ({_why(exc, folder)}); name a folder you "
                               "can write to") from None
     finally:
         if probe is not None:

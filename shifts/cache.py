@@ -140,11 +140,14 @@ def _rows(shift: Shift, after: int = 0):
                          "window"))
 
 
-def catch_up(shift: Shift, live: Live, applied: int) -> Live:
-    """Bring ``live`` up to the ``applied`` calls stored (another process stored the rest):
-    the calls after the last one this cache knows are applied to its episode, in order,
-    exactly as a replay would apply them; anything else (fewer calls than the cache has)
+def catch_up(shift: Shift, live: Live, last: int, applied: int) -> Live:
+    """Bring ``live`` up to the calls stored, the last numbered ``last``, ``applied`` of them
+    reaching the core (another process stored the rest): the calls after the last one this
+    cache knows are applied to its episode, in order, exactly as a replay would apply them;
+    anything else (the cache knows a call that is not stored, or the counts disagree)
     rebuilds.  Call under the shift's lock, inside the call's transaction."""
+    if last < live.last_seq:
+        return rebuild(shift)
     new = _records(_rows(shift, live.last_seq))
     reached = [{"tool": r.tool, "arguments": r.arguments} for r in new if r.reached_core]
     if live.applied + len(reached) != applied:

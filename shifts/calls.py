@@ -96,7 +96,8 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                     if live is None:  # resumed by another process since the read above
                         live = cache.rebuild(shift)
                     if (known["last"] or 0) != live.last_seq:  # another process stored calls
-                        live = cache.catch_up(shift, live, shift.calls.filter(reached_core=True).count())
+                        live = cache.catch_up(shift, live, known["last"] or 0,
+                                              shift.calls.filter(reached_core=True).count())
                     sent = True
                     call = _send_and_store(shift, live, tool, arguments, call_id, (known["last"] or 0) + 1)
                     if not live.episode.over:

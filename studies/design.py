@@ -57,11 +57,13 @@ def _on_disk(path: Path) -> tuple | None:
     try:
         side = path.with_name(path.name + ".sha256").stat()
     except OSError:
-        return (file.st_ino, file.st_size, file.st_mtime_ns)
-    return (file.st_ino, file.st_size, file.st_mtime_ns, side.st_ino, side.st_size, side.st_mtime_ns)
+        return (file.st_ino, file.st_size, file.st_mtime_ns, file.st_ctime_ns)
+    return (file.st_ino, file.st_size, file.st_mtime_ns, file.st_ctime_ns,
+            side.st_ino, side.st_size, side.st_mtime_ns, side.st_ctime_ns)
 
 
-# A study's file, read and hashed once for as long as it is unchanged on disk: every study
+# A study's file, read and hashed once for as long as it is unchanged on disk (its inode, size,
+# and the times of its last write and of its last change of any kind, a rename or chmod too): every study
 # page view, new attempt and study shift start checks it.  The document is shared: read only.
 _checked: dict[str, tuple[tuple, dict, str]] = {}
 

@@ -39,7 +39,7 @@ def cannot_write_in(folder: str) -> str:
     try:
         made = tempfile.mkdtemp(dir=folder)
     except OSError as exc:
-        return "it takes no new files" if exc.errno == errno.ENOENT else exc.strerror
+        return f"{folder} takes no new files" if exc.errno == errno.ENOENT else exc.strerror
     Path(made).rmdir()
     pytest.skip(f"{folder} is writable here")
 
@@ -145,6 +145,17 @@ def test_a_command_refuses_an_output_it_cannot_write_before_playing(capsys, monk
                           "--out", out, "--calibration", CALIBRATION)
     assert code == 2
     assert err == (f"storebench: --out: cannot write in the folder /proc ({cannot_write_in('/proc')}); name a "
+                   "folder you can write to\n")
+
+
+def test_a_folder_that_cannot_be_created_in_proc_is_not_called_missing(capsys, monkeypatch):
+    from environment import trial
+
+    monkeypatch.setattr(trial, "run_trial", lambda *a, **k: pytest.fail("the trial was played"))
+    code, _out, err = run(capsys, "batch", "--tasks", "steady", "--seeds", "7", "--policy", "absentee",
+                          "--out", "/proc/x11", "--calibration", CALIBRATION)
+    assert code == 2
+    assert err == (f"storebench: --out: cannot create the folder /proc/x11 ({cannot_write_in('/proc')}); name a "
                    "folder you can write to\n")
 
 

@@ -136,6 +136,18 @@ def test_a_refused_call_another_process_stored_joins_this_caches_record_without_
     assert [r.seq for r in live.records][-2:] == [last + 1, last + 2]
 
 
+def test_a_cache_that_knows_a_call_not_stored_is_rebuilt_from_what_is_stored(signed_in, shift):
+    call(signed_in, shift, "list_orders")
+    live = cache._cache[shift.pk]
+    last = live.last_seq
+    # a call this process took for stored, though its transaction never committed
+    live.records.append(cache.Record(last + 1, "get_order", {}, True, False, None, "", live.window))
+    call(signed_in, shift, "store_status")
+    assert cache._cache[shift.pk] is not live
+    assert list(shift.calls.order_by("-seq").values_list("seq", "tool")[:2]) == [(last + 1, "store_status"),
+                                                                                (last, "list_orders")]
+
+
 def test_the_page_of_a_shift_past_its_deadline_writes_nothing(signed_in, shift):
     call(signed_in, shift, "list_returns")  # the inbox, with a refund form per open return
     call(signed_in, shift, "list_orders")  # a table with a ship action per row

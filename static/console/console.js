@@ -472,24 +472,46 @@ document.addEventListener("htmx:confirm", function (evt) {
 // replaced: to the field the refusal names, marked invalid and pointed at the reason, or
 // to the result itself.
 (function () {
+  function unmark() {  // a field marked by an earlier refusal
+    document.querySelectorAll("[data-refused]").forEach(function (field) {
+      var rest = (field.getAttribute("aria-describedby") || "").split(" ").filter(function (id) {
+        return id && id !== field.dataset.refused;
+      });
+      if (rest.length) field.setAttribute("aria-describedby", rest.join(" ")); else field.removeAttribute("aria-describedby");
+      field.removeAttribute("aria-invalid");
+      delete field.dataset.refused;
+    });
+  }
+  function refusedField(result, sender) {
+    // Only in the form that sent the call (not on a re-read of a stored call), and only
+    // where the person can reach it (not in a folded tool group).
+    var problem = result.querySelector(".problem[data-field]");
+    if (!problem || !sender || sender.tagName !== "FORM") return null;
+    var form = sender.id ? document.getElementById(sender.id) : null;  // a tool form is swapped for a fresh copy
+    form = form || (document.contains(sender) ? sender : null);
+    var field = form ? form.querySelector('[name="arg_' + CSS.escape(problem.dataset.field) + '"]') : null;
+    return field && !field.closest("details:not([open])") ? field : null;
+  }
   document.addEventListener("htmx:afterSettle", function (evt) {
     var result = evt.detail.target;
     if (!result || result.id !== "result") return;
+    unmark();
     var said = document.getElementById("said");
     if (said) {  // "#12 list_orders 1 operation" and, for a write or a refusal, what it did
       said.textContent = Array.prototype.map.call(result.querySelectorAll(".result > h3, .result > .outcome"), function (el) {
         return el.textContent.replace(/\s+/g, " ").trim();
       }).filter(Boolean).join(". ");
     }
-    var problem = result.querySelector(".problem[data-field]"), shown = result.querySelector(".result[data-tool]");
-    var form = shown ? document.getElementById("tool-" + shown.dataset.tool) : null;
-    var field = problem && form ? form.querySelector('[name="arg_' + problem.dataset.field + '"]') : null;
+    var config = evt.detail.requestConfig || {};
+    var field = config.verb === "post" ? refusedField(result, config.elt) : null;
     if (field) {
-      problem.id = "problem-" + shown.dataset.seq;
+      var problem = result.querySelector(".problem[data-field]");
+      problem.id = "problem-" + result.querySelector(".result").dataset.seq;
+      field.dataset.refused = problem.id;
       field.setAttribute("aria-invalid", "true");
       field.setAttribute("aria-describedby", [field.getAttribute("aria-describedby"), problem.id].filter(Boolean).join(" "));
       field.focus();
-      return;
+      if (document.activeElement === field) return;
     }
     result.focus({ preventScroll: true });
   });

@@ -3,18 +3,9 @@ said, and the single-letter keys' switch."""
 from __future__ import annotations
 
 import pytest
-from test_console_work import Counter, quick, ready_participant
+from test_console_work import counted, quick, ready_participant  # noqa: F401 (counted: the fixture)
 
 pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture
-def counted(browser, server, login):
-    context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    yield Counter(page)
-    context.close()
 
 
 def focused(page) -> str:
@@ -48,6 +39,28 @@ def test_a_refused_argument_focuses_its_field_marked_invalid_and_tied_to_the_rea
     assert price.get_attribute("aria-invalid") == "true"
     reason = page.locator(f"#{price.get_attribute('aria-describedby').split()[-1]}")
     assert "price: must have at most two decimal places" in reason.inner_text()
+
+
+def test_a_corrected_field_is_no_longer_marked_and_a_reread_marks_none(counted, server, login):
+    page = counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    form = page.locator("#tool-set_price")
+    form.evaluate("f => f.closest('details').open = true")
+    form.locator("[name=arg_product_id]").fill("PRD-001")
+    form.locator("[name=arg_price]").fill("1.234")
+    form.locator("[name=arg_price]").press("Enter")
+    page.locator("#result .problem[data-field=price]").wait_for()
+    refused = page.get_attribute("#result .result", "data-seq")
+    page.locator("#tool-set_price [name=arg_price]").fill("39.50")
+    page.locator("#tool-set_price [name=arg_price]").press("Enter")
+    page.wait_for_function(f"() => document.querySelector('#result .result').dataset.seq !== '{refused}'")
+    price = page.locator("#tool-set_price [name=arg_price]")
+    assert price.get_attribute("aria-invalid") is None and price.get_attribute("aria-describedby") is None
+    # reading the refused call again from the history says it, and marks no field of the tool forms
+    page.locator(f'#history a[href="?call={refused}"]').click()
+    page.wait_for_function(f"() => document.querySelector('#result .result').dataset.seq === '{refused}'")
+    page.wait_for_function("() => document.activeElement.id === 'result'")
+    assert page.locator("[aria-invalid=true]").count() == 0
 
 
 def test_the_letter_keys_can_be_switched_off_and_stay_off(counted, server, login):
