@@ -2,10 +2,12 @@
 said, and the single-letter keys' switch."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from test_console_work import counted, quick, ready_participant  # noqa: F401 (counted: the fixture)
 
-pytest.importorskip("playwright.sync_api")
+expect = pytest.importorskip("playwright.sync_api").expect
 
 
 def focused(page) -> str:
@@ -55,7 +57,8 @@ def test_a_corrected_field_is_no_longer_marked_and_a_reread_marks_none(counted, 
     page.locator("#tool-set_price [name=arg_price]").press("Enter")
     page.wait_for_function(f"() => document.querySelector('#result .result').dataset.seq !== '{refused}'")
     price = page.locator("#tool-set_price [name=arg_price]")
-    assert price.get_attribute("aria-invalid") is None and price.get_attribute("aria-describedby") is None
+    assert price.get_attribute("aria-invalid") is None
+    assert price.get_attribute("aria-describedby") == "hint-set_price-arg_price"  # its hint only
     # reading the refused call again from the history says it, and marks no field of the tool forms
     page.locator(f'#history a[href="?call={refused}"]').click()
     page.wait_for_function(f"() => document.querySelector('#result .result').dataset.seq === '{refused}'")
@@ -98,3 +101,14 @@ def test_an_urgent_row_says_so_in_words_not_by_colour_alone(counted, server, log
     assert page.locator("#result tr.urgent td.k-hours").first.evaluate(after) == '" (urgent)"'
     assert page.locator("#inbox tr.urgent .hours-left").first.evaluate(after) == '" (urgent)"'
     assert page.locator("#result tr:not(.urgent) td.k-hours").first.evaluate(after) == "none"
+
+
+def test_a_tool_fields_hint_describes_it_and_stays_out_of_its_name(counted, server, login):
+    page = counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    page.locator("#tool-set_price").evaluate("f => f.closest('details').open = true")
+    price = page.locator("#tool-set_price [name=arg_price]")
+    hint = " ".join(page.locator("#hint-set_price-arg_price").text_content().split())
+    assert hint
+    expect(price).to_have_accessible_description(hint)
+    expect(price).to_have_accessible_name(re.compile(r"^\S+( \*)?$"))  # the field's label, and * when required
