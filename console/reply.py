@@ -229,7 +229,7 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
                 if read and view.is_read else "")
     out.append(f"\n    <h3>#{seq} <code>{tool}</code>\n      {cost}\n      {error}\n      {read_tag}\n    </h3>\n    ")
     if header and shown.window and header.window > shown.window:
-        out.append(f'<p class="window-marker" role="status">A new window started: this call moved the store to'
+        out.append(f'<p class="window-marker">A new window started: this call moved the store to'
                    f" window {_v(header.window)} of {_v(header.windows)} ({_v(header.time)} UTC). Lists read"
                    " before it are from an earlier window.</p>")
     problem = view.problem
@@ -238,7 +238,7 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
         said = f"Refused{where}: <b>{_v(problem.code)}</b>: {_v(problem.reason)}"
     else:
         said = _v(view.outcome)
-    out.append(f'\n    <p class="outcome" role="status" data-ok="{"0" if shown.is_error else "1"}"'
+    out.append(f'\n    <p class="outcome" data-ok="{"0" if shown.is_error else "1"}"'
                f' data-seq="{seq}">{said}</p>\n'
                f'    <p class="args">arguments: <code>{_v(compact_json(shown.arguments))}</code></p>\n    ')
     if problem:

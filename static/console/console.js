@@ -102,10 +102,11 @@ document.addEventListener("htmx:confirm", function (evt) {
     if (!box) return;
     box.textContent = "Give a reason for the break (a few words) to pause.";
     box.hidden = false;
+    evt.target.setAttribute("aria-invalid", "true");
   }, true);  // invalid does not bubble
   document.addEventListener("input", function (evt) {
     var box = note(evt.target);
-    if (box && evt.target.value.trim()) { box.hidden = true; box.textContent = ""; }
+    if (box && evt.target.value.trim()) { box.hidden = true; box.textContent = ""; evt.target.removeAttribute("aria-invalid"); }
   });
 })();
 
@@ -344,6 +345,10 @@ document.addEventListener("htmx:confirm", function (evt) {
       var outcome = form.parentNode.querySelector(".row-status .outcome");
       var row = form.closest("tr") || form.closest(".card");
       if (outcome && outcome.dataset.ok === "1" && row) {
+        // Its button goes (and was disabled while the call ran, which let the focus fall to the
+        // page): the focus stays on the row, unless the person moved it elsewhere meanwhile.
+        var at = document.activeElement;
+        if (!at || at === document.body || row.contains(at)) row.focus();
         row.classList.remove("urgent");
         row.classList.add("done");
         row.querySelectorAll("form.row-action, input.pick").forEach(function (f) { f.remove(); });
@@ -498,7 +503,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     unmark();
     var said = document.getElementById("said");
     if (said) {  // "#12 list_orders 1 operation" and, for a write or a refusal, what it did
-      said.textContent = Array.prototype.map.call(result.querySelectorAll(".result > h3, .result > .outcome"), function (el) {
+      said.textContent = Array.prototype.map.call(result.querySelectorAll(".result > h3, .result > .window-marker, .result > .outcome"), function (el) {
         return el.textContent.replace(/\s+/g, " ").trim();
       }).filter(Boolean).join(". ");
     }

@@ -112,3 +112,27 @@ def test_a_tool_fields_hint_describes_it_and_stays_out_of_its_name(counted, serv
     assert hint
     expect(price).to_have_accessible_description(hint)
     expect(price).to_have_accessible_name(re.compile(r"^\S+( \*)?$"))  # the field's label, and * when required
+
+
+def test_a_row_action_leaves_the_focus_on_its_row(counted, server, login):
+    c, page = counted, counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    quick(c, "list_orders")
+    row = page.locator("#result table.result-table tbody tr").first
+    key = row.get_attribute("data-key")
+    row.locator("form.row-action[data-tool=fulfill_order] button").focus()
+    page.keyboard.press("Enter")
+    page.locator(f'#result tr[data-key="{key}"].done').wait_for()
+    assert page.evaluate("() => document.activeElement.dataset.key") == key
+    page.keyboard.press("j")  # and the next row is one key away
+    assert page.evaluate("() => document.activeElement.dataset.key") != key
+
+
+def test_a_pause_without_a_reason_marks_its_field_invalid_until_one_is_typed(counted, server, login):
+    page = counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    reason = page.locator("form.pause-form input[name=reason]")
+    page.locator("form.pause-form button[type=submit]").click()
+    assert reason.get_attribute("aria-invalid") == "true"
+    reason.fill("coffee")
+    assert reason.get_attribute("aria-invalid") is None
