@@ -32,6 +32,7 @@ from shifts import briefing
 from shifts.affiliation import affiliation_of, person_page_of
 from shifts.chart import timeline_svg
 from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StaleBriefing, StartRefused
+from shifts.grading import COMPONENT_NAMES
 from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
 from shifts.results import result_of
@@ -72,13 +73,10 @@ CALL_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,64}")
 # Score components a participant may see on the end page (never task, seed or calibration),
 # with how each reads: "score" (three decimals), "rate" (a percentage) or "plain".
 SCORE_ROWS = (
-    ("business", "Business", "score"),
-    ("reliability", "Reliability", "score"),
-    ("on_time_rate", "Orders shipped on time", "rate"),
-    ("return_handled_rate", "Returns handled", "rate"),
-    ("continuity", "Continuity", "score"),
-    ("reward_composite", "Composite score", "score"),
-    ("net_assets", "Net assets after settlement (USD)", "plain"),
+    *((key, COMPONENT_NAMES[key], kind) for key, kind in (
+        ("business", "score"), ("reliability", "score"), ("on_time_rate", "rate"),
+        ("return_handled_rate", "rate"), ("continuity", "score"), ("reward_composite", "score"))),
+    ("net_assets", COMPONENT_NAMES["net_assets"] + " (USD)", "plain"),
     ("windows_played", "Windows played", "plain"),
     ("windows_attended", "Windows attended", "plain"),
 )

@@ -95,11 +95,11 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                         raise _not_active(shift)
                     if live is None:  # resumed by another process since the read above
                         live = cache.rebuild(shift)
-                    if (known["last"] or 0) != live.last_seq:  # another process stored calls
-                        live = cache.catch_up(shift, live, known["last"] or 0,
-                                              shift.calls.filter(reached_core=True).count())
+                    last = known["last"] or 0
+                    if last != live.last_seq:  # another process stored calls
+                        live = cache.catch_up(shift, live, last, shift.calls.filter(reached_core=True).count())
                     sent = True
-                    call = _send_and_store(shift, live, tool, arguments, call_id, (known["last"] or 0) + 1)
+                    call = _send_and_store(shift, live, tool, arguments, call_id, last + 1)
                     if not live.episode.over:
                         announce(shift.pk)
             stored = sent

@@ -39,15 +39,20 @@ def _money(cents: float) -> str:
     return f"${dollars:,.0f}"
 
 
+def _x(i: int, n: int) -> float:
+    """Where the ``i``-th of ``n`` points sits across the plot (one point: in the middle)."""
+    plot_width = WIDTH - LEFT - RIGHT
+    return LEFT + (plot_width * i / (n - 1) if n > 1 else plot_width / 2)
+
+
 def _panel(series: list[dict], lines, top: float, title: str, fmt) -> list[str]:
     values = [p[key] for key, _, _ in lines for p in series]
     ticks = _nice_ticks(min(values), max(values))
     low, high = ticks[0], ticks[-1]
-    plot_width = WIDTH - LEFT - RIGHT
     n = len(series)
 
     def x(i: int) -> float:
-        return LEFT + (plot_width * i / (n - 1) if n > 1 else plot_width / 2)
+        return _x(i, n)
 
     def y(v: float) -> float:
         return top + PANEL_HEIGHT - (v - low) / (high - low) * PANEL_HEIGHT
@@ -87,7 +92,6 @@ def timeline_svg(series: list[dict]) -> str:
     if not series:
         return ""
     height = TOP + 2 * PANEL_HEIGHT + GAP + 40
-    plot_width = WIDTH - LEFT - RIGHT
     n = len(series)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" class="timeline-chart" '
              f'role="img" aria-label="Cash, net assets and stock units on hand by window">',
@@ -101,8 +105,7 @@ def timeline_svg(series: list[dict]) -> str:
     for i, point in enumerate(series):
         if i % every and i != n - 1:
             continue
-        cx = LEFT + (plot_width * i / (n - 1) if n > 1 else plot_width / 2)
-        parts.append(f'<text x="{cx:.1f}" y="{stock_top + PANEL_HEIGHT + 18}" class="xlabel" '
+        parts.append(f'<text x="{_x(i, n):.1f}" y="{stock_top + PANEL_HEIGHT + 18}" class="xlabel" '
                      f'text-anchor="middle">{escape(point["label"])}</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -27,15 +27,26 @@ def test_a_quick_read_moves_the_focus_to_its_result_and_says_its_outcome(counted
     assert page.evaluate("() => document.activeElement.closest('tr') !== null")
 
 
-def test_a_refused_argument_focuses_its_field_marked_invalid_and_tied_to_the_reason(counted, server, login):
-    page = counted.page
-    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
-    form = page.locator("#tool-set_price")
+def open_tool(page, tool: str):
+    """The tool's form, its family's group unfolded."""
+    form = page.locator(f"#tool-{tool}")
     form.evaluate("f => f.closest('details').open = true")
+    return form
+
+
+def refuse_a_price(page, shift: int) -> None:
+    """On the shift's page, set_price with a price the store refuses (three decimals), through its form."""
+    page.goto(f"/shifts/{shift}/")
+    form = open_tool(page, "set_price")
     form.locator("[name=arg_product_id]").fill("PRD-001")
     form.locator("[name=arg_price]").fill("1.234")
     form.locator("[name=arg_price]").press("Enter")
     page.locator("#result .problem[data-field=price]").wait_for()
+
+
+def test_a_refused_argument_focuses_its_field_marked_invalid_and_tied_to_the_reason(counted, server, login):
+    page = counted.page
+    refuse_a_price(page, ready_participant(server, login, page, "steady", 7))
     page.wait_for_function("() => document.activeElement.getAttribute('name') === 'arg_price'")
     price = page.locator("#tool-set_price [name=arg_price]")
     assert price.get_attribute("aria-invalid") == "true"
@@ -45,13 +56,7 @@ def test_a_refused_argument_focuses_its_field_marked_invalid_and_tied_to_the_rea
 
 def test_a_corrected_field_is_no_longer_marked_and_a_reread_marks_none(counted, server, login):
     page = counted.page
-    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
-    form = page.locator("#tool-set_price")
-    form.evaluate("f => f.closest('details').open = true")
-    form.locator("[name=arg_product_id]").fill("PRD-001")
-    form.locator("[name=arg_price]").fill("1.234")
-    form.locator("[name=arg_price]").press("Enter")
-    page.locator("#result .problem[data-field=price]").wait_for()
+    refuse_a_price(page, ready_participant(server, login, page, "steady", 7))
     refused = page.get_attribute("#result .result", "data-seq")
     page.locator("#tool-set_price [name=arg_price]").fill("39.50")
     page.locator("#tool-set_price [name=arg_price]").press("Enter")
@@ -84,12 +89,17 @@ def test_the_letter_keys_can_be_switched_off_and_stay_off(counted, server, login
     assert page.evaluate("() => document.activeElement.closest('tr') !== null")
 
 
-def test_a_row_action_button_names_its_row(counted, server, login):
-    c, page = counted, counted.page
+def first_order_row(counted, server, login):
+    """On a fresh shift's page, list_orders read: its first row and that row's key."""
+    page = counted.page
     page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
-    quick(c, "list_orders")
+    quick(counted, "list_orders")
     row = page.locator("#result table.result-table tbody tr").first
-    key = row.get_attribute("data-key")
+    return row, row.get_attribute("data-key")
+
+
+def test_a_row_action_button_names_its_row(counted, server, login):
+    row, key = first_order_row(counted, server, login)
     assert row.locator("form.row-action[data-tool=fulfill_order] button").get_attribute("aria-label") == f"Ship {key}"
 
 
@@ -106,8 +116,7 @@ def test_an_urgent_row_says_so_in_words_not_by_colour_alone(counted, server, log
 def test_a_tool_fields_hint_describes_it_and_stays_out_of_its_name(counted, server, login):
     page = counted.page
     page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
-    page.locator("#tool-set_price").evaluate("f => f.closest('details').open = true")
-    price = page.locator("#tool-set_price [name=arg_price]")
+    price = open_tool(page, "set_price").locator("[name=arg_price]")
     hint = " ".join(page.locator("#hint-set_price-arg_price").text_content().split())
     assert hint
     expect(price).to_have_accessible_description(hint)
@@ -115,11 +124,8 @@ def test_a_tool_fields_hint_describes_it_and_stays_out_of_its_name(counted, serv
 
 
 def test_a_row_action_leaves_the_focus_on_its_row(counted, server, login):
-    c, page = counted, counted.page
-    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
-    quick(c, "list_orders")
-    row = page.locator("#result table.result-table tbody tr").first
-    key = row.get_attribute("data-key")
+    page = counted.page
+    row, key = first_order_row(counted, server, login)
     row.locator("form.row-action[data-tool=fulfill_order] button").focus()
     page.keyboard.press("Enter")
     page.locator(f'#result tr[data-key="{key}"].done').wait_for()
