@@ -14,7 +14,7 @@ from shifts.chart import timeline_svg
 from shifts.clock import time_account
 from shifts.models import BriefingAcknowledgement
 from shifts.results import result_of
-from shifts.timeline import timeline_of
+from shifts.timeline import TimelineUnavailable, timeline_of
 
 from .models import Attempt, AuditEvent, Participant
 from .participants import current_consent
@@ -42,8 +42,12 @@ def shift_view(actor, attempt: Attempt) -> dict:
     require(actor, attempt.study, Action.MONITOR)
     shift = attempt.shift
     calls = [(call, result_of(call)) for call in shift.calls.order_by("seq")]
-    timeline = timeline_of(shift)
+    try:
+        timeline, missing = timeline_of(shift), ""
+    except TimelineUnavailable as error:
+        timeline, missing = [], f"{error} The replay said: {error.reason}"
     return {"attempt": attempt, "shift": shift, "clock": time_account(shift), "calls": calls,
             "pauses": list(shift.pauses.all()),
-            "timeline": timeline, "chart": mark_safe(timeline_svg(timeline)),  # numbers and fixed labels only
+            "timeline": timeline, "timeline_missing": missing,
+            "chart": mark_safe(timeline_svg(timeline)),  # numbers and fixed labels only
             "components": component_rows(shift.score_components)}

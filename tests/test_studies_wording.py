@@ -153,6 +153,16 @@ def test_the_coach_view_draws_a_timeline_by_replay_for_a_shift_ended_before_time
     assert Shift.objects.get(pk=played.shift_id).timeline == []  # a page view writes nothing
 
 
+def test_the_coach_view_says_why_a_timeline_cannot_be_replayed(client, study, coordinator, played):
+    Shift.objects.filter(pk=played.shift_id).update(timeline=[], task_id="retired-task")
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/attempts/{played.pk}/shift/").content.decode()
+    said = html.split('id="timeline-missing">')[1].split("</p>")[0]
+    assert said.startswith("This shift&#x27;s timeline cannot be drawn")
+    assert "The replay said: unknown task &#x27;retired-task&#x27;; known tasks: " in said
+    assert 'id="calls"' in html  # the rest of the page is there
+
+
 def test_the_coach_view_shows_call_arguments_as_json(client, study, coordinator, played):
     client.force_login(coordinator)
     html = client.get(f"/studies/{study.pk}/attempts/{played.pk}/shift/").content.decode()
