@@ -20,6 +20,12 @@ sent one after another to the same server, and their median CPU is reported besi
 calls', with the ratio of the two: measured side by side in one run, that ratio holds
 on a slower or busier machine where the milliseconds do not.
 
+With ``pages``, each participant also holds its shift page's websocket open
+(``/ws/shifts/<pk>/``), as the browser does while the workspace is on screen: the
+server then pushes the shift's state to it after every call and on its tick, and that
+work is in the CPU figures (the pushes received are counted; the median CPU of a call
+that had its process to itself leaves them out, since a push runs beside its call).
+
 The bench's users, shifts and sessions are deleted afterwards.
 """
 from __future__ import annotations
@@ -152,7 +158,28 @@ async def _wait_healthy(base: str, server: subprocess.Popen, timeout: float = 60
     raise RuntimeError(f"the server did not answer /healthz within {timeout:.0f} s")
 
 
-async def _drive(base: str, people, duration: float, think: float, seed: int, cpu_log: Path) -> dict:
+async def _open_pages(base: str, people, headers: list[dict], pushes: list[int]) -> tuple[list, list]:
+    """Each participant's shift page socket, and a task per socket counting its pushes."""
+    from websockets.asyncio.client import connect
+
+    ws_base = base.replace("http://", "ws://", 1)
+    sockets, readers = [], []
+
+    async def read(socket) -> None:
+        async for _message in socket:
+            pushes[0] += 1
+
+    for index, (_u, shift, _k) in enumerate(people):
+        socket = await connect(f"{ws_base}/ws/shifts/{shift.pk}/", origin=base,
+                               additional_headers={"Cookie": headers[index]["Cookie"]})
+        await socket.recv()  # the state sent on connect
+        sockets.append(socket)
+        readers.append(asyncio.ensure_future(read(socket)))
+    return sockets, readers
+
+
+async def _drive(base: str, people, duration: float, think: float, seed: int, cpu_log: Path,
+                 pages: bool = False) -> dict:
     """Warm up (one unmeasured call per participant: the server processes load the
     world and their live episodes), then the measured run; each participant keeps its
     own connection, as a browser tab does, so its calls stay on one server process."""
@@ -186,6 +213,9 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
         return call_id, reply
 
     arriving = asyncio.Semaphore(WARM_UP_AT_ONCE)
+    sockets: list = []
+    readers: list = []
+    pushes = [0]
 
     async def warm(index: int, shift: Shift) -> None:
         async with arriving:  # participants arrive a few at a time, as at the start of a session
@@ -196,6 +226,9 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
 
     try:
         await asyncio.gather(*(warm(i, shift) for i, (_u, shift, _k) in enumerate(people)))
+        if pages:
+            sockets, readers = await _open_pages(base, people, headers, pushes)
+            pushes[0] = 0
         cpu_before, began = _cpu_seconds(SERVER_PID[0]), time.perf_counter()
         stop = time.monotonic() + duration
 
@@ -223,6 +256,11 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
 
         await asyncio.gather(*(participant(i, shift) for i, (_u, shift, _k) in enumerate(people)))
         wall, cpu = time.perf_counter() - began, _cpu_seconds(SERVER_PID[0]) - cpu_before
+        counted = pushes[0]
+        for reader in readers:
+            reader.cancel()
+        for socket in sockets:
+            await socket.close()
         for _ in range(BASELINE_REQUESTS):  # after the run: the no-op's CPU, on a process the run warmed
             noop = await clients[0].get("/healthz", headers={**headers[0], BASELINE_HEADER: "1"})
             if noop.status_code != 200:
@@ -232,7 +270,7 @@ async def _drive(base: str, people, duration: float, think: float, seed: int, cp
         for client in clients:
             await client.aclose()
     return {"latencies": latencies, "began_at": began_at, "errors": errors, "acked": acked, "wall": wall,
-            "cpu": cpu, "over": over}
+            "cpu": cpu, "over": over, "pushes": counted if pages else None}
 
 
 def shift_over(status: int, headers) -> bool:
@@ -275,20 +313,21 @@ def _median_ms(values: list[float]) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
 
-def run(participants: int, workers: int, duration: float, think: float, seed: int = 7) -> dict:
+def run(participants: int, workers: int, duration: float, think: float, seed: int = 7, pages: bool = False) -> dict:
     """Set up, serve, drive, check, clean up; the figures as a dict."""
     run_id = uuid.uuid4().hex[:8]
     people: list = []
     try:
         people.extend(_setup(participants, run_id))
-        return _serve_and_drive(people, workers, duration, think, seed, run_id)
+        return _serve_and_drive(people, workers, duration, think, seed, run_id, pages)
     finally:
         users = [u for u, _s, _k in people]
         Shift.objects.filter(participant__in=users).delete()
         get_user_model().objects.filter(pk__in=[u.pk for u in users]).delete()
 
 
-def _serve_and_drive(people, workers: int, duration: float, think: float, seed: int, run_id: str) -> dict:
+def _serve_and_drive(people, workers: int, duration: float, think: float, seed: int, run_id: str,
+                     pages: bool = False) -> dict:
     participants = len(people)
     port = _free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-console-{run_id}.log"
@@ -298,7 +337,7 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
         base = f"http://127.0.0.1:{port}"
         asyncio.run(_wait_healthy(base, server))
         SERVER_PID[0] = server.pid
-        outcome = asyncio.run(_drive(base, people, duration, think, seed, cpu_log))
+        outcome = asyncio.run(_drive(base, people, duration, think, seed, cpu_log, pages))
         wall, cpu = outcome["wall"], outcome["cpu"]
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -325,7 +364,7 @@ def _serve_and_drive(people, workers: int, duration: float, think: float, seed: 
         "p95_ms": round(quantiles[94], 1), "max_ms": round(max(latencies), 1) if latencies else None,
         "slow_calls": slow, "slow_call_seconds": slow_seconds,
         "errors": len(outcome["errors"]), "error_samples": outcome["errors"][:5], "lost_calls": lost,
-        "shifts_over": len(outcome["over"]),
+        "shifts_over": len(outcome["over"]), "pages_open": pages, "pushes": outcome["pushes"],
         "server_cpu_ms_per_call": round(cpu * 1000 / calls, 2) if calls else None,
         "server_cpu_ms_per_solo_call_median": call_ms, "solo_calls": len(solo["call"]),
         "server_cpu_ms_per_solo_noop_median": noop_ms, "solo_noops": len(solo["noop"]),

@@ -107,6 +107,9 @@ class Command(BaseCommand):
         parser.add_argument("--duration", type=float, default=60.0, help="seconds of load in --realistic (default 60)")
         parser.add_argument("--think", type=float, default=5.0,
                             help="mean think time between a participant's calls in --realistic (default 5 s)")
+        parser.add_argument("--pages", action="store_true",
+                            help="in --realistic, each participant also keeps its shift page's websocket open, as a "
+                                 "browser does: the server pushes the shift's state to it after each call")
 
     def handle(self, *args, **options) -> None:
         if options["realistic"]:
@@ -175,7 +178,7 @@ class Command(BaseCommand):
             raise CommandError("--realistic serves several processes from one database: set DATABASE_URL to a "
                                "PostgreSQL database of your own (migrated), e.g. "
                                "postgresql://postgres@127.0.0.1:5432/storebench_bench")
-        result = realistic.run(participants, workers, options["duration"], options["think"])
+        result = realistic.run(participants, workers, options["duration"], options["think"], pages=options["pages"])
         if options["json"]:
             self.stdout.write(json.dumps(result))
         else:
