@@ -12,42 +12,92 @@ call: a page that has not seen that call (another tab made it) fetches its side 
 (history, inbox, cached views) from ``/shifts/<pk>/panels/?after=<seq>``. Pages work
 without it: htmx swaps the header after each call and polls the shift bar (see
 ``templates/console/shift.html``).
+
+The shift is read in full (its row, pauses, newest header and call) on connect, on a
+bare event (a pause, resume or end) and on every :attr:`ShiftConsumer.reread_ticks`-th
+tick.  A tool call's event carries the call's seq and store header, and a tick needs
+only the clock: while the shift is active those pushes are worked out from what the
+last full read kept (a pause cannot start without a bare event, so the paused seconds
+stand) with no query but the sign-in's.  An open page used to cost the server a full
+read and render on every call, as much CPU again as the call itself.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 
+from environment.tools.format import StoreHeader
+from shifts.clock import TimeAccount, account
 from shifts.ending import is_due
 from shifts.events import group_name
 from shifts.models import Shift
 
+from .reply import header_html
 from .workspace import live_state
 
 REFUSED = 4403
 
 
-def shift_state(shift_id: int) -> dict:
-    """What a page shows live: status, seconds to the deadline, and the header markup.  Read
-    only: a shift past its deadline is sent as ``due`` (its page then loads again, and ends it)."""
-    shift = Shift.objects.get(pk=shift_id)
-    state = live_state(shift)
+@dataclass
+class Known:
+    """What the last full read of the shift found, for the pushes worked out without one."""
+
+    shift: Shift
+    paused: int  # seconds paused in all, every pause closed (the shift was active)
+    state: dict
+
+
+def _state(shift: Shift, clock: TimeAccount, due: bool, header_markup: str, last_seq: int) -> dict:
     return {
         "type": "state",
         "status": shift.status,
-        "due": is_due(shift),
-        "seconds_left": state.clock.left,
-        "active_seconds": state.clock.active,
-        "paused_seconds": state.clock.paused,
-        "header_html": render_to_string("console/_header.html", {"header": state.header}),
+        "due": due,
+        "seconds_left": clock.left,
+        "active_seconds": clock.active,
+        "paused_seconds": clock.paused,
+        "header_html": header_markup,
         "url": reverse("console:shift", args=[shift.pk]),
-        "last_seq": shift.calls.order_by("-seq").values_list("seq", flat=True).first() or 0,
+        "last_seq": last_seq,
     }
+
+
+def read_state(shift_id: int) -> Known:
+    """What a page shows live: status, seconds to the deadline, and the header markup, with
+    the shift as read.  Read only: a shift past its deadline is sent as ``due`` (its page
+    then loads again, and ends it)."""
+    shift = Shift.objects.get(pk=shift_id)
+    live = live_state(shift)
+    last_seq = shift.calls.order_by("-seq").values_list("seq", flat=True).first() or 0
+    state = _state(shift, live.clock, is_due(shift), header_html(live.header), last_seq)
+    return Known(shift, live.clock.paused, state)
+
+
+def shift_state(shift_id: int) -> dict:
+    """The state :func:`read_state` reads."""
+    return read_state(shift_id).state
+
+
+def worked_out(known: Known, seq: int | None = None, header: dict | None = None) -> dict | None:
+    """The state to push now from ``known`` (a call ``seq`` with its stored ``header``, or
+    only the clock's passing), or None when the shift must be read again: it was not
+    active when read, or its deadline has passed since."""
+    shift, now = known.shift, timezone.now()
+    if shift.status != Shift.Status.ACTIVE or is_due(shift, now):
+        return None
+    clock = account(shift, known.paused, now)
+    state = {**known.state, "seconds_left": clock.left, "active_seconds": clock.active,
+             "paused_seconds": clock.paused}
+    if seq is not None and seq > state["last_seq"]:
+        state["last_seq"] = seq
+        if header is not None:
+            state["header_html"] = header_html(StoreHeader.from_dict(header))
+    return state
 
 
 def _owns(user, shift_id: int) -> bool:
@@ -63,10 +113,12 @@ def _session_lives(session) -> bool:
 
 class ShiftConsumer(AsyncJsonWebsocketConsumer):
     tick_seconds = 15
+    reread_ticks = 4  # a full read on every 4th tick: a page that missed an event is right within a minute
 
     async def connect(self) -> None:
         self.shift_id = int(self.scope["url_route"]["kwargs"]["pk"])
         self.ticker = None
+        self.known: Known | None = None
         user = self.scope.get("user")
         if user is None or not user.is_authenticated or not await database_sync_to_async(_owns)(user, self.shift_id):
             await self.close(code=REFUSED)
@@ -88,15 +140,26 @@ class ShiftConsumer(AsyncJsonWebsocketConsumer):
             await self.push_state()
 
     async def shift_changed(self, event) -> None:
-        await self.push_state()
+        if "seq" in event:
+            await self.push_state(event["seq"], event.get("header"))
+        else:
+            await self.push_state(reread=True)
 
-    async def push_state(self) -> bool:
-        """Send the shift's state; False when the page is gone (the server refused the
-        send: uvicorn's ``ClientDisconnected`` is an ``OSError``), which is no error."""
+    async def push_state(self, seq: int | None = None, header: dict | None = None, reread: bool = True) -> bool:
+        """Send the shift's state, read in full when ``reread`` or when it cannot be worked
+        out from the last read (see the module); False when the page is gone (the server
+        refused the send: uvicorn's ``ClientDisconnected`` is an ``OSError``), which is no error."""
         if not await database_sync_to_async(_session_lives)(self.scope.get("session")):
             await self.close(code=REFUSED)
             return False
-        state = await database_sync_to_async(shift_state)(self.shift_id)
+        state = None
+        if self.known is not None and (seq is not None or not reread):
+            state = worked_out(self.known, seq, header)
+        if state is None:
+            self.known = await database_sync_to_async(read_state)(self.shift_id)
+            state = self.known.state
+        else:
+            self.known.state = state
         try:
             await self.send_json(state)
         except OSError:
@@ -106,7 +169,9 @@ class ShiftConsumer(AsyncJsonWebsocketConsumer):
     async def _tick(self) -> None:
         """Push the state every ``tick_seconds`` until the page goes away (a send the
         server refuses) or :meth:`disconnect` cancels it."""
+        ticks = 0
         while True:
             await asyncio.sleep(self.tick_seconds)
-            if not await self.push_state():
+            ticks += 1
+            if not await self.push_state(reread=ticks % self.reread_ticks == 0):
                 return

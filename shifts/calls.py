@@ -32,7 +32,7 @@ from environment.tools.format import store_header
 from . import cache
 from .ending import end_if_due, end_shift, is_due
 from .errors import ShiftNotActive, ShiftPaused
-from .events import announce
+from .events import announce_call
 from .models import Shift, ShiftCall
 
 PAUSED_MESSAGE = "The shift is paused: resume it before calling a tool."
@@ -101,7 +101,7 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                     sent = True
                     call = _send_and_store(shift, live, tool, arguments, call_id, last + 1)
                     if not live.episode.over:
-                        announce(shift.pk)
+                        announce_call(shift.pk, call.seq, call.store_header)
             stored = sent
         except IntegrityError:
             # Stored concurrently by a writer that bypassed the lock: the stored call (if it

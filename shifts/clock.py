@@ -34,12 +34,21 @@ def time_account(shift: Shift, now=None) -> TimeAccount:
     if shift.started_at is None:
         return TimeAccount(0, 0, 0, 0)
     now = now or timezone.now()
-    until = min(t for t in (now, shift.deadline, shift.ended_at) if t is not None)
-    wall = max(0, int((until - shift.started_at).total_seconds()))
+    until = _until(shift, now)
     paused = 0
     for pause in shift.pauses.all():
         end = min(pause.ended_at or until, until)
         paused += max(0, int((end - pause.started_at).total_seconds()))
+    return account(shift, paused, now)
+
+
+def _until(shift: Shift, now):
+    return min(t for t in (now, shift.deadline, shift.ended_at) if t is not None)
+
+
+def account(shift: Shift, paused: int, now) -> TimeAccount:
+    """:func:`time_account` of a started shift whose pauses came to ``paused`` seconds."""
+    wall = max(0, int((_until(shift, now) - shift.started_at).total_seconds()))
     paused = min(paused, wall)
     left = 0 if shift.deadline is None or shift.status == Shift.Status.ENDED else \
         max(0, int((shift.deadline - now).total_seconds()))

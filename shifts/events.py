@@ -16,6 +16,13 @@ on one: a good part of a millisecond of CPU on every tool call), and a failure t
 is logged: the change is committed by then, and a page without the event still
 catches up (htmx polling, the next push).  Anywhere else (a management command, a
 Celery task, the test client) the event is sent as before, with ``async_to_sync``.
+
+A tool call's event carries what the call changed: its seq and the store header stored
+with it (``{"type": CHANGED, "seq": 12, "header": {...}}``, the header None for a call
+that did not reach the store).  A page can then push the new state without reading the
+shift back (the console's consumer): every other change (pause, resume, end) is sent
+bare, and a page re-reads the shift.  Several events of one request for one shift are
+sent as one: bare if any was bare, else the newest call's.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import Future
 from contextvars import ContextVar
+from typing import Any
 
 from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
@@ -34,8 +42,10 @@ CHANGED = "shift.changed"
 
 logger = logging.getLogger(__name__)
 
-# The shifts whose events the current request raised, for its server to send (config.asgi).
-outbox: ContextVar[list[int] | None] = ContextVar("shift_events_outbox", default=None)
+Event = dict[str, Any]  # a channel layer message: {"type": CHANGED} or a call's, with "seq" and "header"
+
+# The events the current request raised, by shift, for its server to send (config.asgi).
+outbox: ContextVar[list[tuple[int, Event]] | None] = ContextVar("shift_events_outbox", default=None)
 
 
 def group_name(shift_id: int) -> str:
@@ -56,28 +66,39 @@ def _log_failure(sent: Future | asyncio.Future) -> None:
         logger.error("a shift event was not sent", exc_info=sent.exception())
 
 
-async def _send_all(layer, shift_ids: list[int]) -> None:
-    for shift_id in shift_ids:
-        await layer.group_send(group_name(shift_id), {"type": CHANGED})
+def merged(events: Iterable[tuple[int, Event]]) -> list[tuple[int, Event]]:
+    """One event per shift, in the order the shifts first appear: a bare one if any of the
+    shift's was bare (the page re-reads everything), else its newest call's."""
+    by_shift: dict[int, Event] = {}
+    for shift_id, event in events:
+        kept = by_shift.get(shift_id)
+        if kept is None or "seq" not in event or ("seq" in kept and event["seq"] > kept["seq"]):
+            by_shift[shift_id] = event
+        # else: the kept event is bare, or a newer call's
+    return list(by_shift.items())
 
 
-def deliver(shift_ids: Iterable[int], loop: asyncio.AbstractEventLoop) -> None:
-    """Send the events of ``shift_ids`` (each shift once, in order) from ``loop``, the
+async def _send_all(layer, events: list[tuple[int, Event]]) -> None:
+    for shift_id, event in events:
+        await layer.group_send(group_name(shift_id), event)
+
+
+def deliver(events: Iterable[tuple[int, Event]], loop: asyncio.AbstractEventLoop) -> None:
+    """Send ``events`` (each shift once, as :func:`merged`, in order) from ``loop``, the
     running loop of the calling task, without waiting for them (a failure is logged)."""
     layer = get_channel_layer()
     if layer is not None:
-        loop.create_task(_send_all(layer, list(dict.fromkeys(shift_ids)))).add_done_callback(_log_failure)
+        loop.create_task(_send_all(layer, merged(events))).add_done_callback(_log_failure)
 
 
-def _send(shift_id: int) -> None:
+def _send(shift_id: int, message: Event) -> None:
     box = outbox.get()
     if box is not None:
-        box.append(shift_id)
+        box.append((shift_id, message))
         return
     layer = get_channel_layer()
     if layer is None:
         return
-    message = {"type": CHANGED}
     loop = _server_loop()
     if loop is None:
         async_to_sync(layer.group_send)(group_name(shift_id), message)
@@ -88,4 +109,12 @@ def _send(shift_id: int) -> None:
 
 def announce(shift_id: int) -> None:
     """Tell the shift's open pages that it changed, after the current transaction commits."""
-    transaction.on_commit(lambda: _send(shift_id))
+    message = {"type": CHANGED}
+    transaction.on_commit(lambda: _send(shift_id, message))
+
+
+def announce_call(shift_id: int, seq: int, header: dict[str, Any] | None) -> None:
+    """Tell the shift's open pages, after the current transaction commits, that call ``seq``
+    was stored, with the store header stored with it (None: it did not reach the store)."""
+    message = {"type": CHANGED, "seq": seq, "header": header}
+    transaction.on_commit(lambda: _send(shift_id, message))

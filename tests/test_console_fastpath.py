@@ -425,7 +425,9 @@ def test_a_tool_call_over_asgi_announces_its_shift_once_after_the_reply(monkeypa
 
     reply = asyncio.run(go())
     assert reply.status_code == 200
-    assert sent == [(f"shift-{shift.pk}", {"type": "shift.changed"})]
+    stored = shift.calls.latest("seq")  # the event carries the call's seq and stored header: a page needs no read
+    assert sent == [(f"shift-{shift.pk}", {"type": "shift.changed", "seq": stored.seq, "header": stored.store_header})]
+    assert stored.store_header["ops_left"] > 0
 
 
 json_values = st.recursive(

@@ -178,7 +178,7 @@ def test_a_request_thread_hands_the_event_to_the_servers_loop_without_waiting(mo
         layer = SlowLayer(fail)
         monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
         # returns while the send is still held: the thread did not wait for it
-        await asyncio.wait_for(sync_to_async(events._send, thread_sensitive=False)(41), timeout=10)
+        await asyncio.wait_for(sync_to_async(events._send, thread_sensitive=False)(41, {"type": "shift.changed"}), timeout=10)
         assert layer.sent == []
         layer.released.set()
         for _ in range(500):
@@ -240,3 +240,96 @@ def test_a_page_that_went_away_ends_the_countdown_pushes_without_an_error_logged
         gc.collect()
     assert refused == ["websocket.send"]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def reads_counted(monkeypatch) -> list[int]:
+    """Count the consumer's full reads of the shift (the real read runs)."""
+    from console import consumers
+
+    reads, real = [], consumers.read_state
+
+    def counted(shift_id):
+        reads.append(shift_id)
+        return real(shift_id)
+
+    monkeypatch.setattr(consumers, "read_state", counted)
+    return reads
+
+
+def test_a_tool_calls_push_is_worked_out_without_reading_the_shift_and_says_what_a_read_says(monkeypatch):
+    from console.consumers import shift_state
+
+    user = make_user("tara")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    reads = reads_counted(monkeypatch)
+    _first, pushed = state_and_push_after(shift, session_headers(user), "list_orders", {"page_size": 2})
+    assert reads == [shift.pk]  # on connect only
+    read = shift_state(shift.pk)
+    clock = ("seconds_left", "active_seconds", "paused_seconds")
+    assert {k: v for k, v in pushed.items() if k not in clock} == {k: v for k, v in read.items() if k not in clock}
+    assert all(abs(pushed[k] - read[k]) <= 2 for k in clock)
+    assert f'data-ops-left="{OPS - 1}"' in pushed["header_html"]
+
+
+def test_a_push_for_a_call_that_did_not_reach_the_store_names_it_and_keeps_the_header():
+    from console.consumers import read_state, worked_out
+
+    user = make_user("ugo")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+    known = read_state(shift.pk)
+    state = worked_out(known, known.state["last_seq"] + 1, None)
+    assert state["last_seq"] == known.state["last_seq"] + 1 and state["header_html"] == known.state["header_html"]
+    assert worked_out(known, known.state["last_seq"] - 1, None)["last_seq"] == known.state["last_seq"]  # an older call's
+
+
+def test_ticks_work_out_the_clock_and_read_the_shift_again_every_few(monkeypatch):
+    import asyncio
+
+    from console.consumers import ShiftConsumer
+
+    user = make_user("vera")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    headers = session_headers(user)
+    monkeypatch.setattr(ShiftConsumer, "tick_seconds", 0.01)
+    reads = reads_counted(monkeypatch)
+
+    async def scenario():
+        ws = communicator(shift, headers)
+        await ws.connect()
+        states = [await ws.receive_json_from(timeout=10) for _ in range(1 + 2 * ShiftConsumer.reread_ticks)]
+        await ws.disconnect()
+        await asyncio.sleep(0)
+        return states
+
+    states = async_to_sync(scenario)()
+    assert len(reads) >= 3  # on connect, then on every reread_ticks-th tick
+    assert reads.count(shift.pk) < len(states)
+    assert {s["status"] for s in states} == {"active"}
+
+
+def test_a_tick_after_the_deadline_reads_the_shift_and_says_it_is_due():
+    import datetime
+
+    from django.utils import timezone
+
+    from console.consumers import read_state, worked_out
+    from shifts.models import Shift
+
+    user = make_user("wim")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    known = read_state(shift.pk)
+    assert worked_out(known) is not None and known.state["due"] is False
+    Shift.objects.filter(pk=shift.pk).update(deadline=timezone.now() - datetime.timedelta(seconds=1))
+    known.shift.deadline = timezone.now() - datetime.timedelta(seconds=1)
+    assert worked_out(known) is None  # the consumer then reads the shift in full
+    assert read_state(shift.pk).state["due"] is True
+
+
+def test_one_event_per_shift_a_bare_one_wins_else_the_newest_call():
+    from shifts.events import merged
+
+    bare = {"type": "shift.changed"}
+    call = lambda seq: {"type": "shift.changed", "seq": seq, "header": None}  # noqa: E731
+    assert merged([(1, call(3)), (2, call(1)), (1, call(4)), (1, call(2))]) == [(1, call(4)), (2, call(1))]
+    assert merged([(1, call(3)), (1, bare), (1, call(4))]) == [(1, bare)]
