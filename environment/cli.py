@@ -481,11 +481,12 @@ def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict[str, Any], flo
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
-    from .orchestration import expand_tasks, finish_calibration, run_cells
+    from .orchestration import check_replacing, expand_tasks, finish_calibration, run_cells
 
     task_ids = expand_tasks(args.tasks)
     cells = run_cells(task_ids, args.seeds)
     writable_file(args.out, "--out", "public.json")  # before the work, so a bad path never costs a whole calibration
+    check_replacing(args.out, cells, replace=args.replace)
     started = time.perf_counter()
     results: dict[str, dict[int, dict[str, Any]]] = {}
     done = 0
@@ -738,7 +739,8 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                      "threshold, and a diligence-only clerk is played as a check; the five gates "
                                      "(ordering, judgment gap, flap margin, exploit suppression, diligence) must "
                                      "hold on every cell. Writes FILE, FILE.sha256 and a report (table and chart) "
-                                     "beside it, replacing any earlier FILE (the old hash is printed). If any gate "
+                                     "beside it, replacing an earlier FILE (the old hash is printed) only when this "
+                                     "run calibrates every cell it holds, or with --replace. If any gate "
                                      "fails it exits 1 naming the cell and the gate, and leaves FILE as it was: "
                                      "the failed calibration goes to STEM.failed.json beside it, with its report. "
                                      "Takes about a minute for the 51 public cells with --workers 2 on a two-core "
@@ -746,6 +748,8 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     cal.add_argument("--tasks", nargs="+", default=["all"], help=f"{TASKS_HELP} (default all)")
     cal.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
     cal.add_argument("--out", required=True, type=path_arg, help="calibration JSON to write (only if every gate holds)")
+    cal.add_argument("--replace", action="store_true",
+                     help="replace --out even if it holds cells this run does not calibrate (they are dropped)")
     cal.add_argument("--workers", type=positive_int, default=1,
                      help="parallel worker processes, one cell each (default 1)")
     cal.set_defaults(func=_cmd_calibrate)

@@ -15,6 +15,7 @@ made of lives here, so both read alike and stay alike:
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,16 @@ from typing import Any, cast
 
 from .anchors import get_anchor
 from .artifacts import ArtifactError, read_action_log
-from .calibration import GateFailure, calibrate_cell, cells_for, check_gates, document, file_hash, write_calibration
+from .calibration import (
+    CalibrationError,
+    GateFailure,
+    calibrate_cell,
+    cells_for,
+    check_gates,
+    document,
+    file_hash,
+    write_calibration,
+)
 from .errors import StoreBenchError
 from .report import write_report
 from .tasks import TASK_GROUPS, all_tasks, get_task
@@ -128,6 +138,32 @@ class Calibrated:
     failures: list[GateFailure]
     path: Path
     replaced: str | None = None
+
+
+def check_replacing(out: str | Path, cells: Sequence[tuple[str, int]], *, replace: bool = False) -> None:
+    """Refuse, before any cell runs, to write a calibration over a file this run would lose
+    something of: a calibration holding cells the run does not calibrate (a run of one task
+    over the 51-cell public file would drop 50 of them), or a file that is no calibration at
+    all.  ``replace`` (``--replace``) says the loss is meant.  A file holding only cells the
+    run calibrates again is replaced as before."""
+    path = Path(out)
+    if replace or not path.is_file():
+        return
+    how = ("write this run to a file of its own (a new --out), or pass --replace to replace "
+           f"{path} with this run's cells only")
+    try:
+        held = json.loads(path.read_bytes())["tasks"]
+        kept = [(str(task), int(seed)) for task, seeds in held.items() for seed in sorted(seeds, key=int)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise CalibrationError(f"--out {path} exists and is not a calibration file this run would only update",
+                               how, path=str(path)) from None
+    calibrated = set(cells)
+    dropped = [cell for cell in kept if cell not in calibrated]
+    if dropped:
+        named = ", ".join(f"{task} seed {seed}" for task, seed in dropped[:3])
+        more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+        raise CalibrationError(f"--out {path} holds {len(kept)} cells and this run calibrates {len(cells)}: writing it "
+                               f"would drop {len(dropped)} ({named}{more})", how, path=str(path))
 
 
 def failed_path(out: str | Path) -> Path:

@@ -3,6 +3,7 @@ may be the shipped calibration/public.json); it goes beside it as STEM.failed.js
 report.  A calibration that passes replaces --out and says so, with the old file's hash."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,37 @@ def test_a_passing_calibration_replaces_the_file_and_names_the_old_hash(capsys, 
 def test_a_passing_calibration_to_a_new_path_mentions_no_replacement(capsys, monkeypatch, tmp_path):
     code, out, _err = calibrate(capsys, monkeypatch, tmp_path / "cal.json")
     assert code == 0 and "replaced" not in out
+
+
+def holding(path: Path, cells: dict[str, list[int]]) -> Path:
+    path.write_text(json.dumps({"tasks": {task: {str(s): {"seed": s} for s in seeds} for task, seeds in cells.items()}}))
+    return path
+
+
+def test_a_run_of_fewer_cells_than_the_file_holds_is_refused_before_any_cell_runs(capsys, monkeypatch, tmp_path):
+    out = holding(tmp_path / "public.json", {"steady": [7, 11, 13], "counter-punch": [7, 13]})
+    before = out.read_bytes()
+    monkeypatch.setattr(orchestration, "calibrate_cell", lambda *a, **k: pytest.fail("a cell ran"))
+    code = main(["calibrate", "--tasks", "counter-punch", "--seeds", "13", "--out", str(out)])
+    assert code == 2 and out.read_bytes() == before
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"storebench: --out {out} holds 5 cells and this run calibrates 1: writing it would drop 4 (steady seed 7, "
+        f"steady seed 11, steady seed 13 and 1 more); write this run to a file of its own (a new --out), or pass "
+        f"--replace to replace {out} with this run's cells only")
+
+
+def test_replace_writes_a_run_of_fewer_cells_over_the_file(capsys, monkeypatch, tmp_path):
+    out = holding(tmp_path / "public.json", {"counter-punch": [7, 13]})
+    monkeypatch.setattr(orchestration, "calibrate_cell", lambda task, seed, world=None: hand_cell(seed))
+    code = main(["calibrate", "--tasks", "counter-punch", "--seeds", "13", "--out", str(out), "--replace"])
+    assert code == 0
+    assert list(load_calibration(out)[0]["tasks"]["counter-punch"]) == ["13"]
+
+
+def test_a_file_that_is_no_calibration_is_not_written_over(capsys, monkeypatch, tmp_path):
+    out = tmp_path / "notes.json"
+    out.write_text("my notes\n")
+    code = main(["calibrate", "--tasks", "counter-punch", "--seeds", "13", "--out", str(out)])
+    assert code == 2 and out.read_text() == "my notes\n"
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        f"storebench: --out {out} exists and is not a calibration file this run would only update; ")

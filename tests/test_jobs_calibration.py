@@ -93,6 +93,15 @@ def test_run_calibration_command_shows_progress(tmp_path, capsys):
     assert json.loads(out.read_text())["tasks"]["counter-punch"]["7"]["seed"] == 7
 
 
+def test_run_calibration_refuses_to_drop_cells_of_the_file_it_would_write(tmp_path):
+    out = tmp_path / "public.json"
+    out.write_text(json.dumps({"tasks": {"counter-punch": {"7": {}, "13": {}}}}))
+    with pytest.raises(CommandError, match=re.escape(
+            f"--out {out} holds 2 cells and this run calibrates 1: writing it would drop 1 (counter-punch seed 13); ")):
+        call_command("run_calibration", "--tasks", "counter-punch", "--seeds", "7", "--out", str(out))
+    assert not Job.objects.exists()
+
+
 def test_following_a_job_prints_its_end_when_it_came_after_the_last_item(monkeypatch):
     from jobs.management import follow as following
     job = Job.objects.create(kind=Job.Kind.CALIBRATION, status=Job.Status.RUNNING, done=2, total=2)

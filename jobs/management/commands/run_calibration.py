@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from environment.cli import TASKS_HELP, positive_seconds, seed_arg, writable_file
 from environment.errors import StoreBenchError
+from environment.orchestration import check_replacing, expand_tasks, run_cells
 from jobs.management.follow import raise_if_failed, submitted
 from jobs.submit import submit_calibration
 
@@ -20,6 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13],
                             help="seeds (default 7 11 13)")
         parser.add_argument("--out", required=True, help="calibration JSON to write (its folder is created if need be)")
+        parser.add_argument("--replace", action="store_true",
+                            help="replace --out even if it holds cells this run does not calibrate (they are dropped)")
         parser.add_argument("--timeout", type=positive_seconds, default=3600,
                             help="seconds to wait for the job (default 3600)")
         parser.add_argument("--no-wait", action="store_true", help="submit and print the job id only")
@@ -27,6 +30,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:
             writable_file(options["out"], "--out", "public.json")  # before any cell runs
+            check_replacing(options["out"], run_cells(expand_tasks(options["tasks"]), options["seeds"]),
+                            replace=options["replace"])
             job = submit_calibration(options["tasks"], options["seeds"], options["out"])
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
