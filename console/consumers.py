@@ -152,14 +152,14 @@ class ShiftConsumer(AsyncJsonWebsocketConsumer):
         if not await database_sync_to_async(_session_lives)(self.scope.get("session")):
             await self.close(code=REFUSED)
             return False
-        state = None
-        if self.known is not None and (seq is not None or not reread):
-            state = worked_out(self.known, seq, header)
-        if state is None:
+        known, state = self.known, None
+        if known is not None and (seq is not None or not reread):
+            state = worked_out(known, seq, header)
+        if known is None or state is None:
             self.known = await database_sync_to_async(read_state)(self.shift_id)
             state = self.known.state
         else:
-            self.known.state = state
+            known.state = state
         try:
             await self.send_json(state)
         except OSError:
