@@ -20,7 +20,13 @@ def main() -> None:
         os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from config.refusals import SettingsRefused
+
+    try:
+        execute_from_command_line(sys.argv)
+    except SettingsRefused as refusal:  # a variable to set or change: its message says which and how
+        print(f"manage.py: {refusal}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ periodic ones below.
 Delivery: the job tasks acknowledge late (``acks_late`` on each task), so a worker
 killed mid-task leaves its message with the broker.  RabbitMQ redelivers it as soon
 as the dead worker's connection closes; Redis redelivers it after the transport's
-``visibility_timeout`` (set below, in seconds; it must exceed the longest task, or a
+``visibility_timeout`` (``CELERY_BROKER_TRANSPORT_OPTIONS`` in the settings, in seconds; it must exceed the longest task, or a
 slow task is delivered twice, which the idempotent tasks tolerate but waste).  One
 message is reserved per worker process at a time (prefetch multiplier 1), so a
 killed worker holds back no queued work, and long cells spread over all workers.
+
+Nothing here reads a setting: importing the app (as ``config`` does) must not load the
+settings, so that a process refused by them (``config.refusals``) can say why in one line.
 """
 import os
 
@@ -26,7 +29,6 @@ app.conf.worker_prefetch_multiplier = 1
 app.conf.task_default_queue = os.environ.get("STOREBENCH_CELERY_QUEUE", "celery")
 app.conf.task_ignore_result = True
 app.conf.broker_connection_retry_on_startup = True
-app.conf.broker_transport_options = {"visibility_timeout": 900, **(app.conf.broker_transport_options or {})}
 app.conf.beat_schedule = {
     "enforce-shift-deadlines": {
         "task": "jobs.tasks.enforce_shift_deadlines",

@@ -47,7 +47,8 @@ from django.core.checks.security.base import (
     SECRET_KEY_MIN_LENGTH,
     SECRET_KEY_MIN_UNIQUE_CHARACTERS,
 )
-from django.core.exceptions import ImproperlyConfigured
+
+from config.refusals import SettingsRefused
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -93,7 +94,7 @@ DEBUG = _env_bool("DJANGO_DEBUG", "0")
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured(
+        raise SettingsRefused(
             "DJANGO_SECRET_KEY is not set. A deployment needs its own secret: set "
             "DJANGO_SECRET_KEY to a long random value (for example the output of "
             "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`), or set "
@@ -103,7 +104,7 @@ if not SECRET_KEY:
 elif not DEBUG and _weak_secret(SECRET_KEY):
     # What `check --deploy` calls W009, refused at start: a short or guessable secret signs
     # sessions and invitation links that anyone able to guess it could forge.
-    raise ImproperlyConfigured(
+    raise SettingsRefused(
         f"DJANGO_SECRET_KEY is too weak to sign sessions and invitation links ({len(SECRET_KEY)} characters, "
         f"{len(set(SECRET_KEY))} different): give at least {SECRET_KEY_MIN_LENGTH} characters with at least "
         f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} different ones, not starting with {SECRET_KEY_INSECURE_PREFIX!r}, "
@@ -120,7 +121,7 @@ ALLOWED_HOSTS = [
     if host.strip()
 ]
 if not DEBUG and not ALLOWED_HOSTS:
-    raise ImproperlyConfigured(
+    raise SettingsRefused(
         "DJANGO_ALLOWED_HOSTS names no host, so every request would be refused (400 Bad Request): set it to "
         "the comma-separated host names the site answers to, e.g. DJANGO_ALLOWED_HOSTS=bench.example.org, "
         "or unset it for the default (localhost,127.0.0.1,testserver)."
@@ -128,7 +129,7 @@ if not DEBUG and not ALLOWED_HOSTS:
 if DEBUG and (_public := [host for host in ALLOWED_HOSTS if not _local_host(host)]):
     # Debug pages show source, settings and local variables to whoever triggers an error:
     # only for a process that answers to this machine alone.
-    raise ImproperlyConfigured(
+    raise SettingsRefused(
         f"DJANGO_DEBUG=1 with DJANGO_ALLOWED_HOSTS naming {', '.join(_public)}: debug pages show source code, "
         "settings and local variables to anyone who triggers an error, so debug is for a process that answers "
         "to this machine only (localhost, 127.0.0.1, ::1). Unset DJANGO_DEBUG for a deployment, or unset "
@@ -197,7 +198,7 @@ def _sqlite_path(url: str) -> str:
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         return url[len("sqlite:///"):]
     shown = f"{urlparse(url).scheme}://..." if "://" in url else repr(url)  # no password in a log
-    raise ImproperlyConfigured(
+    raise SettingsRefused(
         f"DATABASE_URL ({shown}) is not a database StoreBench can use. Give "
         "postgresql://user:password@host:port/name (or postgres://...) for PostgreSQL, or "
         "sqlite:///path/to/file.sqlite3 for a SQLite file (four slashes for an absolute path: "
@@ -261,6 +262,8 @@ else:
     CELERY_TASK_ALWAYS_EAGER = True
     CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TIMEZONE = "UTC"
+# Redis redelivers an unacknowledged task after this many seconds (config/celery.py): longer than any task.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 900}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -351,6 +354,6 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "StoreBench studies <s
 SITE_URL = os.environ.get("STOREBENCH_SITE_URL", "").strip().rstrip("/")
 if SITE_URL and (not SITE_URL.startswith(("https://", "http://")) or not SITE_URL.split("://", 1)[1]
                  or any(c.isspace() for c in SITE_URL)):
-    raise ImproperlyConfigured(
+    raise SettingsRefused(
         f"STOREBENCH_SITE_URL must be the site's address as participants open it, with its scheme, "
         f"e.g. https://bench.example.org (got {SITE_URL!r})")

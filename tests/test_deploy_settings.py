@@ -33,6 +33,21 @@ def test_a_weak_secret_is_refused_outside_debug(tmp_path, secret):
     assert secret not in done.stderr  # the message never repeats the secret
 
 
+def test_a_missing_secret_is_one_line_that_says_what_to_set_and_no_traceback(tmp_path):
+    done = start(tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "manage.py: DJANGO_SECRET_KEY is not set. A deployment needs its own secret: set DJANGO_SECRET_KEY to a long "
+        "random value (for example the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'`), or "
+        "set DJANGO_DEBUG=1 for local development only (`make run` does)."]
+
+
+def test_the_celery_app_keeps_its_redelivery_timeout_from_the_settings():
+    from config.celery import app
+
+    assert app.conf.broker_transport_options["visibility_timeout"] == 900
+
+
 def test_an_empty_host_list_is_refused_outside_debug(tmp_path):
     done = start(tmp_path, DJANGO_SECRET_KEY=GOOD_SECRET, DJANGO_ALLOWED_HOSTS=" , ")
     assert done.returncode != 0

@@ -60,6 +60,6 @@ def test_each_variable_switches_its_part_to_a_server():
 def test_an_unrecognised_database_url_is_refused_naming_the_forms_it_takes(tmp_path):
     assert probe(DATABASE_URL=f"sqlite:///{tmp_path}/named.sqlite3")["name"] == f"{tmp_path}/named.sqlite3"
     done = start(DATABASE_URL="bogus://user:secret@x/db")
-    assert done.returncode != 0 and "ImproperlyConfigured: DATABASE_URL (bogus://...) is not a database" in done.stderr
+    assert done.returncode != 0 and "SettingsRefused: DATABASE_URL (bogus://...) is not a database" in done.stderr
     assert "postgresql://user:password@host:port/name" in done.stderr and "sqlite:///path" in done.stderr
     assert "secret" not in done.stderr
