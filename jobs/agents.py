@@ -150,12 +150,12 @@ def play_item(item: JobItem, owner: str) -> str:
     attempt.mkdir(parents=True)
     key_env = params.get("api_key_env") or DEFAULT_KEY_ENV
     api_key = os.environ.get(key_env) or None
+    key_hint = f"${key_env} is not set on this worker"  # said when an endpoint refuses a request sent without a key
     try:
         with open(attempt / LOG_NAME, "w", encoding="utf-8") as log:
-            run = asyncio.run(_leased_play(item, owner, attempt, api_key, log))
+            run = asyncio.run(_leased_play(item, owner, attempt, api_key, key_hint, log))
         if run.result is None:
-            refused = run.endpoint_status in (401, 403)
-            missing = f" (no API key was sent: ${key_env} is not set on this worker)" if refused and not api_key else ""
+            missing = agent.no_key_note(run.endpoint_status, api_key, key_hint)
             raise StoreBenchError(f"{run.endpoint_error or 'the endpoint failed'}; it never answered a completion, "
                                   f"so no trial was written{missing}")
         session_folder = final / Path(str(run.result["out"])).name
@@ -173,7 +173,7 @@ def play_item(item: JobItem, owner: str) -> str:
             shutil.rmtree(attempt, ignore_errors=True)
 
 
-async def _leased_play(item: JobItem, owner: str, attempt: Path, api_key: str | None, log) -> Any:
+async def _leased_play(item: JobItem, owner: str, attempt: Path, api_key: str | None, key_hint: str, log) -> Any:
     params = item.job.params
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
@@ -185,7 +185,7 @@ async def _leased_play(item: JobItem, owner: str, attempt: Path, api_key: str | 
                           base_url=params["base_url"], api_key=api_key, trials=attempt,
                           max_turns=params["max_turns"], keep_turns=params["keep_turns"],
                           max_idle_turns=params["max_idle_turns"], temperature=params.get("temperature"), log=log,
-                          retry=Retry(retries=params.get("retries", RETRIES)))
+                          retry=Retry(retries=params.get("retries", RETRIES)), key_hint=key_hint)
     except asyncio.CancelledError:
         if beat.lost:
             raise LeaseLost(owner) from None

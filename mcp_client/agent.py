@@ -58,7 +58,8 @@ from .client import episode_client
 from .server import build_server
 from .sessions import Session
 
-__all__ = ["AgentRun", "HARNESS", "check_base_url", "compact", "context_policy", "play", "temperature_arg"]
+__all__ = ["AgentRun", "HARNESS", "check_base_url", "compact", "context_policy", "no_key_note", "play",
+           "temperature_arg"]
 
 HARNESS = "storebench-agent"
 MAX_TURNS = 150
@@ -75,6 +76,8 @@ ENDED_BY_ENDPOINT = "endpoint error"
 RETRIES = 2  # a request the endpoint may answer later is sent again this many times (see Retry)
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 RETRY_AFTER_MAX = 60.0  # seconds of an endpoint's Retry-After that are waited; a longer one is not
+KEY_REFUSED = frozenset({401, 403})  # an endpoint's answer to a request without the key it needs
+COMMAND_KEY_HINT = "give one with --api-key KEY or set $OPENAI_API_KEY"  # how storebench agent takes a key
 
 
 class Log(Protocol):
@@ -208,9 +211,10 @@ async def _complete(http: httpx.AsyncClient, url: str, body: dict, retry: Retry,
 async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str | None = None,
                trials: str | Path = "trials", max_turns: int = MAX_TURNS, keep_turns: int = KEEP_TURNS,
                max_idle_turns: int = MAX_IDLE_TURNS, temperature: float | None = None, log: Log | None = None,
-               timeout: float = 300.0, retry: Retry | None = None) -> AgentRun:
+               timeout: float = 300.0, retry: Retry | None = None, key_hint: str = COMMAND_KEY_HINT) -> AgentRun:
     """Play ``task`` at ``seed`` with ``model`` behind ``base_url``; write the trial folder (none if the
-    endpoint never answered a completion)."""
+    endpoint never answered a completion).  ``key_hint`` says how a key is given, in the message of an
+    endpoint that refused a request sent without one (:func:`no_key_note`)."""
     if keep_turns < 0:
         raise StoreBenchError(f"keep_turns must be 0 or more (0 keeps no earlier turn), not {keep_turns}")
     if max_idle_turns < 1 or max_turns < 1:
@@ -272,7 +276,7 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
             run.endpoint_error, run.endpoint_status = str(exc), exc.status
             if run.metrics["requests"] == 0:
                 print(f"storebench agent: {exc}; the endpoint never answered a completion, so nothing was played "
-                      "and no trial was written", file=log, flush=True)
+                      f"and no trial was written{no_key_note(exc.status, api_key, key_hint)}", file=log, flush=True)
                 return run
             print(f"storebench agent: {exc}; ending the episode", file=log, flush=True)
     labels = {"model": model, "harness": HARNESS, "context_policy": context_policy(keep_turns),
@@ -311,6 +315,13 @@ async def _run_tool(client: Any, call: dict) -> str:
 
 
 # --- checks of the runner's input (the command and the jobs that play it) -------------------------------
+
+
+def no_key_note(status: int | None, api_key: str | None, hint: str) -> str:
+    """What an endpoint's refusal is followed by when no key was sent: `` (no API key was sent: HINT)``
+    if it answered 401 or 403 to a request without a key, else nothing.  ``hint`` says how the
+    caller takes a key (the command's options, a worker's variable)."""
+    return f" (no API key was sent: {hint})" if status in KEY_REFUSED and not api_key else ""
 
 
 def check_base_url(base_url: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,15 @@ def test_a_failing_endpoint_ends_the_episode_with_a_clear_message(endpoint, tmp_
     assert "answered 401" in out.stderr and "no trial was written" in out.stderr
     assert json.loads(out.stdout)["ended_by"] == "endpoint error"
     assert list((tmp_path / "trials").iterdir()) == []  # it never answered a completion: nothing was played
+
+
+def test_an_endpoint_refusing_a_request_sent_without_a_key_is_told_how_to_give_one(endpoint, tmp_path):
+    base_url, _script = endpoint
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    out = subprocess.run([sys.executable, "-m", "mcp_client", "agent", "--model", "m", "--base-url", base_url,
+                          "--trials", str(tmp_path / "trials")],
+                         cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 1
+    assert out.stderr.strip().endswith("no trial was written (no API key was sent: give one with --api-key KEY or "
+                                       "set $OPENAI_API_KEY)")
+
