@@ -324,11 +324,15 @@ def no_key_note(status: int | None, api_key: str | None, hint: str) -> str:
     return f" (no API key was sent: {hint})" if status in KEY_REFUSED and not api_key else ""
 
 
-def check_base_url(base_url: str) -> None:
-    """An endpoint's base URL: http(s) with a host and, if it names a port, a number; else a
-    :class:`StoreBenchError` saying what to give."""
+def check_base_url(base_url: str, *, credentials: str = "sent to the endpoint and printed in its error messages: "
+                                                        "give the key with --api-key KEY or $OPENAI_API_KEY instead") -> None:
+    """An endpoint's base URL: http(s) with a host, no credentials (``user:password@``; ``credentials``
+    says what would become of them and how to give a key instead) and, if it names a port, a number;
+    else a :class:`StoreBenchError` saying what to give (never echoing a URL with credentials)."""
     try:
         parts = urlsplit(base_url)
+        if parts.username is not None or parts.password is not None:
+            raise StoreBenchError(f"--base-url carries credentials (user:password@host); they would be {credentials}")
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError as exc:
         raise StoreBenchError(f"--base-url {base_url!r} is not a URL ({exc}); give the endpoint's base, e.g. "

@@ -101,7 +101,8 @@ def add_agent_command(sub: Any) -> None:
                     "exits 130; run it again with --skip-played to play the rest.")
     agent.add_argument("--model", required=True, help="model name sent to the endpoint")
     agent.add_argument("--base-url", required=True,
-                       help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions)")
+                       help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (POSTs to BASE/chat/completions); "
+                            "one carrying user:password@ is refused: give the key with --api-key")
     agent.add_argument("--api-key", help="bearer key for the endpoint (default: $OPENAI_API_KEY, if set)")
     agent.add_argument("--task", "--tasks", dest="tasks", nargs="+", default=["short-runway"], metavar="TASK",
                        help=f"{TASKS_HELP} (default short-runway); with --seeds, every task-seed cell is played")

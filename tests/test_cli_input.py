@@ -100,6 +100,15 @@ def test_agent_refuses_a_base_url_that_is_no_url_before_the_episode(capsys, tmp_
     assert not (tmp_path / "trials").exists()
 
 
+def test_agent_refuses_a_base_url_carrying_credentials_without_echoing_them(capsys, tmp_path):
+    err = refusal(capsys, "agent", "--model", "m", "--base-url", "http://me:s3cret@127.0.0.1:9/v1",
+                  "--trials", tmp_path / "trials")
+    assert err == ("storebench: --base-url carries credentials (user:password@host); they would be sent to the "
+                   "endpoint and printed in its error messages: give the key with --api-key KEY or $OPENAI_API_KEY "
+                   "instead\n")
+    assert not (tmp_path / "trials").exists()
+
+
 def test_replay_names_the_unreadable_file(capsys, tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"task": "steady", "seed": 7}))
     (tmp_path / "summary.json").write_text("{")
