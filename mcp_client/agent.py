@@ -53,6 +53,7 @@ import httpx
 
 from environment.errors import StoreBenchError
 from environment.suite import public_calibration
+from environment.tools.format import store_header
 
 from .client import episode_client
 from .server import build_server
@@ -261,8 +262,9 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                 if 0 < idle <= max_idle_turns:
                     turn.append({"role": "user", "content": LAST_NUDGE if idle == max_idle_turns else NUDGE})
                 turns.append(turn)
-                print(f"turn {run.turns_taken}: {len(calls)} tool call(s), window {session.episode.window + 1} of "
-                      f"{session.episode.n_windows}, tokens {run.metrics['prompt_tokens']} in / "
+                store = store_header(session.episode)  # as the tools' header: never past the last window
+                print(f"turn {run.turns_taken}: {len(calls)} tool call(s), window {store.window} of {store.windows}"
+                      f"{' (store closed)' if store.closed else ''}, tokens {run.metrics['prompt_tokens']} in / "
                       f"{run.metrics['completion_tokens']} out", file=log, flush=True)
                 if idle > max_idle_turns:
                     run.ended_by = ENDED_BY_IDLE

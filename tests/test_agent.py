@@ -109,6 +109,17 @@ def test_the_runner_plays_a_whole_short_cell_and_writes_a_graded_folder(endpoint
         assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_the_progress_line_of_the_last_turn_names_the_last_window_and_the_store_closed(endpoint, tmp_path):
+    base_url, _script = endpoint
+    log = io.StringIO()
+    run = asyncio.run(play(TASK, SEED, model="scripted-1", base_url=base_url, api_key="k-test",
+                           trials=tmp_path / "trials", log=log))
+    windows = run.session.episode.n_windows
+    last = log.getvalue().splitlines()[-1]
+    assert last == (f"turn {run.turns_taken}: 2 tool call(s), window {windows} of {windows} (store closed), "
+                    f"tokens {100 * run.turns_taken} in / {7 * run.turns_taken} out")
+
+
 def test_the_turn_cap_ends_the_episode(endpoint, tmp_path):
     base_url, _script = endpoint
     run = asyncio.run(play(TASK, SEED, model="scripted-1", base_url=base_url, api_key="k-test",
