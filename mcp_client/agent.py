@@ -77,6 +77,7 @@ ENDED_BY_ENDPOINT = "endpoint error"
 RETRIES = 2  # a request the endpoint may answer later is sent again this many times (see Retry)
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 RETRY_AFTER_MAX = 60.0  # seconds of an endpoint's Retry-After that are waited; a longer one is not
+COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens", "requests", "retries")  # AgentRun.metrics
 KEY_REFUSED = frozenset({401, 403})  # an endpoint's answer to a request without the key it needs
 COMMAND_KEY_HINT = "give one with --api-key KEY or set $OPENAI_API_KEY"  # how storebench agent takes a key
 
@@ -109,9 +110,7 @@ class AgentRun:
     session: Session
     turns_taken: int = 0
     tool_calls: int = 0
-    metrics: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
-                                                             "total_tokens": 0, "requests": 0,
-                                                             "retries": 0})
+    metrics: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0))
     ended_by: str = ""
     endpoint_error: str = ""  # how the endpoint failed, when ended_by is ENDED_BY_ENDPOINT
     endpoint_status: int | None = None  # its last HTTP status then (None: it did not answer)

@@ -28,7 +28,7 @@ from environment.orchestration import batch_summary
 from environment.suite import public_calibration
 from environment.tasks import get_task
 
-from .agent import ENDED_BY_ENDPOINT, HARNESS, KEEP_TURNS, MAX_TURNS, Log, context_policy, play
+from .agent import COUNTS, ENDED_BY_ENDPOINT, HARNESS, KEEP_TURNS, MAX_TURNS, Log, context_policy, play
 from .sessions import session_folder_name
 
 __all__ = ["play_many", "played_before", "sweep_summary"]
@@ -145,9 +145,11 @@ async def play_many(cells: Sequence[tuple[str, int]], *, model: str, base_url: s
 def sweep_summary(model: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A sweep's account: its cells, the graded trials' passes and mean composite
     (:func:`environment.orchestration.batch_summary`, as ``storebench batch``), the cells left
-    unplayed because the endpoint never answered, token totals of the cells played now, and every row."""
+    unplayed because the endpoint never answered, and every row; ``metrics`` sums the counts (tokens,
+    requests, retries, tool calls) of the cells played now, all 0 when every cell was skipped: a
+    skipped cell's counts are in its own trial's ``summary.json``, not here."""
     graded = [r for r in rows if r.get("out") is not None]
-    tokens: dict[str, int] = {}
+    tokens = dict.fromkeys((*COUNTS, "tool_calls"), 0)
     for row in rows:
         if not row.get("skipped"):
             for key, value in (row.get("metrics") or {}).items():

@@ -90,6 +90,18 @@ def test_skip_played_leaves_a_cell_this_model_finished_and_counts_its_score(tmp_
     assert rows[1].get("skipped") is None and rows[1]["out"] != first["out"]
 
 
+def test_a_rerun_that_skips_every_cell_counts_zero_tokens(tmp_path):
+    with endpoint(end_window) as (url, _seen):
+        assert agent_cli("--base-url", url, "--seeds", "7", "11", "--max-turns", "2", "--trials", str(tmp_path)
+                         ).returncode == 0
+        again = agent_cli("--base-url", url, "--seeds", "7", "11", "--max-turns", "2", "--trials", str(tmp_path),
+                          "--skip-played")
+    summary = json.loads(again.stdout)
+    assert summary["skipped"] == 2
+    assert summary["metrics"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "requests": 0,
+                                  "retries": 0, "tool_calls": 0}
+
+
 def test_skip_played_does_not_count_another_models_trial(tmp_path):
     with endpoint(end_window) as (url, _seen):
         sweep(url, tmp_path, [7])
