@@ -561,7 +561,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     cell, source = cell_constants(task, args.seed, calibration)
 
     def progress(done: int, best: float) -> None:
-        if done % max(1, args.episodes // 10) == 0 or done == args.episodes:
+        if done == 1 or done % max(1, args.episodes // 10) == 0 or done == args.episodes:
             print(f"[{done}/{args.episodes}] {args.method} best composite so far {best:.3f}", file=sys.stderr,
                   flush=True)
 

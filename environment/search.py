@@ -106,6 +106,8 @@ def search(method: str, task: str, seed: int, cell: dict[str, Any], episodes: in
     best_genome = random_genome(r, windows, per_window)
     best, best_score = evaluate(task, seed, cell, best_genome)
     history = [float(best)]
+    if progress:
+        progress(1, float(best))
     for i in range(1, episodes):
         if method == "random":
             genome = random_genome(r, windows, per_window)

@@ -24,6 +24,13 @@ def test_hill_climbing_never_gets_worse_and_stays_below_the_threshold():
     assert result.best < cell["threshold"]
 
 
+def test_progress_is_reported_for_every_episode_from_the_first():
+    doc, _ = load_calibration(REPO / "calibration" / "public.json")
+    seen: list[int] = []
+    search("random", "counter-punch", 7, cell_of(doc, "counter-punch", 7), 2, progress=lambda done, _best: seen.append(done))
+    assert seen == [1, 2]
+
+
 def test_genomes_are_reproducible_from_their_seed():
     a = random_genome(Stream.of("search", "random", 3), 4, 5)
     b = random_genome(Stream.of("search", "random", 3), 4, 5)
