@@ -215,6 +215,9 @@ def _ablate_one(task_id: str, seed: int) -> dict[str, Any]:
     return ablate(get_task(task_id), seed, load_world())
 
 
+ABLATE_WORKERS = 2  # tasks ablate all's worker processes; --workers is None unless given (refused for one lens)
+
+
 def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -225,6 +228,9 @@ def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
         if args.out:
             raise StoreBenchError("--out writes the report's ablation table and goes with `all`; for one lens, "
                                   "redirect the printed table (or use --json)")
+        if args.workers is not None:
+            raise StoreBenchError("--workers runs lenses in parallel and goes with `all`; one lens is ablated in "
+                                  "one process: leave --workers out")
         result = _ablate_one(args.task, args.seed)
         if args.json:
             _print_json(result)
@@ -235,7 +241,7 @@ def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
         writable_file(args.out, "--out", "ablation.md")
     ids = [t.id for t in all_tasks()]
     results: dict[str, dict[str, Any]] = {}
-    with ProcessPoolExecutor(max_workers=pool_size(args.workers, len(ids))) as pool:
+    with ProcessPoolExecutor(max_workers=pool_size(args.workers or ABLATE_WORKERS, len(ids))) as pool:
         futures = {pool.submit(_ablate_one, task_id, args.seed): task_id for task_id in ids}
         for n, future in enumerate(as_completed(futures), start=1):
             results[futures[future]] = future.result()
@@ -673,7 +679,8 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
     tabl.add_argument("--seed", type=seed_arg, default=7, help="seed (default 7)")
     tabl.add_argument("--out", metavar="FILE", type=path_arg, help="with all: write the report's ablation table "
                                                    "(e.g. calibration/ablation.md) instead of printing it")
-    tabl.add_argument("--workers", type=positive_int, default=2, help="with all: parallel worker processes (default 2)")
+    tabl.add_argument("--workers", type=positive_int,
+                      help=f"with all: parallel worker processes (default {ABLATE_WORKERS})")
     tabl.add_argument("--json", action="store_true", help="print JSON")
     tabl.set_defaults(func=_cmd_tasks_ablate)
 

@@ -63,6 +63,12 @@ def test_ablate_refuses_out_for_one_lens(capsys, tmp_path):
     assert "--out writes the report's ablation table and goes with `all`" in err
 
 
+def test_ablate_refuses_workers_for_one_lens(capsys):
+    err = refusal(capsys, "tasks", "ablate", "steady", "--workers", "3")
+    assert err == ("storebench: --workers runs lenses in parallel and goes with `all`; one lens is ablated in one "
+                   "process: leave --workers out\n")
+
+
 def test_analyze_of_a_folder_that_is_no_trial_names_the_missing_file(capsys, tmp_path):
     err = refusal(capsys, "analyze", tmp_path)
     assert f"{tmp_path / 'manifest.json'} is missing: is {tmp_path} a trial folder written by storebench?" in err
