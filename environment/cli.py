@@ -75,15 +75,24 @@ def path_arg(text: str) -> str:
     return text
 
 
-def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds above zero."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a time: give a number of seconds above zero, e.g. 3600")
-    return value
+def seconds_above_zero(example: float) -> Callable[[str], float]:
+    """argparse type: a finite number of seconds above zero; a refusal suggests ``example`` (the option's
+    default, say), so that the value it offers makes sense for the option."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{text} is not a time: give a number of seconds above zero, "
+                                             f"e.g. {example:g}")
+        return value
+
+    return parse
+
+
+positive_seconds = seconds_above_zero(3600)  # a job's wait: an hour
 
 
 def _why(exc: OSError, folder: Path | None) -> str:
@@ -623,17 +632,31 @@ def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.Argume
                                        "customers and 18 months of history.")
     wsub = world.add_subparsers(dest="world_command", metavar="WORLD_COMMAND", required=True)
 
-    stats = wsub.add_parser("stats", help="headline counts and rates, and the world hash")
+    stats = wsub.add_parser("stats", help="headline counts and rates, and the world hash",
+                            description="Print the world's headline figures: catalog, vendors, customers and "
+                                        "history counts, the return rate, the opening stock, orders, returns, "
+                                        "purchase orders and receivables of the shift's start, and the world "
+                                        "hash. The world is generated (the same every time), or read from an "
+                                        "export with --world FILE.")
     stats.add_argument("--json", action="store_true", help="print JSON")
     stats.add_argument("--world", metavar="FILE", help="a world export to read instead of generating")
     stats.set_defaults(func=_cmd_world_stats)
 
-    aud = wsub.add_parser("audit", help="run the seed-quality audits (exit 1 if any fails)")
+    aud = wsub.add_parser("audit", help="run the seed-quality audits (exit 1 if any fails)",
+                          description="Run the seed-quality audits, the distributional and coherence checks "
+                                      "that gate the world (categories and seasons covered, the listing cap, "
+                                      "vendor terms, ...): one PASS or FAIL line each, saying what it measured, "
+                                      "then the count passed. Exits 1 if any fails. The world is generated, or "
+                                      "read from an export with --world FILE.")
     aud.add_argument("--json", action="store_true", help="print JSON")
     aud.add_argument("--world", metavar="FILE", help="a world export to read instead of generating")
     aud.set_defaults(func=_cmd_world_audit)
 
-    hsh = wsub.add_parser("hash", help="generate the world and compare its hash with the recorded one")
+    hsh = wsub.add_parser("hash", help="generate the world and compare its hash with the recorded one",
+                          description="Generate the world afresh, time it, and compare its content hash with "
+                                      "the one recorded in environment/world/world.sha256: exits 1 on a "
+                                      "mismatch (the generator's output changed). After reviewing a deliberate "
+                                      "generator change, --record writes the new hash as the recorded one.")
     hsh.add_argument("--json", action="store_true", help="print JSON")
     hsh.add_argument("--record", action="store_true",
                      help="write the generated hash as the recorded one (after reviewing a generator change)")

@@ -25,7 +25,7 @@ from typing import Any
 
 from environment.cli import build_parser as core_parser
 from environment.cli import main as core_main
-from environment.cli import path_arg, positive_int, positive_seconds, seed_arg, writable_folder
+from environment.cli import path_arg, positive_int, seconds_above_zero, seed_arg, writable_folder
 from environment.errors import InvalidSeed, check_seed
 
 OPERATOR_TOKEN_ENV = "STOREBENCH_OPERATOR_TOKEN"
@@ -93,7 +93,8 @@ HTTP_ONLY = {"episode": "--episode", "host": "--host", "port": "--port", "allowe
              "max_sessions_per_token": "--max-sessions-per-token", "header_timeout": "--header-timeout",
              "max_connections": "--max-connections", "state": "--state", "no_fsync": "--no-fsync",
              "operator_token": "--operator-token"}
-HTTP_DEFAULTS = {"host": "127.0.0.1", "port": 8765, "max_sessions_per_token": 8, "header_timeout": 10.0}
+HEADER_TIMEOUT = 10.0  # seconds a connection has to send a request head
+HTTP_DEFAULTS = {"host": "127.0.0.1", "port": 8765, "max_sessions_per_token": 8, "header_timeout": HEADER_TIMEOUT}
 STDIO_ONLY = {"model": "--model", "harness": "--harness", "labels_file": "--labels-file"}
 
 
@@ -143,8 +144,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                 print(f"storebench: --episode {spec!r}: {exc.message}", file=sys.stderr)
                 return 2
         if args.no_fsync and not args.state:
-            print("storebench: --no-fsync only applies with --state (it skips flushing the state file): add "
-                  "--state FILE or leave it out", file=sys.stderr)
+            print("storebench: --no-fsync only applies with --state (it skips flushing each call written to the "
+                  "state folder): add --state DIR or leave it out", file=sys.stderr)
             return 2
         operator_token = args.operator_token or os.environ.get(OPERATOR_TOKEN_ENV)
         if operator_token is not None and len(operator_token) < 16:
@@ -225,7 +226,7 @@ def _add_mcp(sub: Any) -> None:
                           f"{ALLOWED_HOSTS_ENV}=a,b); needed when listening on 0.0.0.0 behind a real name")
     mcp.add_argument("--max-sessions-per-token", type=positive_int,
                      help="--http: live handshake-era MCP sessions one token may hold (default 8)")
-    mcp.add_argument("--header-timeout", type=positive_seconds,
+    mcp.add_argument("--header-timeout", type=seconds_above_zero(HEADER_TIMEOUT),
                      help="--http: seconds a connection has to send a complete request head (default 10)")
     mcp.add_argument("--max-connections", type=positive_int,
                      help="--http: open connections at most (default: half the file-descriptor limit, <= 1000)")

@@ -34,3 +34,17 @@ def test_python_m_environment_runs_without_the_mcp_sdk_loaded():
             "assert not any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules), 'mcp imported'")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def test_every_subcommand_has_a_description_in_its_help():
+    from mcp_client.cli import build_parser
+
+    def undescribed(parser, path: str) -> list[str]:
+        subs = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        found = [] if parser.description or not path else [path]
+        for sub in subs:
+            for name, child in sub.choices.items():
+                found += undescribed(child, f"{path} {name}".strip())
+        return found
+
+    assert undescribed(build_parser(), "") == []

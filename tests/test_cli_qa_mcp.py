@@ -50,5 +50,12 @@ def test_port_zero_without_http_is_refused_like_any_other_port(capsys):
 
 def test_no_fsync_without_state_is_refused(capsys):
     err = refusal(capsys, "mcp", "--http", "--episode", "steady:7", "--no-fsync")
-    assert err == ("storebench: --no-fsync only applies with --state (it skips flushing the state file): add "
-                   "--state FILE or leave it out\n")
+    assert err == ("storebench: --no-fsync only applies with --state (it skips flushing each call written to the "
+                   "state folder): add --state DIR or leave it out\n")
+
+
+def test_a_header_timeout_of_zero_or_less_is_refused_with_a_value_near_the_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["mcp", "--http", "--episode", "steady:7", "--header-timeout", "-5"])
+    err = capsys.readouterr().err
+    assert err.endswith("argument --header-timeout: -5 is not a time: give a number of seconds above zero, e.g. 10\n")
