@@ -307,6 +307,7 @@ def __getattr__(name: str) -> Any:
 
 
 PROG = "python -m mcp_client.openenv_env"
+DEFAULT_PORT = 8766  # beside the MCP server's 8765; 8000 is the console's (make run) and many LLM servers'
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -320,13 +321,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Serve StoreBench as an OpenEnv environment: an episode is a WebSocket session on /ws "
-                    "(reset, then step with list_tools / call_tool actions); plain HTTP /reset and /step are "
-                    "stateless, one fresh store per request.  A reset may name its own task, task_seed and "
-                    "reward, overriding the options below for that episode.  A refused reset is answered "
-                    "with HTTP 422 and its message.")
+                    "(reset, then step with list_tools / call_tool actions).  Plain HTTP keeps no episode "
+                    "between requests: POST /reset answers a new store's first observation and then drops "
+                    "the store, and POST /step has no episode to act on (list_tools answers the tools; a "
+                    "call_tool answers done: true with the error \"no episode: reset first\").  A reset may "
+                    "name its own task, task_seed and reward, overriding the options below for that episode.  "
+                    "A refused reset is answered with HTTP 422 and its message.")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 for all)")
-    parser.add_argument("--port", type=port_arg, default=8000, help="TCP port to listen on (default 8000)")
+    parser.add_argument("--port", type=port_arg, default=DEFAULT_PORT,
+                        help=f"TCP port to listen on (default {DEFAULT_PORT}: the console's `make run` takes "
+                             "8000 and `storebench mcp --http` 8765)")
     parser.add_argument("--task", default=None,
                         help="task every episode plays unless its reset names one (default: each reset draws "
                              "one of the training tasks; `storebench tasks list` lists them)")

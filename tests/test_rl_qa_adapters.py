@@ -81,6 +81,26 @@ def test_every_server_option_has_help_text():
     assert [a.dest for a in options if not (a.help and len(a.help) > 20)] == []
 
 
+def test_the_help_says_a_plain_http_step_has_no_episode_as_the_server_answers(client):
+    from mcp_client.openenv_env import build_parser
+
+    answer = client.post("/step", json={"action": {"type": "call_tool", "tool_name": "store_status",
+                                                   "arguments": {}}}).json()
+    assert answer["done"] is True and answer["observation"]["error"]["message"].startswith("no episode: reset first")
+    help_text = " ".join(build_parser().format_help().split())
+    assert ("POST /step has no episode to act on (list_tools answers the tools; a call_tool answers done: true "
+            "with the error \"no episode: reset first\")") in help_text
+
+
+def test_the_server_listens_by_default_on_a_port_neither_the_console_nor_mcp_takes(monkeypatch):
+    import re
+
+    taken = dict(re.findall(r"^(PORT|MCP_PORT) \?= (\d+)$", (REPO / "Makefile").read_text(), re.M))
+    assert taken == {"PORT": "8000", "MCP_PORT": "8765"}
+    code, served = serve(monkeypatch)
+    assert code == 0 and served["port"] == 8766
+
+
 def test_the_server_task_seed_option_is_the_seed_every_reset_plays(monkeypatch):
     from starlette.testclient import TestClient
 
