@@ -138,6 +138,18 @@ def regrade(folder: str | Path, calibration: dict[str, Any], calibration_hash: s
         return _zero(out, exc.message)
 
 
+def _graded_with(recorded: str) -> str:
+    """What to re-grade a trial with, from the calibration hash its manifest records (the trial
+    records no file name): the shipped public calibration if that is the one, else the file
+    hashing to it (``storebench calibrate`` writes a file's hash beside it, in FILE.sha256)."""
+    from .suite import PUBLIC_CALIBRATION, public_calibration
+
+    if public_calibration()[1] == recorded:
+        return f"it was graded with the shipped public calibration: give --calibration {PUBLIC_CALIBRATION}"
+    return (f"give --calibration the file it was graded with, the one hashing to {recorded} (a calibration "
+            "file's hash is in FILE.sha256 beside it)")
+
+
 def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibration_hash: str | None) -> Regrade:
     try:
         stored = read_json_object(folder / "score.json")
@@ -191,7 +203,8 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
         recorded = manifest.get("calibration_hash")
         if recorded is not None and recorded != calibration_hash:
             return _zero(out, f"the trial's manifest records calibration hash {recorded}, but this calibration "
-                              f"hashes to {calibration_hash}; refusing to re-grade it against another calibration")
+                              f"hashes to {calibration_hash}; refusing to re-grade it against another calibration: "
+                              f"{_graded_with(recorded)}")
     if manifest and not (folder / "actions.jsonl").exists():
         return _zero(out, "actions.jsonl is missing: attendance cannot be checked, so the trial grades to zero")
     ledger = folder / "ledger.jsonl"

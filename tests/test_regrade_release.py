@@ -229,3 +229,39 @@ def test_a_refused_trial_reads_as_refused_not_as_a_grade(tmp_path, calibration, 
     assert main(["regrade", str(folder), "--calibration", str(CALIBRATION), "--json"]) == 1
     (trial,) = json.loads(capsys.readouterr().out)["trials"]
     assert (trial["refused"], trial["reward_composite"], trial["reproduces"]) == (True, 0.0, False)
+
+
+# --- a trial re-graded against another calibration than the one it was graded with -------------------------
+
+
+@pytest.fixture(scope="module")
+def public_trial(tmp_path_factory, calibration) -> Path:
+    out = tmp_path_factory.mktemp("graded") / "trial"
+    run_trial("counter-punch", 7, out, policy="rule-based", calibration=calibration[0],
+              calibration_hash=calibration[1])
+    return out
+
+
+def test_a_trial_of_the_public_calibration_regraded_against_another_is_told_to_use_the_public_file(
+        public_trial, calibration, tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(CALIBRATION.read_text() + "\n")  # the same cells, another hash
+    doc, digest = load_calibration(other)
+    result = regrade(public_trial, doc, digest)
+    assert result.problems[-1] == (
+        f"the trial's manifest records calibration hash {calibration[1]}, but this calibration hashes to {digest}; "
+        "refusing to re-grade it against another calibration: it was graded with the shipped public calibration: "
+        f"give --calibration {CALIBRATION}")
+
+
+def test_a_trial_of_another_calibration_regraded_against_the_public_one_is_told_the_hash_to_look_for(
+        calibration, tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(CALIBRATION.read_text() + "\n")
+    doc, digest = load_calibration(other)
+    run_trial("counter-punch", 7, tmp_path / "trial", policy="rule-based", calibration=doc, calibration_hash=digest)
+    result = regrade(tmp_path / "trial", *calibration)
+    assert result.problems[-1] == (
+        f"the trial's manifest records calibration hash {digest}, but this calibration hashes to {calibration[1]}; "
+        "refusing to re-grade it against another calibration: give --calibration the file it was graded with, "
+        f"the one hashing to {digest} (a calibration file's hash is in FILE.sha256 beside it)")
