@@ -264,7 +264,15 @@ def arguments_from_form(form: ToolForm, data: typing.Mapping[str, str]) -> dict[
 
     Text holding a NUL character (U+0000) raises :class:`~django.core.exceptions.BadRequest`
     (a 400, nothing sent or spent): PostgreSQL cannot store it in the call's row, so the
-    call would reach the store and then fail to be recorded (a 500)."""
+    call would reach the store and then fail to be recorded (a 500).  So does a field the
+    tool's form does not have (a scripted client's typo): it was dropped and the call sent
+    without it, spending an operation, where an agent's MCP call is refused."""
+    known = {field.input_name for field in form.fields}
+    unknown = sorted(k[len(ARG_PREFIX):] for k in data if k.startswith(ARG_PREFIX) and k not in known)
+    if unknown:
+        has = ", ".join(field.name for field in form.fields) or "none"
+        raise BadRequest(f"{form.name} takes no argument {', '.join(unknown)} (its arguments: {has}); "
+                         "nothing was sent.")
     arguments: dict[str, Any] = {}
     for field in form.fields:
         raw = data.get(field.input_name, "")

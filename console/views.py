@@ -14,6 +14,7 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.http import HttpRequest as DjangoRequest
 from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH, get_token
@@ -336,7 +337,10 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     call_id = request.POST.get("call_id", "")
     if not CALL_ID_RE.fullmatch(call_id):
         return HttpResponseBadRequest("A call id of 8 to 64 letters, digits, '-' or '_' is required.")
-    arguments = arguments_from_form(form, request.POST)
+    try:
+        arguments = arguments_from_form(form, request.POST)
+    except BadRequest as refused:  # said as the other refusals above are: nothing was sent
+        return HttpResponseBadRequest(str(refused))
     try:
         done = workspace.perform_call(shift, form.name, arguments, call_id, owner=request.user.pk)
     except Shift.DoesNotExist as missing:

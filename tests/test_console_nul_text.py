@@ -39,3 +39,12 @@ def test_a_pause_reason_with_a_nul_is_refused(signed_in, shift):
     assert any("NUL" in str(m) for m in response.context["messages"])
     shift.refresh_from_db()
     assert shift.status == Shift.Status.ACTIVE and not shift.pauses.exists()
+
+
+def test_a_field_the_tools_form_does_not_have_is_refused_before_the_store(signed_in, shift):
+    before = ops_left(call(signed_in, shift, "store_status").content.decode())
+    response = call(signed_in, shift, "list_orders", nonsense="1")
+    assert response.status_code == 400
+    assert response.content.decode() == ("list_orders takes no argument nonsense (its arguments: page, page_size, status, sort); nothing was sent.")
+    assert not ShiftCall.objects.filter(shift=shift, tool="list_orders").exists()
+    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before
