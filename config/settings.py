@@ -258,7 +258,7 @@ if _broker_url:
     CELERY_BROKER_URL = _broker_url
     CELERY_TASK_ALWAYS_EAGER = False
 else:
-    CELERY_BROKER_URL = "memory://"
+    CELERY_BROKER_URL = "memory://localhost/"  # in process; the host only spares kombu its "No hostname" warning
     CELERY_TASK_ALWAYS_EAGER = True
     CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TIMEZONE = "UTC"

@@ -93,6 +93,14 @@ def test_run_calibration_command_shows_progress(tmp_path, capsys):
     assert json.loads(out.read_text())["tasks"]["counter-punch"]["7"]["seed"] == 7
 
 
+def test_an_in_process_job_logs_no_broker_warning(tmp_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        call_command("run_calibration", "--tasks", "counter-punch", "--seeds", "7", "--out", str(tmp_path / "c.json"))
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("kombu")] == []
+
+
 def test_run_calibration_refuses_to_drop_cells_of_the_file_it_would_write(tmp_path):
     out = tmp_path / "public.json"
     out.write_text(json.dumps({"tasks": {"counter-punch": {"7": {}, "13": {}}}}))

@@ -42,7 +42,7 @@ def test_nothing_set_is_the_embedded_default():
     s = probe()
     assert s["engine"] == "django.db.backends.sqlite3" and s["name"].endswith("db.sqlite3")
     assert s["layer"] == "channels.layers.InMemoryChannelLayer"
-    assert s["eager"] is True and s["broker"] == "memory://"
+    assert s["eager"] is True and s["broker"] == "memory://localhost/"
     assert s["queue"] == "celery" and s["beat"] == ["enforce-shift-deadlines", "study-notices"] and s["jobs"]
 
 
