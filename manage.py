@@ -19,6 +19,7 @@ def main() -> None:
         # for this process lets every command explain itself on a machine not set up yet.
         os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
     from django.core.management import execute_from_command_line
+    from django.db import OperationalError, ProgrammingError
 
     from config.refusals import SettingsRefused
 
@@ -27,6 +28,17 @@ def main() -> None:
     except SettingsRefused as refusal:  # a variable to set or change: its message says which and how
         print(f"manage.py: {refusal}", file=sys.stderr)
         sys.exit(2)
+    except (OperationalError, ProgrammingError) as error:
+        if not missing_table(str(error)):
+            raise
+        print(f"manage.py: the database's schema is missing or out of date ({str(error).strip().splitlines()[0]}): run "
+              "`manage.py migrate` first (`make run` and `make release` do)", file=sys.stderr)
+        sys.exit(2)
+
+
+def missing_table(message: str) -> bool:
+    """Whether a database error says a table is missing (SQLite's and PostgreSQL's wording)."""
+    return message.startswith("no such table:") or (message.startswith("relation ") and "does not exist" in message)
 
 
 if __name__ == "__main__":

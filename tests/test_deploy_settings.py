@@ -42,6 +42,16 @@ def test_a_missing_secret_is_one_line_that_says_what_to_set_and_no_traceback(tmp
         "set DJANGO_DEBUG=1 for local development only (`make run` does)."]
 
 
+def test_a_command_on_a_database_never_migrated_says_to_migrate_in_one_line(tmp_path):
+    clean = {k: v for k, v in os.environ.items() if k not in OURS}
+    clean.update(STOREBENCH_SQLITE_PATH=str(tmp_path / "empty.sqlite3"), DJANGO_DEBUG="1")
+    done = subprocess.run([sys.executable, "manage.py", "changepassword", "nobody"], cwd=REPO, env=clean,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["manage.py: the database's schema is missing or out of date (no such table: "
+                                        "auth_user): run `manage.py migrate` first (`make run` and `make release` do)"]
+
+
 def test_the_celery_app_keeps_its_redelivery_timeout_from_the_settings():
     from config.celery import app
 
