@@ -538,8 +538,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         replaced = f"; it replaced the previous {args.out}, which was identical ({written.replaced})"
     elif written.replaced is not None:
         replaced = f"; it replaced the previous {args.out} ({written.replaced})"
+    fewer = f" (one per cell: --workers {args.workers} asked for more)" if workers < args.workers else ""
     print(f"wrote {args.out} ({written.digest}) and {written.report} in {wall:.1f} s with {workers} worker(s)"
-          + replaced)
+          + fewer + replaced)
     return 0
 
 

@@ -105,3 +105,11 @@ def test_a_file_that_is_no_calibration_is_not_written_over(capsys, monkeypatch, 
     assert code == 2 and out.read_text() == "my notes\n"
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         f"storebench: --out {out} exists and is not a calibration file this run would only update; ")
+
+
+def test_a_run_of_fewer_cells_than_workers_says_why_it_used_fewer(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(orchestration, "calibrate_cell", lambda task, seed, world=None: hand_cell(seed))
+    code = main(["calibrate", "--tasks", "counter-punch", "--seeds", "13", "--out", str(tmp_path / "c.json"),
+                 "--workers", "2"])
+    assert code == 0
+    assert " with 1 worker(s) (one per cell: --workers 2 asked for more)" in capsys.readouterr().out.splitlines()[-1]
