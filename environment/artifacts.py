@@ -120,7 +120,8 @@ def events_jsonl(ep: Episode) -> str:
     return _jsonl(ep.event_log)
 
 
-SUMMARY_LABELS = ("model", "harness", "context_policy", "max_turns", "turns_taken", "metrics", "ended_by", "env")
+SUMMARY_LABELS = ("model", "harness", "context_policy", "max_turns", "turns_taken", "metrics", "ended_by", "env",
+                  "participant", "study")  # the last two: a study's human shift written as a trial
 
 
 def write_trial(ep: Episode, result: Score, out: str | Path, *, policy: str, world_hash: str,

@@ -90,6 +90,7 @@ TEXT_LABELS = ("model", "harness", "context_policy", "ended_by", "env")
 COUNT_LABELS = ("max_turns", "turns_taken")
 LABEL_TEXT_MAX = 500  # characters of a text label, or of a text metric
 SERVER_LABELS = ("env", "ended_by")  # what the server saw, written at settlement; never given (module docstring)
+HUMAN_LABELS = ("participant", "study")  # a study's human shift written as a trial (studies.trials); never an MCP session's
 MCP_ENV = "storebench-mcp"
 
 
@@ -105,6 +106,11 @@ def check_labels(labels: Any) -> dict:
     unknown = sorted(set(labels) - set(SUMMARY_LABELS))
     if unknown:
         raise SessionError(f"unknown label(s) {', '.join(unknown)}; known: {', '.join(SUMMARY_LABELS)}")
+    human = [key for key in HUMAN_LABELS if key in labels]
+    if human:
+        raise SessionError(f"label(s) {', '.join(human)} name a study's participant, whose shifts the console "
+                           "writes as trials: an MCP session's player is a model or harness; leave "
+                           f"{'it' if len(human) == 1 else 'them'} out")
     servers = [key for key in SERVER_LABELS if key in labels]
     if servers:
         raise SessionError(f"label(s) {', '.join(servers)} are the server's own: env is {MCP_ENV} and ended_by is "

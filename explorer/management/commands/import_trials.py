@@ -15,7 +15,7 @@ from explorer.importing import ImportStatus, import_trials
 
 
 class Command(BaseCommand):
-    help = "Import trial folders (from storebench run/batch, MCP sessions or human shifts) into the explorer."
+    help = "Import trial folders (from storebench run/batch, MCP sessions or human shifts: manage.py export_human_trials) into the explorer."
 
     def add_arguments(self, parser):
         parser.add_argument("dirs", nargs="+", metavar="DIR", help="a trial folder, or a folder of them")

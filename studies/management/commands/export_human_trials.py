@@ -1,0 +1,44 @@
+"""``manage.py export_human_trials STUDY --out DIR``: a study's ended human shifts as trial folders."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from environment.cli import writable_folder
+from environment.errors import StoreBenchError
+from studies.errors import StudyError
+from studies.models import Study
+from studies.trials import export_trials, exported_attempts
+
+
+class Command(BaseCommand):
+    help = ("Write a study's ended human shifts (not rehearsal bots, practice or invalidated attempts) as trial "
+            "folders under --out, one per attempt, replayed from their stored calls and graded with the study's "
+            "calibration: `manage.py import_trials DIR` then shows them in the explorer as human trials, and "
+            "`storebench regrade` and `replay` check them. A folder already written is kept; run it again after "
+            "more shifts end. Participants are named by their study label.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("study", type=int, help="the study's number (as in /studies/<number>/)")
+        parser.add_argument("--out", required=True, help="folder to write the trial folders in (created if need be)")
+        parser.add_argument("--selected", action="store_true",
+                            help="only the attempts selected as the study's reference scores")
+
+    def handle(self, *args, **options):
+        study = Study.objects.filter(pk=options["study"]).first()
+        if study is None:
+            known = ", ".join(f"{s.pk} ({s.name})" for s in Study.objects.order_by("pk")[:10]) or "none yet"
+            raise CommandError(f"no study {options['study']}; studies: {known}")
+        try:
+            out = writable_folder(Path(options["out"]), "--out")
+            total = exported_attempts(study, selected=options["selected"]).count()
+            if total == 0:
+                which = "selected attempt" if options["selected"] else "ended shift by a participant"
+                self.stdout.write(f"study {study.pk} ({study.name}) has no {which} yet: nothing written")
+                return
+            for index, written in enumerate(export_trials(study, out, selected=options["selected"]), start=1):
+                self.stdout.write(f"[{index}/{total}] {written.line()}")
+        except (StudyError, StoreBenchError) as refused:
+            raise CommandError(str(refused)) from refused
+        self.stdout.write(f"import them with: manage.py import_trials {out}")

@@ -1,0 +1,80 @@
+"""A study's human shifts written as trial folders, for the explorer and the CLI's tools.
+
+An ended shift is replayed from its stored calls (the calls that reached the store, in
+order) into a fresh recording episode, settled as the shift was, and written by the
+one trial writer (:func:`environment.trial.settle`) with the study's calibration: the
+folder then imports into the explorer as a human trial (its ``participant`` label),
+and ``storebench regrade`` and ``replay`` check it like any other.  The composite it
+records is the shift's own, recomputed: :func:`export_trials` says so, or says where they
+differ (a shift graded by an earlier engine).
+
+The participant is named by their study label, never by account or invitation code.
+Rehearsal bots, practice shifts and invalidated attempts are left out; ``selected``
+keeps only the attempts selected as the study's reference scores.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from environment.api import arm
+from environment.trial import play_actions, settle
+from shifts.cache import replayable
+from shifts.models import Shift
+
+from .design import check_calibration
+from .models import Attempt, AttemptStatus, Study
+
+HUMAN_SHIFT = "human shift"  # the trial's policy: who played
+
+
+@dataclass(frozen=True)
+class Written:
+    """One attempt's outcome: its folder, and whether the recomputed composite is the shift's."""
+
+    attempt: Attempt
+    folder: Path
+    composite: float
+    kept: bool  # the folder was there already and was left as it was
+    differs: bool  # the recomputed composite is not the one the shift was graded with
+
+    def line(self) -> str:
+        if self.kept:
+            return f"kept       {self.folder} (already written)"
+        note = (f"; the shift was graded {self.attempt.shift.score_composite} when it ended"
+                if self.differs else "")
+        return f"wrote      {self.folder}: composite {self.composite:.6f}{note}"
+
+
+def exported_attempts(study: Study, *, selected: bool = False):
+    """The attempts whose shifts are written: ended, by a person, not invalidated."""
+    attempts = (study.attempts.filter(shift__status=Shift.Status.ENDED, is_bot=False, is_practice=False)
+                .exclude(status=AttemptStatus.INVALID).select_related("participant", "cell", "shift")
+                .order_by("cell__task_id", "cell__seed", "participant__label", "number"))
+    return attempts.filter(is_selected=True) if selected else attempts
+
+
+def folder_name(attempt: Attempt) -> str:
+    return f"{attempt.cell.task_id}-{attempt.cell.seed}-human-attempt{attempt.pk}"
+
+
+def export_trials(study: Study, out: Path, *, selected: bool = False) -> Iterator[Written]:
+    """Write each exported attempt's trial folder under ``out`` (one at a time, as a row
+    generator: a caller shows progress); a folder already there is kept as it is."""
+    calibration = check_calibration(study)
+    for attempt in exported_attempts(study, selected=selected):
+        folder = out / folder_name(attempt)
+        shift = attempt.shift
+        if folder.exists():
+            yield Written(attempt, folder, float(shift.score_composite or 0), kept=True, differs=False)
+            continue
+        episode = play_actions(arm(shift.task_id, shift.seed, record=True), replayable(shift), stop=False)
+        data = settle(episode, folder, policy=HUMAN_SHIFT, calibration=calibration,
+                      calibration_hash=study.calibration_hash,
+                      labels={"participant": attempt.participant.label, "study": study.name})
+        composite = float(data["reward_composite"])
+        differs = shift.score_composite is not None and Decimal(str(composite)).quantize(
+            Decimal(1).scaleb(-6)) != Decimal(shift.score_composite).quantize(Decimal(1).scaleb(-6))
+        yield Written(attempt, folder, composite, kept=False, differs=differs)

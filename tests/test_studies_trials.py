@@ -1,0 +1,72 @@
+"""A study's human shifts written as trial folders (studies.trials, manage.py export_human_trials):
+the explorer imports them as human trials and the CLI's regrade reproduces their scores."""
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from test_studies_support import admin, bot, cell, study  # noqa: F401
+
+from environment.calibration import load_calibration
+from environment.grading import regrade
+from explorer.models import Trial
+from mcp_client.sessions import SessionError, check_labels
+from shifts.models import Shift
+from studies import assignment, bots
+from studies.models import Attempt
+
+
+@pytest.fixture
+def person(study, admin, bot, cell):
+    """An ended shift played through the console, its attempt standing for a person's (the bot plays it)."""
+    attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
+    Attempt.objects.filter(pk=attempt.pk).update(is_bot=False)
+    return Attempt.objects.get(pk=attempt.pk)
+
+
+def test_an_ended_human_shift_is_written_as_a_trial_with_the_shifts_own_score(study, person, tmp_path, capsys):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    folder = tmp_path / f"steady-7-human-attempt{person.pk}"
+    printed = capsys.readouterr().out.splitlines()
+    shift = Shift.objects.get(pk=person.shift_id)
+    assert printed[0] == f"[1/1] wrote      {folder}: composite {float(shift.score_composite):.6f}"
+    assert printed[-1] == f"import them with: manage.py import_trials {tmp_path}"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert (summary["policy"], summary["participant"], summary["study"]) == ("human shift", "bot-1", "Study A")
+    calibration, digest = load_calibration(study.calibration_path)
+    assert regrade(folder, calibration, digest).reproduces
+
+
+def test_the_explorer_imports_it_as_a_human_trial(study, person, tmp_path):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    call_command("import_trials", str(tmp_path))
+    trial = Trial.objects.get()
+    assert (trial.player_kind, trial.player) == (Trial.PlayerKind.HUMAN, "bot-1")
+    assert f"{trial.reward_composite:.6f}" == f"{Shift.objects.get(pk=person.shift_id).score_composite:.6f}"
+
+
+def test_a_folder_already_written_is_kept(study, person, tmp_path, capsys):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    folder = tmp_path / f"steady-7-human-attempt{person.pk}"
+    before = (folder / "summary.json").read_bytes()
+    capsys.readouterr()
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    assert capsys.readouterr().out.splitlines()[0] == f"[1/1] kept       {folder} (already written)"
+    assert (folder / "summary.json").read_bytes() == before
+
+
+def test_rehearsal_bots_are_not_written(study, admin, bot, cell, tmp_path, capsys):
+    bots.play(assignment.assign(admin, bot, cell), "clerk")
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    assert capsys.readouterr().out == (f"study {study.pk} (Study A) has no ended shift by a participant yet: "
+                                       "nothing written\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_study_is_refused_naming_the_studies(study, tmp_path):
+    with pytest.raises(CommandError, match=rf"^no study 999; studies: {study.pk} \(Study A\)$"):
+        call_command("export_human_trials", "999", "--out", str(tmp_path))
+
+
+def test_an_mcp_session_may_not_label_itself_a_participant():
+    with pytest.raises(SessionError, match="^label\\(s\\) participant name a study's participant"):
+        check_labels({"participant": "P-01"})
