@@ -105,7 +105,8 @@ def check_labels(labels: Any) -> dict:
         raise SessionError("labels must be an object such as {\"model\": \"...\", \"harness\": \"...\"}")
     unknown = sorted(set(labels) - set(SUMMARY_LABELS))
     if unknown:
-        raise SessionError(f"unknown label(s) {', '.join(unknown)}; known: {', '.join(SUMMARY_LABELS)}")
+        known = [key for key in SUMMARY_LABELS if key not in HUMAN_LABELS]
+        raise SessionError(f"unknown label(s) {', '.join(unknown)}; known: {', '.join(known)}")
     human = [key for key in HUMAN_LABELS if key in labels]
     if human:
         raise SessionError(f"label(s) {', '.join(human)} name a study's participant, whose shifts the console "

@@ -292,7 +292,7 @@ def test_a_calibration_of_one_cell_starts_one_worker_whatever_workers_says(capsy
     code, out, _err = run(capsys, "calibrate", "--tasks", "counter-punch", "--seeds", "7", "--workers", "64",
                           "--out", tmp_path / "c.json")
     assert code == 0
-    assert out.splitlines()[-1].endswith(" with 1 worker(s)")
+    assert out.splitlines()[-1].endswith(" with 1 worker(s) (one per cell: --workers 64 asked for more)")
 
 
 @pytest.mark.parametrize(("workers", "items", "size"), [(64, 1, 1), (2, 51, 2), (3, 3, 3), (1, 0, 1)])
