@@ -67,7 +67,6 @@ from .models import Job, JobItem
 RUNNER = "agent"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 LOG_NAME = "agent.log"
-TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 ENDED = (JobItem.Status.DONE, JobItem.Status.FAILED)
 
@@ -191,7 +190,7 @@ async def _leased_play(item: JobItem, owner: str, attempt: Path, api_key: str | 
 
 def summary(job: Job) -> dict:
     results = [json.loads(item.result_json) for item in job.items.filter(status=JobItem.Status.DONE)]
-    totals = {key: sum(int(r.get("metrics", {}).get(key, 0)) for r in results) for key in TOKEN_KEYS}
+    totals = {key: sum(int(r.get("metrics", {}).get(key, 0)) for r in results) for key in agent.TOKEN_COUNTS}
     ended = dict(Counter(r["ended_by"] for r in results))
     return {**batch_summary(results), "model": job.params.get("model"), "tokens": totals, "ended_by": ended}
 

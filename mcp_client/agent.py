@@ -77,7 +77,8 @@ ENDED_BY_ENDPOINT = "endpoint error"
 RETRIES = 2  # a request the endpoint may answer later is sent again this many times (see Retry)
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 RETRY_AFTER_MAX = 60.0  # seconds of an endpoint's Retry-After that are waited; a longer one is not
-COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens", "requests", "retries")  # AgentRun.metrics
+TOKEN_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+COUNTS = (*TOKEN_COUNTS, "requests", "retries")  # AgentRun.metrics
 KEY_REFUSED = frozenset({401, 403})  # an endpoint's answer to a request without the key it needs
 COMMAND_KEY_HINT = "give one with --api-key KEY or set $OPENAI_API_KEY"  # how storebench agent takes a key
 
@@ -336,7 +337,8 @@ def check_base_url(base_url: str, *, credentials: str = "sent to the endpoint an
             raise StoreBenchError(f"--base-url carries credentials (user:password@host); they would be {credentials}")
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError as exc:
-        raise StoreBenchError(f"--base-url {base_url!r} is not a URL ({exc}); give the endpoint's base, e.g. "
+        shown = "" if "@" in base_url else f" {base_url!r}"  # it may hold credentials urlsplit could not read
+        raise StoreBenchError(f"--base-url{shown} is not a URL ({exc}); give the endpoint's base, e.g. "
                               "http://127.0.0.1:8000/v1") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise StoreBenchError(f"--base-url {base_url!r} is not an http(s) URL with a host; give the endpoint's "

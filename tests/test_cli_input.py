@@ -115,6 +115,13 @@ def test_agent_refuses_a_base_url_carrying_credentials_without_echoing_them(caps
     assert not (tmp_path / "trials").exists()
 
 
+def test_agent_refuses_an_unreadable_base_url_with_credentials_without_echoing_them(capsys, tmp_path):
+    err = refusal(capsys, "agent", "--model", "m", "--base-url", "http://me:s3cret@[::1/v1",
+                  "--trials", tmp_path / "trials")
+    assert err == ("storebench: --base-url is not a URL (Invalid IPv6 URL); give the endpoint's base, e.g. "
+                   "http://127.0.0.1:8000/v1\n")
+
+
 def test_replay_names_the_unreadable_file(capsys, tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"task": "steady", "seed": 7}))
     (tmp_path / "summary.json").write_text("{")
