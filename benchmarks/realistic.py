@@ -161,6 +161,7 @@ async def _wait_healthy(base: str, server: subprocess.Popen, timeout: float = 60
 async def _open_pages(base: str, people, headers: list[dict], pushes: list[int]) -> tuple[list, list]:
     """Each participant's shift page socket, and a task per socket counting its pushes."""
     from websockets.asyncio.client import connect
+    from websockets.typing import Origin
 
     ws_base = base.replace("http://", "ws://", 1)
     sockets, readers = [], []
@@ -170,7 +171,7 @@ async def _open_pages(base: str, people, headers: list[dict], pushes: list[int])
             pushes[0] += 1
 
     for index, (_u, shift, _k) in enumerate(people):
-        socket = await connect(f"{ws_base}/ws/shifts/{shift.pk}/", origin=base,
+        socket = await connect(f"{ws_base}/ws/shifts/{shift.pk}/", origin=Origin(base),
                                additional_headers={"Cookie": headers[index]["Cookie"]})
         await socket.recv()  # the state sent on connect
         sockets.append(socket)

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST, require_safe
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 from django_htmx.middleware import HtmxDetails
 
 from environment.tools import REGISTRY
@@ -32,7 +32,7 @@ from environment.tools.registry import ToolKind
 from shifts import briefing
 from shifts.affiliation import affiliation_of, person_page_of
 from shifts.chart import timeline_svg
-from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StaleBriefing, StartRefused
+from shifts.errors import ShiftError, ShiftNotActive, ShiftPaused, StaleBriefing, StartRefused, TaskUnavailable
 from shifts.grading import COMPONENT_NAMES
 from shifts.lifecycle import pause_shift, resume_shift
 from shifts.models import Shift
@@ -54,7 +54,9 @@ class HttpRequest(DjangoRequest):
 def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """``login_required``; an htmx request without a session (signed out in another tab, the
     session expired) sends the whole page to the sign-in page, coming back to the page it was
-    on: followed as a swap, the redirect put the sign-in page inside the result panel."""
+    on: followed as a swap, the redirect put the sign-in page inside the result panel.  A shift
+    whose task is no longer installed is shown as :func:`_unavailable` (an htmx request reloads
+    the page, which then shows it)."""
     guarded = login_required(view)
 
     @wraps(view)
@@ -62,7 +64,10 @@ def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         if request.htmx and not request.user.is_authenticated:
             back = request.htmx.current_url_abs_path or reverse("console:home")
             return HttpResponseClientRedirect(redirect_to_login(back).url)
-        return guarded(request, *args, **kwargs)
+        try:
+            return guarded(request, *args, **kwargs)
+        except TaskUnavailable as gone:
+            return HttpResponseClientRefresh() if request.htmx else _unavailable(request, kwargs["pk"], gone)
 
     return wrapper
 
@@ -152,16 +157,33 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         **extra,
     }
     if shift.status == Shift.Status.ENDED:
-        components = shift.score_components or {}
-        study = affiliation_of(shift)
-        context.update({
-            "score_rows": _score_rows(shift),
-            "explained_rows": score_rows(components),
-            "threshold": components.get("threshold") if study is not None and study.show_threshold else None,
-            "study_page": study.page_url if study is not None else None,
-            "chart": mark_safe(timeline_svg(timeline_of(shift))),  # numbers and fixed labels only
-        })
+        context.update(_end_context(shift))
+        context["chart"] = mark_safe(timeline_svg(timeline_of(shift)))  # numbers and fixed labels only
     return context
+
+
+def _end_context(shift: Shift) -> dict:
+    """The end page's score card, from what the shift stored when it was graded."""
+    components = shift.score_components or {}
+    study = affiliation_of(shift)
+    return {
+        "score_rows": _score_rows(shift),
+        "explained_rows": score_rows(components),
+        "threshold": components.get("threshold") if study is not None and study.show_threshold else None,
+        "study_page": study.page_url if study is not None else None,
+    }
+
+
+def _unavailable(request: HttpRequest, pk: int, gone: TaskUnavailable) -> HttpResponse:
+    """A shift whose store cannot be opened: what is stored (status, score, the timeline
+    if it was kept) without the workspace, which needs the task."""
+    shift = _own_shift(request, pk)
+    context: dict = {"shift": shift, "said": str(gone)}
+    if shift.status == Shift.Status.ENDED:
+        context.update(_end_context(shift))
+        context["chart"] = mark_safe(timeline_svg(shift.timeline)) if shift.timeline else None
+    return render(request, "console/shift_unavailable.html", context,
+                  status=200 if shift.status == Shift.Status.ENDED else 503)
 
 
 def _seq_param(request: HttpRequest) -> int | None:

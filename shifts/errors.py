@@ -29,3 +29,14 @@ class StartRefused(ShiftError):
     def __init__(self, message: str, next_url: str = "") -> None:
         super().__init__(message)
         self.next_url = next_url
+
+
+class TaskUnavailable(ShiftError):
+    """The shift's task is not installed on this server (removed or renamed since the shift
+    was assigned), so its store cannot be opened: the message says so without naming the
+    task (a participant never sees it), ``reason`` is the core's own account."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("This shift's store cannot be opened on this server any more: its task is no longer "
+                         "installed. Its calls and score are kept; ask your study's coordinator.")
+        self.reason = reason

@@ -14,8 +14,10 @@ from typing import Any
 
 import orjson
 
-from environment.tasks import get_task
+from environment.tasks import TaskFileError, get_task
 from environment.tools.format import StoreHeader
+
+from .errors import TaskUnavailable
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,12 @@ def _read(body: str) -> tuple[Any, str]:
 
 
 def window_minutes(shift: Any) -> int:
-    """The length of one of ``shift``'s windows, in minutes of store time."""
-    return get_task(shift.task_id).window_hours * 60
+    """The length of one of ``shift``'s windows, in minutes of store time; raises
+    :class:`~shifts.errors.TaskUnavailable` when the shift's task is not installed."""
+    try:
+        return get_task(shift.task_id).window_hours * 60
+    except TaskFileError as error:
+        raise TaskUnavailable(str(error)) from error
 
 
 def read_as_of(call: Any, minutes_per_window: int) -> tuple[str, int] | None:

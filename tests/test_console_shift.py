@@ -226,6 +226,32 @@ def test_participant_ends_the_shift(signed_in, shift):
     assert "Composite score" in html
 
 
+GONE = ("This shift&#x27;s store cannot be opened on this server any more: its task is no longer installed. "
+        "Its calls and score are kept; ask your study&#x27;s coordinator.")
+
+
+def test_an_ended_shift_whose_task_was_removed_still_shows_its_score(signed_in, shift):
+    call(signed_in, shift, "list_orders")
+    signed_in.post(f"/shifts/{shift.pk}/end/", **HX)
+    Shift.objects.filter(pk=shift.pk).update(task_id="retired-task")
+    response = signed_in.get(f"/shifts/{shift.pk}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'<p class="panel" id="shift-unavailable" role="alert">{GONE}</p>' in html
+    assert f'id="composite">{Shift.objects.get(pk=shift.pk).score_composite:.3f}</span>' in html
+    assert 'id="timeline-chart"' in html  # stored when it ended
+    assert "retired-task" not in html
+
+
+def test_an_open_shift_whose_task_was_removed_says_so_and_its_panels_reload_the_page(signed_in, shift):
+    Shift.objects.filter(pk=shift.pk).update(task_id="retired-task")
+    response = signed_in.get(f"/shifts/{shift.pk}/")
+    assert response.status_code == 503 and GONE in response.content.decode()
+    assert 'id="composite"' not in response.content.decode()
+    bar = signed_in.get(f"/shifts/{shift.pk}/bar/", **HX)
+    assert bar.status_code == 200 and bar["HX-Refresh"] == "true"
+
+
 CSRF_VALUE = re.compile(r'(name="csrfmiddlewaretoken" value="|"X-CSRFToken": ")[A-Za-z0-9]+')
 
 
