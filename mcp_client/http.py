@@ -91,7 +91,7 @@ from environment.tasks import Task
 from .limits import ServerLimits, limit_sessions_per_token
 from .operator import OPERATOR_PATH, operator_routes
 from .server import LogLevel, build_server, lock_for
-from .sessions import Session, SessionError, restore_session
+from .sessions import ENDED_BY_OPERATOR, ENDED_BY_SERVER, Session, SessionError, restore_session
 
 __all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownSession", "UnknownToken", "authenticated_app",
            "create_app", "episode_provider", "mcp_url", "running", "serve_http", "settle_at_exit"]
@@ -170,7 +170,7 @@ class EpisodeHub:
             session, token_hex = restore_session(folder, out=self.out, calibration=self.calibration,
                                                  calibration_hash=self.calibration_hash, fsync=self.fsync)
             if session.episode.over and not session.settled:
-                session.record()  # reached the horizon just before the restart: settle now
+                session.end()  # reached its horizon, or was stopped, just before the restart: settle now
             with self._lock:
                 self._track(session)
                 if not token_hex:
@@ -291,7 +291,7 @@ class EpisodeHub:
         """End a session now (the store freezes), settle it, revoke its token; its score."""
         session = self.session(session_id)
         with lock_for(session.episode):
-            result = session.end(labels)
+            result = session.end(labels, ended_by=ENDED_BY_OPERATOR)
         self._revoke(session)
         return result
 
@@ -618,7 +618,7 @@ def settle_at_exit(hub: EpisodeHub, *, durable: bool, err: IO[str] | None = None
     for session in hub.sessions():
         if durable or session.settled:
             continue
-        session.end()
+        session.end(ended_by=ENDED_BY_SERVER)
         settled_now.append(session)
     for session in hub.sessions():
         if session.settled and session.result and session.result.get("out") and session.id not in hub.settled_at_start:

@@ -16,8 +16,11 @@ its calls are kept and where its trial folder goes.  The MCP server calls
   :func:`environment.trial.settle` grades it and writes the trial folder, the same
   writer, layout, manifest and checksums as ``storebench run``.
 
-Ending a session early (the operator, or a stdio host hanging up) appends a ``stop``
-line, freezes the store and settles it the same way.  A settled session writes
+Ending a session early appends a ``stop`` line naming who ended it (``ended_by``:
+``client``, a stdio host hanging up; ``operator``, the operator API; ``server stopped``,
+an HTTP server without ``--state`` settling its open sessions as it stops; or the
+in-process agent runner's reason), freezes the store and settles it the same way; a
+server restarted between the stop and the settlement settles it with that reason.  A settled session writes
 ``settled.json`` (its folder and score) beside its log, so a restart lists it as
 settled and does not serve it again.
 
@@ -29,8 +32,8 @@ A trial's labels (``summary.json``: :data:`~environment.artifacts.SUMMARY_LABELS
 from three sides, and a side never overwrites what a side above it set:
 
 1. **the server** (:data:`SERVER_LABELS`): ``env`` (``storebench-mcp``) and ``ended_by``
-   (``horizon``, ``suspended``, ``client``, or the reason the in-process agent runner
-   passes to :meth:`Session.end`) are what the server saw, written when the session
+   (``horizon``, ``suspended``, ``client``, ``operator``, ``server stopped``, or the reason
+   the in-process agent runner passes to :meth:`Session.end`) are what the server saw, written when the session
    settles.  Nobody gives them: :func:`check_labels` refuses them from the operator API, the
    command line and a labels file alike, so no one can claim an episode ended at its
    horizon when it was stopped, or came from another environment;
@@ -71,7 +74,18 @@ logger = logging.getLogger(__name__)
 CALLS = "calls.jsonl"
 META = "meta.json"
 SETTLED = "settled.json"
-STOP = {"stop": True}
+STOP = {"stop": True}  # a log's last line when the session was ended early; "by" says who (ENDED_BY_*)
+ENDED_BY_CLIENT = "client"
+ENDED_BY_OPERATOR = "operator"
+ENDED_BY_SERVER = "server stopped"
+
+
+def stop_line(ended_by: str) -> dict:
+    return {**STOP, "by": ended_by}
+
+
+def is_stop(row: dict) -> bool:
+    return row.get("stop") is True
 
 
 class SessionError(StoreBenchError):
@@ -115,7 +129,7 @@ def check_labels(labels: Any) -> dict:
     servers = [key for key in SERVER_LABELS if key in labels]
     if servers:
         raise SessionError(f"label(s) {', '.join(servers)} are the server's own: env is {MCP_ENV} and ended_by is "
-                           "how the episode ended (horizon, suspended or client), written when it settles; leave "
+                           "how the episode ended (horizon, suspended, or who stopped it: client, operator or server), written when it settles; leave "
                            f"{'it' if len(servers) == 1 else 'them'} out")
     for key, value in labels.items():
         if key in TEXT_LABELS and not (value is None or _short_text(value)):
@@ -173,6 +187,7 @@ class Session:
     result: dict | None = None  # the settled score, once settled
     auto_settle: bool = True  # settle as soon as the horizon is reached (off: the owner calls end())
     fsync: bool = True  # fsync each operation's line (off: written only; survives a killed process, not a crash)
+    stopped_by: str | None = None  # who ended it early, once a stop is logged (restored from the log)
     _logged: int = 0
     _fd: int | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -260,22 +275,25 @@ class Session:
             return "suspended"
         return "horizon" if self.episode.window >= self.episode.n_windows else None
 
-    def end(self, labels: dict | None = None, *, ended_by: str = "client") -> dict:
-        """The client or the operator ends the session: freeze the store, settle, return the score.
+    def end(self, labels: dict | None = None, *, ended_by: str = ENDED_BY_CLIENT) -> dict:
+        """The client, the operator or the server ends the session: freeze the store, settle,
+        return the score.
 
-        ``labels`` are the operator's; ``ended_by`` is recorded as the server's own label (the
-        in-process agent runner says why it stopped: ``turn cap``, ``no tool calls``...).  An
-        episode that already ended by itself (in a session that does not settle on its own,
-        :attr:`auto_settle`) keeps that reason: ``horizon`` or ``suspended``."""
+        ``labels`` are the operator's; ``ended_by`` is recorded as the server's own label (who
+        ended it, or why the in-process agent runner stopped: ``turn cap``, ``no tool
+        calls``...).  An episode that already ended by itself (in a session that does not
+        settle on its own, :attr:`auto_settle`) keeps that reason, ``horizon`` or
+        ``suspended``, and one stopped before a restart keeps who stopped it."""
         with self._lock:
             if labels:
                 self.set_labels(labels)
             if self.settled:
                 return self.result  # type: ignore[return-value]
             if not self.episode.over:
-                self._append([STOP], sync=True)
+                self._append([stop_line(ended_by)], sync=True)
                 self.episode.stop()
-            return self._settle(ended_by=self.ended_by_itself() or ended_by)
+                self.stopped_by = ended_by
+            return self._settle(ended_by=self.ended_by_itself() or self.stopped_by or ended_by)
 
     def _settle(self, *, ended_by: str) -> dict:
         labels = {"env": MCP_ENV, "ended_by": ended_by,
@@ -325,8 +343,8 @@ def restore_session(state: Path, *, out: Path | None, calibration: dict | None =
         with (state / CALLS).open("r+b") as fh:
             fh.truncate(len(raw) - len(torn))
     rows = [json.loads(line) for line in complete if line.strip()]
-    stopped = bool(rows) and rows[-1] == STOP
-    play_actions(episode, [r for r in rows if r != STOP], stop=stopped)
+    stopped = bool(rows) and is_stop(rows[-1])
+    play_actions(episode, [r for r in rows if not is_stop(r)], stop=stopped)
     try:
         stored = meta.get("labels")
         if isinstance(stored, dict) and any(key in stored for key in SERVER_LABELS):
@@ -341,6 +359,8 @@ def restore_session(state: Path, *, out: Path | None, calibration: dict | None =
     session = Session(meta["id"], episode, out, state=state, labels=labels,
                       calibration=calibration, calibration_hash=calibration_hash, fsync=fsync)
     session._logged = len(episode.action_log)
+    if stopped:  # a log from before stops said who reads as the client's, as it was then settled
+        session.stopped_by = str(rows[-1].get("by") or ENDED_BY_CLIENT)
     if (state / SETTLED).exists():
         session.result = json.loads((state / SETTLED).read_text())
     else:

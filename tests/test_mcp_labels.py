@@ -21,14 +21,14 @@ from mcp.client.stdio import stdio_client
 
 from environment.api import arm
 from mcp_client.client import episode_client
-from mcp_client.http import EpisodeHub, create_app, running
-from mcp_client.sessions import META, STOP, Session, SessionError, restore_session
+from mcp_client.http import EpisodeHub, create_app, running, settle_at_exit
+from mcp_client.sessions import META, STOP, Session, SessionError, restore_session, stop_line
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = "short-runway"
 OPERATOR = "operator-secret-for-tests-0123456789"
 SERVERS_OWN = ("label(s) ended_by are the server's own: env is storebench-mcp and ended_by is how the episode "
-               "ended (horizon, suspended or client), written when it settles; leave it out")
+               "ended (horizon, suspended, or who stopped it: client, operator or server), written when it settles; leave it out")
 
 
 def summary_of(trials: Path) -> dict:
@@ -141,6 +141,30 @@ def test_a_restored_session_stopped_before_it_settled_still_ended_by_the_client(
     assert restored.episode.over and not restored.settled
     restored.end()
     assert summary_of(tmp_path / "trials")["ended_by"] == "client"
+
+
+def test_a_session_the_operator_api_ends_was_ended_by_the_operator(tmp_path):
+    hub = EpisodeHub(out=tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    hub.end(session.id)
+    summary = summary_of(tmp_path)
+    assert (summary["ended_by"], summary["termination"]) == ("operator", "stopped")
+
+
+def test_sessions_a_stopping_server_settles_were_ended_by_the_server(tmp_path, capsys):
+    hub = EpisodeHub(out=tmp_path)
+    hub.open_session(TASK, 7)
+    settle_at_exit(hub, durable=False)
+    assert summary_of(tmp_path)["ended_by"] == "server stopped"
+
+
+def test_a_session_stopped_before_a_restart_is_settled_at_the_restart_by_who_stopped_it(tmp_path):
+    session = Session.open(TASK, 7, out=tmp_path / "trials", state_root=tmp_path / "state" / "sessions")
+    session._append([stop_line("operator")], sync=True)  # the process died after logging the stop, before settling
+    session.close_log()
+    hub = EpisodeHub(state=tmp_path / "state", out=tmp_path / "trials")
+    assert hub.session(session.id).settled
+    assert summary_of(tmp_path / "trials")["ended_by"] == "operator"
 
 
 def test_a_resumed_session_leaves_out_server_labels_an_older_server_stored(tmp_path):
