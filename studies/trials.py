@@ -25,7 +25,7 @@ from shifts.cache import replayable
 from shifts.models import Shift
 
 from .design import check_calibration
-from .models import Attempt, AttemptStatus, Study
+from .models import COMPLETED_STATUSES, Attempt, Study
 
 HUMAN_SHIFT = "human shift"  # the trial's policy: who played
 
@@ -49,9 +49,14 @@ class Written:
 
 
 def exported_attempts(study: Study, *, selected: bool = False):
-    """The attempts whose shifts are written: ended, by a person, not invalidated."""
-    attempts = (study.attempts.filter(shift__status=Shift.Status.ENDED, is_bot=False, is_practice=False)
-                .exclude(status=AttemptStatus.INVALID).select_related("participant", "cell", "shift")
+    """The attempts whose shifts are written: played and completed (submitted or timed out,
+    as the study's figures count them; not a no-show closed unstarted, an abandoned or an
+    invalidated attempt), by a person still in the study (a withdrawn person's data leaves
+    every export), not a rehearsal bot or practice."""
+    attempts = (study.attempts.filter(shift__status=Shift.Status.ENDED, shift__started_at__isnull=False,
+                                      status__in=COMPLETED_STATUSES, participant__withdrawn_at__isnull=True,
+                                      is_bot=False, is_practice=False)
+                .select_related("participant", "cell", "shift")
                 .order_by("cell__task_id", "cell__seed", "participant__label", "number"))
     return attempts.filter(is_selected=True) if selected else attempts
 

@@ -11,7 +11,7 @@ from environment.grading import regrade
 from explorer.models import Trial
 from mcp_client.sessions import SessionError, check_labels
 from shifts.models import Shift
-from studies import assignment, bots
+from studies import assignment, attempts, bots, bulk
 from studies.models import Attempt
 
 
@@ -59,6 +59,23 @@ def test_rehearsal_bots_are_not_written(study, admin, bot, cell, tmp_path, capsy
     call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
     assert capsys.readouterr().out == (f"study {study.pk} (Study A) has no ended shift by a participant yet: "
                                        "nothing written\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_shift_force_ended_before_it_started_is_not_written(study, admin, bot, cell, tmp_path, capsys):
+    attempt = assignment.assign(admin, bot, cell)
+    Attempt.objects.filter(pk=attempt.pk).update(is_bot=False)
+    attempts.force_end(admin, Attempt.objects.get(pk=attempt.pk), "no-show")
+    assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ENDED
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    assert capsys.readouterr().out.endswith("nothing written\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_withdrawn_persons_shifts_are_not_written(study, admin, person, tmp_path, capsys):
+    bulk.withdraw(admin, person.participant, "asked to leave")
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    assert capsys.readouterr().out.endswith("nothing written\n")
     assert list(tmp_path.iterdir()) == []
 
 
