@@ -337,12 +337,17 @@ def check_base_url(base_url: str, *, credentials: str = "sent to the endpoint an
             raise StoreBenchError(f"--base-url carries credentials (user:password@host); they would be {credentials}")
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError as exc:
-        shown = "" if "@" in base_url else f" {base_url!r}"  # it may hold credentials urlsplit could not read
-        raise StoreBenchError(f"--base-url{shown} is not a URL ({exc}); give the endpoint's base, e.g. "
+        raise StoreBenchError(f"--base-url{_shown(base_url)} is not a URL ({exc}); give the endpoint's base, e.g. "
                               "http://127.0.0.1:8000/v1") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise StoreBenchError(f"--base-url {base_url!r} is not an http(s) URL with a host; give the endpoint's "
-                              "base, e.g. http://127.0.0.1:8000/v1")
+        raise StoreBenchError(f"--base-url{_shown(base_url)} is not an http(s) URL with a host; give the "
+                              "endpoint's base, e.g. http://127.0.0.1:8000/v1")
+
+
+def _shown(base_url: str) -> str:
+    """The refused URL as a refusal quotes it: not at all when it holds an @ (urlsplit did not
+    read credentials in it, but they may be there)."""
+    return "" if "@" in base_url else f" {base_url!r}"
 
 
 def temperature_arg(text: str) -> float:

@@ -122,6 +122,13 @@ def test_agent_refuses_an_unreadable_base_url_with_credentials_without_echoing_t
                    "http://127.0.0.1:8000/v1\n")
 
 
+def test_agent_refuses_a_schemeless_base_url_with_credentials_without_echoing_them(capsys, tmp_path):
+    err = refusal(capsys, "agent", "--model", "m", "--base-url", "me:s3cret@host.example/v1",
+                  "--trials", tmp_path / "trials")
+    assert err == ("storebench: --base-url is not an http(s) URL with a host; give the endpoint's base, e.g. "
+                   "http://127.0.0.1:8000/v1\n")
+
+
 def test_replay_names_the_unreadable_file(capsys, tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"task": "steady", "seed": 7}))
     (tmp_path / "summary.json").write_text("{")
