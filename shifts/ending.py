@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from environment.calibration import CalibrationError
+from environment.tasks import TaskFileError
 
 from . import cache
 from .clock import store_account
@@ -94,6 +95,6 @@ def enforce_deadlines(now=None) -> list[int]:
         try:
             if end_if_due(shift, now):
                 ended.append(shift.pk)
-        except CalibrationError as exc:  # this shift stays open; the sweep goes on to the next
+        except (CalibrationError, TaskFileError) as exc:  # this shift stays open; the sweep goes on to the next
             logger.error("deadline sweep: shift %s not ended: %s", shift.pk, exc)
     return ended

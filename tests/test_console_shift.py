@@ -252,6 +252,21 @@ def test_an_open_shift_whose_task_was_removed_says_so_and_its_panels_reload_the_
     assert bar.status_code == 200 and bar["HX-Refresh"] == "true"
 
 
+def test_the_deadline_sweep_goes_on_past_a_shift_whose_task_was_removed(db, caplog):
+    from console_helpers import briefed_user
+
+    from shifts.ending import enforce_deadlines
+    gone, kept = (lifecycle.start_shift(briefed_user(name, password=False), TASK, SEED, practice=True)
+                  for name in ("ann", "bob"))
+    Shift.objects.filter(pk=gone.pk).update(task_id="retired-task", deadline=timezone.now() - timedelta(minutes=2))
+    Shift.objects.filter(pk=kept.pk).update(deadline=timezone.now() - timedelta(minutes=1))
+    cache.evict(gone.pk)
+    assert enforce_deadlines() == [kept.pk]
+    assert Shift.objects.get(pk=gone.pk).status == Shift.Status.ACTIVE
+    assert [r.getMessage().split(": ")[1] for r in caplog.records if r.name == "shifts.ending"] == [
+        f"shift {gone.pk} not ended"]
+
+
 CSRF_VALUE = re.compile(r'(name="csrfmiddlewaretoken" value="|"X-CSRFToken": ")[A-Za-z0-9]+')
 
 
