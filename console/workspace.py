@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import Any
 
 from environment.brief import brief
-from environment.tasks import get_task
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
 from shifts.briefing import acknowledgement, practice_completed, refusal_to_start
@@ -21,6 +20,7 @@ from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
 from shifts.ending import end_if_due, end_shift, is_due
 from shifts.errors import ShiftError, StartRefused
+from shifts.installed import task_of
 from shifts.lifecycle import OPENING_CALL_ID, begin_shift
 from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
@@ -85,7 +85,7 @@ def shift_brief(shift: Shift) -> str:
     """The merchant's brief for the shift's task: the very text the shift's MCP server
     gives an agent as its instructions and its prompt ``brief``
     (:func:`environment.brief.brief` of the task), so a person reads what an agent reads."""
-    return brief(get_task(shift.task_id))
+    return brief(task_of(shift.task_id))
 
 
 def brief_open(shift: Shift, calls: list[ShiftCall]) -> bool:

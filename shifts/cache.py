@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 from django.db.models import Case, F, TextField, Value, When
 
-from environment.api import arm
 from environment.engine import Episode
 from environment.tools.format import StoreHeader
 from environment.trial import play_actions
 from mcp_client.client import SyncEpisodeClient
 from mcp_client.server import build_server
 
+from .installed import armed
 from .models import Shift
 
 
@@ -124,7 +124,7 @@ def replayable(shift: Shift) -> list[dict]:
 
 def replay_episode(shift: Shift) -> Episode:
     """A fresh episode with the shift's stored calls replayed (the store as the participant left it)."""
-    return play_actions(arm(shift.task_id, shift.seed), replayable(shift), stop=False)
+    return play_actions(armed(shift.task_id, shift.seed), replayable(shift), stop=False)
 
 
 def _records(rows) -> list[Record]:
@@ -166,7 +166,7 @@ def rebuild(shift: Shift) -> Live:
     cache it (replacing, and closing, any previous one); call under the shift's lock."""
     records = _records(_rows(shift))
     replayed = [{"tool": r.tool, "arguments": r.arguments} for r in records if r.reached_core]
-    episode = play_actions(arm(shift.task_id, shift.seed), replayed, stop=False)
+    episode = play_actions(armed(shift.task_id, shift.seed), replayed, stop=False)
     window = next((r.typed_header.window for r in reversed(records) if r.typed_header is not None), None)
     evict(shift.pk)
     # The session's loop serves this one episode: calls run on it, with no hop to a worker

@@ -20,11 +20,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from environment.calibration import CalibrationError
-from environment.tasks import TaskFileError
 
 from . import cache
 from .clock import store_account
-from .errors import ShiftNotActive
+from .errors import ShiftNotActive, TaskUnavailable
 from .events import announce
 from .grading import grade_episode
 from .models import RUNNING, Shift
@@ -95,6 +94,8 @@ def enforce_deadlines(now=None) -> list[int]:
         try:
             if end_if_due(shift, now):
                 ended.append(shift.pk)
-        except (CalibrationError, TaskFileError) as exc:  # this shift stays open; the sweep goes on to the next
+        except TaskUnavailable as gone:  # this shift stays open; the sweep goes on to the next
+            logger.error("deadline sweep: shift %s not ended: %s", shift.pk, gone.reason)
+        except CalibrationError as exc:
             logger.error("deadline sweep: shift %s not ended: %s", shift.pk, exc)
     return ended

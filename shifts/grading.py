@@ -20,8 +20,9 @@ from django.conf import settings
 from environment.api import cell_constants, grade
 from environment.calibration import CalibrationError, cell_of, load_calibration
 from environment.engine import Episode
-from environment.tasks import get_task
 from environment.world import world_hash
+
+from .installed import task_of
 
 # The score components a participant's end page shows, in its words; the studies pages name
 # them the same way.
@@ -62,7 +63,7 @@ def grading_cell(task_id: str, seed: int) -> tuple[dict, str, str]:
                 raise CalibrationError(f"{_path()} was calibrated on world {made_on}, but this site runs world "
                                        f"{runs}", path=str(_path()))
             return cell, "calibration file", digest
-    task = get_task(task_id)
+    task = task_of(task_id)
     cell, source = _on_the_spot(task_id, seed, task.file_hash)
     return cell, source, ""
 
@@ -70,7 +71,7 @@ def grading_cell(task_id: str, seed: int) -> tuple[dict, str, str]:
 @cache
 def _on_the_spot(task_id: str, seed: int, file_hash: str) -> tuple[dict, str]:
     """The cell calibrated for this task file version (``file_hash`` is the cache key)."""
-    return cell_constants(get_task(task_id), seed, None)
+    return cell_constants(task_of(task_id), seed, None)
 
 
 def _plain(value: Any) -> Any:

@@ -26,6 +26,7 @@ from .clock import store_account
 from .ending import end_if_due
 from .errors import PauseRefused, ShiftNotActive
 from .events import announce
+from .installed import task_of
 from .models import SHIFT_LENGTH, Shift, ShiftPause
 
 OPENING_CALL_ID = "opening-store-status"
@@ -49,7 +50,8 @@ def begin_shift(shift: Shift) -> Shift:
     (free) ``store_status`` read, so the header is known before the first action.
 
     Raises :class:`~shifts.errors.StartRefused` before the briefing is acknowledged,
-    for a scored shift before a practice shift has ended, or when a start gate refuses.
+    for a scored shift before a practice shift has ended, or when a start gate refuses;
+    :class:`~shifts.errors.TaskUnavailable` when its task is no longer installed.
     A shift already started is returned as is.
     """
     with cache.lock(shift.pk):
@@ -60,6 +62,7 @@ def begin_shift(shift: Shift) -> Shift:
             refused = refusal_to_start(shift.participant, shift)
             if refused is not None:
                 raise refused
+            task_of(shift.task_id)  # a store that cannot open is refused before its clock starts
             now = timezone.now()
             shift.status = Shift.Status.ACTIVE
             shift.started_at = now

@@ -14,10 +14,9 @@ from typing import Any
 
 import orjson
 
-from environment.tasks import TaskFileError, get_task
 from environment.tools.format import StoreHeader
 
-from .errors import TaskUnavailable
+from .installed import task_of
 
 
 @dataclass(frozen=True)
@@ -99,10 +98,7 @@ def _read(body: str) -> tuple[Any, str]:
 def window_minutes(shift: Any) -> int:
     """The length of one of ``shift``'s windows, in minutes of store time; raises
     :class:`~shifts.errors.TaskUnavailable` when the shift's task is not installed."""
-    try:
-        return get_task(shift.task_id).window_hours * 60
-    except TaskFileError as error:
-        raise TaskUnavailable(str(error)) from error
+    return task_of(shift.task_id).window_hours * 60
 
 
 def read_as_of(call: Any, minutes_per_window: int) -> tuple[str, int] | None:

@@ -17,7 +17,7 @@ from environment.engine import Episode
 from environment.errors import StoreBenchError
 
 from .cache import replay_episode
-from .errors import ShiftError
+from .errors import ShiftError, TaskUnavailable
 from .models import Shift
 
 
@@ -58,5 +58,7 @@ def timeline_of(shift: Shift) -> list[dict]:
         return shift.timeline
     try:
         return series_of(replay_episode(shift))
+    except TaskUnavailable as error:
+        raise TimelineUnavailable(error.reason) from error
     except StoreBenchError as error:
         raise TimelineUnavailable(str(error)) from error

@@ -31,7 +31,7 @@ import secrets
 from django.db import transaction
 from django.db.models import Avg, Count, Max, Q
 
-from environment.tasks import get_task
+from environment.tasks import TaskFileError, get_task
 from environment.tasks.loader import PRACTICE
 from shifts.briefing import acknowledgement, practice_completed
 from shifts.lifecycle import assign_shift, close_unstarted
@@ -105,7 +105,12 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
         raise StudyError(f"participant {participant.label} is not in study {study.name!r}")
     if participant.user_id is None:
         raise StudyError(f"participant {participant.label} has not accepted an invitation yet (no account)")
-    if get_task(cell.task_id).split == PRACTICE:
+    try:
+        task = get_task(cell.task_id)
+    except TaskFileError as error:
+        raise StudyError(f"cell {cell.key} cannot be assigned: its task is no longer installed on this server "
+                         f"({error}); install that task file again") from error
+    if task.split == PRACTICE:
         raise StudyError(PRACTICE_REFUSAL.format(task=cell.task_id))
     if needs_consent(participant):
         raise StudyError(f"participant {participant.label} has not accepted the current consent text")

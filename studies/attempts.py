@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from shifts.ending import end_shift
+from shifts.errors import TaskUnavailable
 from shifts.lifecycle import move_deadline
 from shifts.models import RUNNING, Shift
 
@@ -52,6 +53,17 @@ def _reason(reason: str, what: str) -> str:
 def _managed(actor, attempt: Attempt) -> Attempt:
     require(actor, attempt.study, Action.MANAGE)
     return settle(attempt)
+
+
+def _end(attempt: Attempt, reason: str) -> None:
+    """End the attempt's running shift (settled and graded); a shift whose task is no longer
+    installed cannot be, and is refused naming the task, which a coordinator may see."""
+    try:
+        end_shift(attempt.shift, reason)
+    except TaskUnavailable as gone:
+        raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} cannot be ended: its task "
+                         f"{attempt.shift.task_id!r} is no longer installed on this server, so its store cannot be "
+                         f"settled or graded ({gone.reason}); install that task file again, then try again") from gone
 
 
 def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
@@ -130,7 +142,7 @@ def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is invalid; it cannot be reassigned")
     with transaction.atomic():
         if attempt.shift.status in RUNNING:
-            end_shift(attempt.shift, f"platform fault: {reason}")
+            _end(attempt, f"platform fault: {reason}")
             attempt = settle(attempt)
             attempt.status = AttemptStatus.ABANDONED
             attempt.is_selected = False
@@ -180,7 +192,7 @@ def force_end(actor, attempt: Attempt, reason: str) -> Attempt:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is already "
                          f"{attempt.get_status_display().lower()}")
     if attempt.shift.status in RUNNING:
-        end_shift(attempt.shift, f"ended by the coordinator: {reason}")
+        _end(attempt, f"ended by the coordinator: {reason}")
         attempt = settle(attempt)
     else:
         abandon_unstarted(attempt, f"ended by the coordinator before it started: {reason}")
@@ -195,7 +207,7 @@ def invalidate(actor, attempt: Attempt, reason: str) -> Attempt:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is already invalid")
     with transaction.atomic():
         if attempt.shift.status in RUNNING:
-            end_shift(attempt.shift, f"invalidated: {reason}")
+            _end(attempt, f"invalidated: {reason}")
             attempt = settle(attempt)
         elif attempt.shift.status == Shift.Status.ASSIGNED:
             abandon_unstarted(attempt, f"invalidated: {reason}")

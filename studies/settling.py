@@ -8,21 +8,30 @@ open in the record until it is settled here.  Assignment settles those first
 """
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from shifts.ending import end_if_due
+from shifts.errors import TaskUnavailable
 from shifts.models import Shift
 
 from . import audit
 from .models import OPEN_STATUSES, SCORE_FIELDS, Attempt, AttemptStatus, AuditAction, Study, outcome_of
 
+logger = logging.getLogger(__name__)
+
 
 def settle(attempt: Attempt) -> Attempt:
     """Record the shift's outcome on the attempt (the deadline enforced first); returns the
     attempt as stored.  Idempotent; never changes an attempt that is no longer open."""
-    end_if_due(attempt.shift)
+    try:
+        end_if_due(attempt.shift)
+    except TaskUnavailable as gone:  # it cannot be ended here: the record stays as it is, the sweep goes on
+        logger.error("attempt %s: its shift %s is past its deadline but cannot be ended: %s", attempt.pk,
+                     attempt.shift.pk, gone.reason)
     with transaction.atomic():
         locked = Attempt.objects.select_for_update().select_related("shift", "study").get(pk=attempt.pk)
         if locked.status not in OPEN_STATUSES:

@@ -252,6 +252,27 @@ def test_an_open_shift_whose_task_was_removed_says_so_and_its_panels_reload_the_
     assert bar.status_code == 200 and bar["HX-Refresh"] == "true"
 
 
+def test_a_call_or_end_of_an_open_shift_whose_task_was_removed_reloads_to_that_page_and_changes_nothing(
+        signed_in, shift):
+    Shift.objects.filter(pk=shift.pk).update(task_id="retired-task")
+    cache.evict(shift.pk)  # as after a restart: the next call replays the store
+    for response in (call(signed_in, shift, "list_orders"), signed_in.post(f"/shifts/{shift.pk}/end/", **HX)):
+        assert response.status_code == 200 and response["HX-Refresh"] == "true"
+    response = call(signed_in, shift, "list_orders", htmx=False)
+    assert response.status_code == 503 and GONE in response.content.decode()
+    shift.refresh_from_db()
+    assert shift.status == Shift.Status.ACTIVE and shift.calls.count() == 1  # the opening read only
+
+
+def test_an_assigned_shift_whose_task_was_removed_does_not_start(signed_in, user):
+    assigned = lifecycle.assign_shift(user, TASK, SEED, practice=True)
+    Shift.objects.filter(pk=assigned.pk).update(task_id="retired-task")
+    response = signed_in.post(f"/shifts/{assigned.pk}/start/")
+    assert response.status_code == 503 and GONE in response.content.decode()
+    assigned.refresh_from_db()
+    assert assigned.status == Shift.Status.ASSIGNED and assigned.deadline is None and not assigned.calls.exists()
+
+
 def test_the_deadline_sweep_goes_on_past_a_shift_whose_task_was_removed(db, caplog):
     from console_helpers import briefed_user
 

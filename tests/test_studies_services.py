@@ -416,6 +416,41 @@ def test_force_end_grades_the_shift(study, admin, bot, cell):
     assert ended.end_reason == "ended by the coordinator: participant left"
 
 
+def test_a_shift_whose_task_was_removed_is_not_force_ended_and_the_refusal_names_the_task(study, admin, bot, cell,
+                                                                                         caplog):
+    from shifts import cache
+    from shifts.lifecycle import begin_shift
+    from studies.settling import settle_ended
+
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    Shift.objects.filter(pk=attempt.shift_id).update(task_id="retired-task",
+                                                     deadline=timezone.now() - timedelta(minutes=1))
+    cache.evict(attempt.shift_id)
+    settle_ended(Attempt.objects.filter(pk=attempt.pk))  # a sweep goes on: the record stays
+    assert Attempt.objects.get(pk=attempt.pk).status == AttemptStatus.ACTIVE
+    assert [r.name for r in caplog.records if "cannot be ended" in r.getMessage()] == ["studies.settling"]
+    for action in (attempts.force_end, attempts.invalidate):
+        with pytest.raises(StudyError, match=rf"attempt #1 on cell {cell.key} cannot be ended: its task "
+                                             r"'retired-task' is no longer installed on this server.*install that "
+                                             r"task file again, then try again"):
+            action(admin, Attempt.objects.get(pk=attempt.pk), "participant left")
+    assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ACTIVE
+    assert not AuditEvent.objects.filter(action__in=[AuditAction.FORCE_ENDED, AuditAction.INVALIDATED]).exists()
+
+
+def test_a_cell_whose_task_was_removed_is_not_assigned_and_the_refusal_names_the_task(study, admin, bot, cell):
+    from studies.models import Cell
+
+    Cell.objects.filter(pk=cell.pk).update(task_id="retired-task")
+    with pytest.raises(StudyError, match=r"cell retired-task/7 cannot be assigned: its task is no longer "
+                                         r"installed on this server \(unknown task 'retired-task'.*install that task "
+                                         r"file again"):
+        assignment.assign(admin, bot, Cell.objects.get(pk=cell.pk))
+    assert not Attempt.objects.exists()
+
+
 def test_invalidate_drops_the_selection(study, admin, bot, cell):
     done = bots.play(assignment.assign(admin, bot, cell), "novice")
     attempts.select(admin, done, "only one", include_bots=True)
