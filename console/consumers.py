@@ -18,7 +18,9 @@ bare event (a pause, resume or end) and on every :attr:`ShiftConsumer.reread_tic
 tick.  A tool call's event carries the call's seq and store header, and a tick needs
 only the clock: while the shift is active those pushes are worked out from what the
 last full read kept (a pause cannot start without a bare event, so the paused seconds
-stand) with no query but the sign-in's.  An open page used to cost the server a full
+stand) with no query but the sign-in's.  Such a tick carries the clock and status only,
+never the header it kept: that may be older than the one the page shows after a call of
+its own whose event this socket missed.  An open page used to cost the server a full
 read and render on every call, as much CPU again as the call itself.
 """
 from __future__ import annotations
@@ -42,6 +44,7 @@ from .reply import header_html
 from .workspace import live_state
 
 REFUSED = 4403
+STORE_KEYS = ("header_html", "last_seq")  # what only a full read or a newer call's event may push
 
 
 @dataclass
@@ -72,8 +75,8 @@ def read_state(shift_id: int) -> Known:
     the shift as read.  Read only: a shift past its deadline is sent as ``due`` (its page
     then loads again, and ends it)."""
     shift = Shift.objects.get(pk=shift_id)
-    live = live_state(shift)
     last_seq = shift.calls.order_by("-seq").values_list("seq", flat=True).first() or 0
+    live = live_state(shift, upto=last_seq)  # the header as of that call, even if another is stored meanwhile
     state = _state(shift, live.clock, is_due(shift), header_html(live.header), last_seq)
     return Known(shift, live.clock.paused, state)
 
@@ -85,19 +88,27 @@ def shift_state(shift_id: int) -> dict:
 
 def worked_out(known: Known, seq: int | None = None, header: dict | None = None) -> dict | None:
     """The state to push now from ``known`` (a call ``seq`` with its stored ``header``, or
-    only the clock's passing), or None when the shift must be read again: it was not
-    active when read, or its deadline has passed since."""
+    only the clock's passing), kept in ``known``; or None when the shift must be read
+    again: it was not active when read, or its deadline has passed since.  Only a call
+    newer than any known brings the header and ``last_seq``; other pushes carry the clock
+    and status alone."""
     shift, now = known.shift, timezone.now()
     if shift.status != Shift.Status.ACTIVE or is_due(shift, now):
         return None
     clock = account(shift, known.paused, now)
     state = {**known.state, "seconds_left": clock.left, "active_seconds": clock.active,
              "paused_seconds": clock.paused}
-    if seq is not None and seq > state["last_seq"]:
+    news = seq is not None and seq > state["last_seq"]
+    if news:
         state["last_seq"] = seq
         if header is not None:
             state["header_html"] = header_html(StoreHeader.from_dict(header))
-    return state
+    known.state = state
+    if news:
+        return state
+    # A tick (or an older call's event) says nothing of the store: the header it knows may
+    # be older than the page's own (the page made a call whose event this socket missed).
+    return {key: value for key, value in state.items() if key not in STORE_KEYS}
 
 
 def _owns(user, shift_id: int) -> bool:
@@ -158,8 +169,6 @@ class ShiftConsumer(AsyncJsonWebsocketConsumer):
         if known is None or state is None:
             self.known = await database_sync_to_async(read_state)(self.shift_id)
             state = self.known.state
-        else:
-            known.state = state
         try:
             await self.send_json(state)
         except OSError:

@@ -278,9 +278,38 @@ def test_a_push_for_a_call_that_did_not_reach_the_store_names_it_and_keeps_the_h
     shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
     calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
     known = read_state(shift.pk)
-    state = worked_out(known, known.state["last_seq"] + 1, None)
-    assert state["last_seq"] == known.state["last_seq"] + 1 and state["header_html"] == known.state["header_html"]
-    assert worked_out(known, known.state["last_seq"] - 1, None)["last_seq"] == known.state["last_seq"]  # an older call's
+    read = dict(known.state)
+    state = worked_out(known, read["last_seq"] + 1, None)
+    assert state["last_seq"] == read["last_seq"] + 1 and state["header_html"] == read["header_html"]
+    assert known.state == state  # kept for the next push
+    older = worked_out(known, read["last_seq"], None)  # an older call's event says nothing of the store
+    assert "last_seq" not in older and "header_html" not in older and older["status"] == "active"
+
+
+def test_a_tick_never_pushes_a_header_older_than_the_page_may_show():
+    from console.consumers import read_state, worked_out
+
+    user = make_user("una")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    known = read_state(shift.pk)
+    calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)  # its event never reaches this socket
+    tick = worked_out(known)
+    assert tick is not None and tick["status"] == "active" and tick["seconds_left"] > 0
+    assert "header_html" not in tick and "last_seq" not in tick
+
+
+def test_a_full_read_gives_the_header_of_the_newest_call_it_names():
+    from console.consumers import read_state
+
+    user = make_user("uli")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+    known = read_state(shift.pk)
+    assert known.state["last_seq"] == 2 and f'data-ops-left="{OPS - 1}"' in known.state["header_html"]
+    from console.workspace import live_state
+
+    as_of_opening = live_state(shift, upto=1).header  # a read that saw only the opening call
+    assert as_of_opening is not None and as_of_opening.ops_left == OPS
 
 
 def test_ticks_work_out_the_clock_and_read_the_shift_again_every_few(monkeypatch):
