@@ -33,7 +33,8 @@ OPENING_CALL_ID = "opening-store-status"
 PAUSE_REASON_MAX = 200
 
 
-def _release() -> str:
+def release() -> str:
+    """This installation's storebench version, as a shift records the release it ran on."""
     try:
         return version("storebench")
     except PackageNotFoundError:
@@ -67,7 +68,7 @@ def begin_shift(shift: Shift) -> Shift:
             shift.status = Shift.Status.ACTIVE
             shift.started_at = now
             shift.deadline = now + SHIFT_LENGTH
-            shift.release = _release()
+            shift.release = release()
             shift.save(update_fields=["status", "started_at", "deadline", "release"])
         call_tool(shift, "store_status", {}, OPENING_CALL_ID)
         return shift

@@ -6,7 +6,7 @@ one trial writer (:func:`environment.trial.settle`) with the study's calibration
 folder then imports into the explorer as a human trial (its ``participant`` label),
 and ``storebench regrade`` and ``replay`` check it like any other.  The composite it
 records is the shift's own, recomputed: :func:`export_trials` says so, or says where they
-differ (a shift graded by an earlier engine).
+differ and what the two gradings did not share (a calibration, an engine release).
 
 The participant is named by their study label, never by account or invitation code.
 Rehearsal bots, practice shifts and invalidated attempts are left out; ``selected``
@@ -22,6 +22,7 @@ from pathlib import Path
 from environment.api import arm
 from environment.trial import play_actions, settle
 from shifts.cache import replayable
+from shifts.lifecycle import release
 from shifts.models import Shift
 
 from .design import check_calibration
@@ -39,13 +40,32 @@ class Written:
     composite: float
     kept: bool  # the folder was there already and was left as it was
     differs: bool  # the recomputed composite is not the one the shift was graded with
+    why: str = ""  # what differs between the shift's grading and this one, when it does
 
     def line(self) -> str:
         if self.kept:
             return f"kept       {self.folder} (already written)"
-        note = (f"; the shift was graded {self.attempt.shift.score_composite} when it ended"
+        note = (f"; the shift was graded {self.attempt.shift.score_composite} when it ended ({self.why})"
                 if self.differs else "")
         return f"wrote      {self.folder}: composite {self.composite:.6f}{note}"
+
+
+def _short(digest: str) -> str:
+    return digest[:12] if digest else "none (calibrated on the spot)"
+
+
+def why_differs(shift: Shift, study: Study, release: str) -> str:
+    """What the shift's grading and the export's do not share: the calibration (the study's
+    hash against the one the shift was graded with) and the engine's release."""
+    reasons = []
+    if shift.calibration_hash != study.calibration_hash:
+        reasons.append(f"with calibration {_short(shift.calibration_hash)}; this export uses the study's, "
+                       f"{_short(study.calibration_hash)}")
+    if shift.release != release:
+        reasons.append(f"by release {shift.release or 'unknown'}; this is release {release or 'unknown'}")
+    if not reasons:
+        return "same calibration and release: the replay does not reproduce the shift's store"
+    return "graded " + " and ".join(reasons)
 
 
 def exported_attempts(study: Study, *, selected: bool = False):
@@ -82,4 +102,5 @@ def export_trials(study: Study, out: Path, *, selected: bool = False) -> Iterato
         composite = float(data["reward_composite"])
         differs = shift.score_composite is not None and Decimal(str(composite)).quantize(
             Decimal(1).scaleb(-6)) != Decimal(shift.score_composite).quantize(Decimal(1).scaleb(-6))
-        yield Written(attempt, folder, composite, kept=False, differs=differs)
+        yield Written(attempt, folder, composite, kept=False, differs=differs,
+                      why=why_differs(shift, study, release()) if differs else "")

@@ -87,3 +87,23 @@ def test_an_unknown_study_is_refused_naming_the_studies(study, tmp_path):
 def test_an_mcp_session_may_not_label_itself_a_participant():
     with pytest.raises(SessionError, match="^label\\(s\\) participant name a study's participant"):
         check_labels({"participant": "P-01"})
+
+
+def test_a_composite_that_differs_from_the_shifts_says_what_its_grading_did_not_share(study, person, tmp_path,
+                                                                                       capsys):
+    from shifts.lifecycle import release
+
+    Shift.objects.filter(pk=person.shift_id).update(score_composite=0.5, release="0.0.1", calibration_hash="f" * 64)
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.endswith(f"; the shift was graded 0.500000 when it ended (graded with calibration ffffffffffff; this "
+                         f"export uses the study's, {study.calibration_hash[:12]} and by release 0.0.1; this is "
+                         f"release {release()})")
+
+
+def test_a_composite_that_differs_with_the_same_grading_says_the_replay_does_not_reproduce_it(study, person,
+                                                                                               tmp_path, capsys):
+    Shift.objects.filter(pk=person.shift_id).update(score_composite=0.5)
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    assert capsys.readouterr().out.splitlines()[0].endswith(
+        "(same calibration and release: the replay does not reproduce the shift's store)")
