@@ -22,7 +22,7 @@ with it (``{"type": CHANGED, "seq": 12, "header": {...}}``, the header None for 
 that did not reach the store).  A page can then push the new state without reading the
 shift back (the console's consumer): every other change (pause, resume, end) is sent
 bare, and a page re-reads the shift.  Several events of one request for one shift are
-sent as one: bare if any was bare, else the newest call's.
+sent as one: bare if any was bare, else the newest call's with the newest header.
 """
 from __future__ import annotations
 
@@ -68,13 +68,18 @@ def _log_failure(sent: Future | asyncio.Future) -> None:
 
 def merged(events: Iterable[tuple[int, Event]]) -> list[tuple[int, Event]]:
     """One event per shift, in the order the shifts first appear: a bare one if any of the
-    shift's was bare (the page re-reads everything), else its newest call's."""
+    shift's was bare (the page re-reads everything), else its newest call's, with the
+    newest header of them (a newest call that did not reach the store left it as it was)."""
     by_shift: dict[int, Event] = {}
     for shift_id, event in events:
         kept = by_shift.get(shift_id)
-        if kept is None or "seq" not in event or ("seq" in kept and event["seq"] > kept["seq"]):
+        if kept is None or "seq" not in event:
             by_shift[shift_id] = event
-        # else: the kept event is bare, or a newer call's
+        elif "seq" in kept:  # two calls' events: the newer's seq, with the newest header either carried
+            newer, older = (event, kept) if event["seq"] > kept["seq"] else (kept, event)
+            by_shift[shift_id] = {**newer, "header": newer["header"] if newer["header"] is not None
+                                  else older["header"]}
+        # else: the kept event is bare
     return list(by_shift.items())
 
 

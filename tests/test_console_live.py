@@ -362,3 +362,15 @@ def test_one_event_per_shift_a_bare_one_wins_else_the_newest_call():
     call = lambda seq: {"type": "shift.changed", "seq": seq, "header": None}  # noqa: E731
     assert merged([(1, call(3)), (2, call(1)), (1, call(4)), (1, call(2))]) == [(1, call(4)), (2, call(1))]
     assert merged([(1, call(3)), (1, bare), (1, call(4))]) == [(1, bare)]
+
+
+def test_two_calls_events_merged_keep_the_header_when_the_newer_did_not_reach_the_store():
+    from shifts.events import merged
+
+    header = {"ops_left": 11}
+    reached, refused = {"type": "shift.changed", "seq": 3, "header": header}, {"type": "shift.changed", "seq": 4,
+                                                                                 "header": None}
+    assert merged([(1, reached), (1, refused)]) == [(1, {**refused, "header": header})]
+    assert merged([(1, refused), (1, reached)]) == [(1, {**refused, "header": header})]
+    newest = {"type": "shift.changed", "seq": 5, "header": {"ops_left": 10}}
+    assert merged([(1, newest), (1, reached)]) == [(1, newest)]
