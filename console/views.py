@@ -385,7 +385,7 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     form_context = Context({"shift": done.shift, "csrf_token": page.context["csrf_token"],
                             "values": form_values(form, done.call.arguments)}, autoescape=True)
     html = reply.call_reply(
-        shown=done.call, result=result_of(done.call), view=present_call(done.call), header=done.header,
+        shown=done.call, result=result_of(done.call), view=present_call(done.call, done.calls), header=done.header,
         fresh=done.fresh, inbox=done.inbox if inbox_changed else None, inbox_changed=inbox_changed,
         cached=done.cached if cached_changed else [], cached_changed=cached_changed,
         form_html=tool_form(form_context, form, True), page=page)

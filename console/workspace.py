@@ -120,16 +120,16 @@ class CallDone:
         self.shift = shift
         self.call = call
         self.fresh = fresh  # False when the call_id was already stored (a double submit)
-        self._calls = calls  # the shift's calls, as records or stored calls, in order
+        self.calls = calls  # the shift's calls, as records or stored calls, in order
         self.header: StoreHeader | None = _last_header(calls)
 
     @cached_property
     def inbox(self) -> Inbox | None:
-        return _inbox(self._calls, window_minutes(self.shift))
+        return _inbox(self.calls, window_minutes(self.shift))
 
     @cached_property
     def cached(self) -> list[CachedView]:
-        return cached_views(self._calls, window_minutes(self.shift), self.shift.pk)
+        return cached_views(self.calls, window_minutes(self.shift), self.shift.pk)
 
 
 def perform_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int | None = None) -> CallDone:

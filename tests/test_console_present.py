@@ -305,3 +305,18 @@ def test_a_participant_without_shifts_still_sees_the_steps(client, db):
     client.force_login(get_user_model().objects.create_user("newcomer", password=None))
     html = client.get("/").content.decode()
     assert "Read the briefing." in html and 'id="team-home"' not in html
+
+
+def test_an_inventory_reply_reads_supply_results_only_when_the_shift_has_some(signed_in, shift):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def supply_queries(**arguments) -> list[str]:
+        with CaptureQueriesContext(connection) as seen:
+            call(signed_in, shift, "list_inventory", **arguments)
+        return [q["sql"] for q in seen.captured_queries if "search_supply_catalog" in q["sql"]]
+
+    assert supply_queries(page_size="5") == []  # the shift has read no supply: nothing to look for
+    call(signed_in, shift, "search_supply_catalog", page_size="5")
+    queried = supply_queries(page_size="20")
+    assert len(queried) == 1 and '"seq" IN (' in queried[0]

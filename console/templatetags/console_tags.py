@@ -258,10 +258,12 @@ def store_time(value) -> str:
 
 
 @register.simple_tag
-def present_call(call):
+def present_call(call, calls=None):
     """The table/card presentation of a stored call (:mod:`console.present`), with the
     row actions already made on its rows since it was read, and for inventory rows the
-    supply sources the shift has read (two small queries, only for those results)."""
+    supply sources the shift has read (two small queries, only for those results).
+    ``calls``, the shift's calls as the caller knows them all (records or stored calls),
+    says which of them are supply reads: with none, inventory rows need no query."""
     from console import present
     from shifts.models import ShiftCall
 
@@ -275,6 +277,9 @@ def present_call(call):
     if call.tool == "list_inventory":
         reads = ShiftCall.objects.filter(shift_id=call.shift_id, seq__lt=call.seq, is_error=False,
                                          tool__in=present.SOURCE_TOOLS).order_by("seq")
+        if calls is not None:
+            seqs = [c.seq for c in calls if c.seq < call.seq and not c.is_error and c.tool in present.SOURCE_TOOLS]
+            reads = reads.filter(seq__in=seqs) if seqs else ShiftCall.objects.none()
         sources = present.known_sources(reads)
     horizon_end = None
     if call.tool in present.SOURCE_TOOLS:
