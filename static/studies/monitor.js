@@ -26,7 +26,28 @@
     if (chosen && !kept && note) note.textContent = chosenText + " left the monitor (it ended): choose again.";
   }
 
-  rows.addEventListener("htmx:afterSwap", syncChoices);
+  // The shifts that need attention, in one line above the table, written only when it
+  // changes: a screen reader hears a shift turn overdue or high-risk without re-reading the
+  // table, and nothing while the figures merely tick on.
+  const RISKS = [["overdue", "overdue"], ["high", "at high risk"]];
+  function summarise() {
+    const line = document.getElementById("monitor-risk");
+    if (!line) return;
+    const parts = RISKS.map(function (risk) {
+      const names = [];
+      rows.querySelectorAll("tr[data-attempt]").forEach(function (row) {
+        const cell = row.querySelector("td.risk");
+        if (cell && cell.textContent.trim() === risk[0]) names.push(row.dataset.choice);
+      });
+      return names.length ? names.length + " " + risk[1] + " (" + names.join(", ") + ")" : "";
+    }).filter(Boolean);
+    const text = parts.length ? "Needs attention: " + parts.join("; ") + "." : "No shift is overdue or at high risk.";
+    if (line.textContent !== text) line.textContent = text;
+  }
+  function updated() { syncChoices(); summarise(); }
+
+  summarise();
+  rows.addEventListener("htmx:afterSwap", updated);
   if (!window.WebSocket) return;
   const scheme = location.protocol === "https:" ? "wss://" : "ws://";
   function connect() {
@@ -37,7 +58,7 @@
       if (data.html !== undefined) {
         rows.innerHTML = data.html;
         if (window.htmx) htmx.process(rows);
-        syncChoices();
+        updated();
       }
     };
     socket.onclose = function () {

@@ -32,6 +32,13 @@ ASSIGN_AND_CALL = SHELL_PRELUDE + (
     "a = Attempt.objects.get(participant=p, cell__task_id='steady', cell__seed=11)\n"
     "calls.call_tool(a.shift, 'store_status', {{}}, 'browser-call-3')\n"
 )
+DEADLINE_SOON = SHELL_PRELUDE + (
+    "from datetime import timedelta\n"
+    "from django.utils import timezone\n"
+    "from shifts.models import Shift\n"
+    "a = Attempt.objects.get(participant=p, cell__task_id='steady', cell__seed=11)\n"
+    "Shift.objects.filter(pk=a.shift_id).update(deadline=timezone.now() + timedelta(minutes=30))\n"
+)
 PLAY_RETRY = SHELL_PRELUDE + (
     "a = Attempt.objects.filter(participant=p).order_by('-number').first()\n"
     "lifecycle.begin_shift(a.shift)\n"
@@ -93,6 +100,12 @@ def test_coordinator_runs_a_participant_through_a_study(page, browser, server, l
     page.wait_for_function(f"[...document.querySelectorAll('#monitor-attempt option')]"
                            f".some(o => o.textContent === '{label} · steady/7 #1')")
     assert choices.all_inner_texts().count(f"{label} · steady/11 #1") == 1
+
+    # a shift that turns high-risk is said above the table (a live region), once
+    assert page.locator("#monitor-risk").inner_text() == "No shift is overdue or at high risk."
+    server.shell(DEADLINE_SOON.format(label=label))
+    page.wait_for_function("document.getElementById('monitor-risk').textContent === "
+                           f"'Needs attention: 1 at high risk ({label} · steady/11 #1).'")
 
     # force-end it from the monitor, with a reason
     form = page.locator("#monitor-action form")
