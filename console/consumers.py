@@ -7,9 +7,10 @@ invitation) and closes the socket instead. The consumer
 sends the shift's state on connect, whenever the shift actions announce a change
 (:mod:`shifts.events`), and every :attr:`ShiftConsumer.tick_seconds` so the
 countdown stays true; each push checks the deadline first, so an open page is
-told at once when its shift ended. Each push carries ``last_seq``, the shift's newest
-call: a page that has not seen that call (another tab made it) fetches its side panels
-(history, inbox, cached views) from ``/shifts/<pk>/panels/?after=<seq>``. Pages work
+told at once when its shift ended. A full read's push and a new call's carry
+``last_seq``, the shift's newest call: a page that has not seen that call (another tab
+made it) fetches its side panels (history, inbox, cached views) from
+``/shifts/<pk>/panels/?after=<seq>``. Pages work
 without it: htmx swaps the header after each call and polls the shift bar (see
 ``templates/console/shift.html``).
 
@@ -90,8 +91,8 @@ def worked_out(known: Known, seq: int | None = None, header: dict | None = None)
     """The state to push now from ``known`` (a call ``seq`` with its stored ``header``, or
     only the clock's passing), kept in ``known``; or None when the shift must be read
     again: it was not active when read, or its deadline has passed since.  Only a call
-    newer than any known brings the header and ``last_seq``; other pushes carry the clock
-    and status alone."""
+    newer than any known brings ``last_seq``, and the header when it has one; other pushes
+    carry the clock and status alone."""
     shift, now = known.shift, timezone.now()
     if shift.status != Shift.Status.ACTIVE or is_due(shift, now):
         return None
@@ -104,10 +105,12 @@ def worked_out(known: Known, seq: int | None = None, header: dict | None = None)
         if header is not None:
             state["header_html"] = header_html(StoreHeader.from_dict(header))
     known.state = state
-    if news:
+    # Only a header this event brought is pushed: the one kept may be older than the page's
+    # own (the page made a call whose event this socket missed).
+    if news and header is not None:
         return state
-    # A tick (or an older call's event) says nothing of the store: the header it knows may
-    # be older than the page's own (the page made a call whose event this socket missed).
+    if news:  # a call that did not reach the store: the page fetches the panels it has not seen
+        return {key: value for key, value in state.items() if key != "header_html"}
     return {key: value for key, value in state.items() if key not in STORE_KEYS}
 
 

@@ -172,7 +172,7 @@ def live_state(shift: Shift, upto: int | None = None) -> LiveState:
     """The shift's clock and the header of its newest call that has one (of those up to
     call ``upto``: a call stored after the caller read its newest seq must not lend its
     header to that seq)."""
-    calls = shift.calls.exclude(store_header=None) if upto is None else shift.calls.filter(seq__lte=upto)
+    calls = shift.calls if upto is None else shift.calls.filter(seq__lte=upto)
     last = calls.exclude(store_header=None).order_by("-seq").values_list("store_header", flat=True).first()
     return LiveState(header=StoreHeader.from_dict(last) if last else None, clock=time_account(shift))
 

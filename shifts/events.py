@@ -71,15 +71,19 @@ def merged(events: Iterable[tuple[int, Event]]) -> list[tuple[int, Event]]:
     shift's was bare (the page re-reads everything), else its newest call's, with the
     newest header of them (a newest call that did not reach the store left it as it was)."""
     by_shift: dict[int, Event] = {}
+    header_seq: dict[int, int] = {}  # the seq of the call whose header a shift's kept event carries
     for shift_id, event in events:
         kept = by_shift.get(shift_id)
-        if kept is None or "seq" not in event:
+        if kept is not None and "seq" not in kept:
+            continue  # bare: the page re-reads everything
+        if "seq" not in event:
             by_shift[shift_id] = event
-        elif "seq" in kept:  # two calls' events: the newer's seq, with the newest header either carried
-            newer, older = (event, kept) if event["seq"] > kept["seq"] else (kept, event)
-            by_shift[shift_id] = {**newer, "header": newer["header"] if newer["header"] is not None
-                                  else older["header"]}
-        # else: the kept event is bare
+            continue
+        header, seq = kept["header"] if kept else None, header_seq.get(shift_id, -1)
+        if event["header"] is not None and event["seq"] > seq:
+            header, seq = event["header"], event["seq"]
+        newest = event if kept is None or event["seq"] > kept["seq"] else kept
+        by_shift[shift_id], header_seq[shift_id] = {**newest, "header": header}, seq
     return list(by_shift.items())
 
 

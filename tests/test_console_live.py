@@ -271,7 +271,7 @@ def test_a_tool_calls_push_is_worked_out_without_reading_the_shift_and_says_what
     assert f'data-ops-left="{OPS - 1}"' in pushed["header_html"]
 
 
-def test_a_push_for_a_call_that_did_not_reach_the_store_names_it_and_keeps_the_header():
+def test_a_push_for_a_call_that_did_not_reach_the_store_names_it_and_sends_no_header():
     from console.consumers import read_state, worked_out
 
     user = make_user("ugo")
@@ -280,8 +280,8 @@ def test_a_push_for_a_call_that_did_not_reach_the_store_names_it_and_keeps_the_h
     known = read_state(shift.pk)
     read = dict(known.state)
     state = worked_out(known, read["last_seq"] + 1, None)
-    assert state["last_seq"] == read["last_seq"] + 1 and state["header_html"] == read["header_html"]
-    assert known.state == state  # kept for the next push
+    assert state["last_seq"] == read["last_seq"] + 1 and "header_html" not in state  # the page keeps its own
+    assert known.state == {**state, "header_html": read["header_html"]}  # kept for the next push
     older = worked_out(known, read["last_seq"], None)  # an older call's event says nothing of the store
     assert "last_seq" not in older and "header_html" not in older and older["status"] == "active"
 
@@ -298,7 +298,7 @@ def test_a_tick_never_pushes_a_header_older_than_the_page_may_show():
     assert "header_html" not in tick and "last_seq" not in tick
 
 
-def test_a_full_read_gives_the_header_of_the_newest_call_it_names():
+def test_a_full_read_gives_the_header_of_the_newest_call_it_names(monkeypatch):
     from console.consumers import read_state
 
     user = make_user("uli")
@@ -306,6 +306,17 @@ def test_a_full_read_gives_the_header_of_the_newest_call_it_names():
     calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
     known = read_state(shift.pk)
     assert known.state["last_seq"] == 2 and f'data-ops-left="{OPS - 1}"' in known.state["header_html"]
+    # a call stored between the read of the newest seq and the read of the header lends it nothing
+    from console import consumers
+    from console.workspace import live_state as read_live
+
+    def a_call_lands_first(shift, upto=None):
+        calls.call_tool(shift, "list_orders", {"page_size": 2}, uuid.uuid4().hex)
+        return read_live(shift, upto)
+
+    monkeypatch.setattr(consumers, "live_state", a_call_lands_first)
+    raced = read_state(shift.pk)
+    assert raced.state["last_seq"] == 2 and f'data-ops-left="{OPS - 1}"' in raced.state["header_html"]
     from console.workspace import live_state
 
     as_of_opening = live_state(shift, upto=1).header  # a read that saw only the opening call
@@ -374,3 +385,7 @@ def test_two_calls_events_merged_keep_the_header_when_the_newer_did_not_reach_th
     assert merged([(1, refused), (1, reached)]) == [(1, {**refused, "header": header})]
     newest = {"type": "shift.changed", "seq": 5, "header": {"ops_left": 10}}
     assert merged([(1, newest), (1, reached)]) == [(1, newest)]
+    later = {"type": "shift.changed", "seq": 4, "header": {"ops_left": 10}}
+    unreached = {"type": "shift.changed", "seq": 5, "header": None}
+    for order in ([unreached, reached, later], [later, unreached, reached], [reached, later, unreached]):
+        assert merged([(1, event) for event in order]) == [(1, {**unreached, "header": later["header"]})]
