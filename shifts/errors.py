@@ -32,11 +32,11 @@ class StartRefused(ShiftError):
 
 
 class TaskUnavailable(ShiftError):
-    """The shift's task is not installed on this server (removed or renamed since the shift
-    was assigned), so its store cannot be opened: the message says so without naming the
+    """The shift's task cannot be loaded on this server (removed, renamed or broken since the
+    shift was assigned), so its store cannot be opened: the message says so without naming the
     task (a participant never sees it), ``reason`` is the core's own account."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__("This shift's store cannot be opened on this server any more: its task is no longer "
-                         "installed. Its calls and score are kept; ask your study's coordinator.")
+        super().__init__("This shift's store cannot be opened on this server: its task is not available here any "
+                         "more. What the shift recorded is kept; ask your study's coordinator.")
         self.reason = reason

@@ -22,6 +22,6 @@ def task_of(task_id: str) -> Task:
         raise TaskUnavailable(str(error)) from error
 
 
-def armed(task_id: str, seed: int) -> Episode:
+def armed(task_id: str, seed: int, *, record: bool = False) -> Episode:
     """A fresh episode of the installed task (:func:`environment.api.arm`)."""
-    return arm(task_of(task_id), seed)
+    return arm(task_of(task_id), seed, record=record)

@@ -38,7 +38,7 @@ from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .build import build_id
-from .design import ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, stale_calibration
+from .design import ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, installed, stale_calibration
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -108,8 +108,8 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
     try:
         task = get_task(cell.task_id)
     except TaskFileError as error:
-        raise StudyError(f"cell {cell.key} cannot be assigned: its task is no longer installed on this server "
-                         f"({error}); install that task file again") from error
+        raise StudyError(f"cell {cell.key} cannot be assigned: its task cannot be loaded on this server ({error}); "
+                         "install that task file again") from error
     if task.split == PRACTICE:
         raise StudyError(PRACTICE_REFUSAL.format(task=cell.task_id))
     if needs_consent(participant):
@@ -209,7 +209,7 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
     settle_ended(Attempt.objects.filter(study=study, participant__in=[p.pk for p in participants]))
     busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
     available = [p for p in participants if p.pk not in busy and can_start(p, include_bots=include_bots)]
-    cells = list(study.cells.all())
+    cells = [cell for cell in study.cells.all() if installed(cell.task_id)]  # the others are named on the study page
     loads = [CellLoad(str(c.pk), quota_used(c), c.quota) for c in cells]
     tried = {(str(p), str(c)) for p, c in Attempt.objects.filter(Q(is_practice=False) | SEEN, study=study)
              .values_list("participant_id", "cell_id")}

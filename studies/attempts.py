@@ -55,14 +55,15 @@ def _managed(actor, attempt: Attempt) -> Attempt:
     return settle(attempt)
 
 
-def _end(attempt: Attempt, reason: str) -> None:
-    """End the attempt's running shift (settled and graded); a shift whose task is no longer
-    installed cannot be, and is refused naming the task, which a coordinator may see."""
+def _end(attempt: Attempt, reason: str, done: str) -> None:
+    """End the attempt's running shift (settled and graded) so that it can be ``done``; a
+    shift whose task cannot be loaded cannot be, and is refused naming the task, which a
+    coordinator may see."""
     try:
         end_shift(attempt.shift, reason)
     except TaskUnavailable as gone:
-        raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} cannot be ended: its task "
-                         f"{attempt.shift.task_id!r} is no longer installed on this server, so its store cannot be "
+        raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} cannot be {done}: its running shift's "
+                         f"task {attempt.shift.task_id!r} cannot be loaded on this server, so its store cannot be "
                          f"settled or graded ({gone.reason}); install that task file again, then try again") from gone
 
 
@@ -142,7 +143,7 @@ def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is invalid; it cannot be reassigned")
     with transaction.atomic():
         if attempt.shift.status in RUNNING:
-            _end(attempt, f"platform fault: {reason}")
+            _end(attempt, f"platform fault: {reason}", "reassigned")
             attempt = settle(attempt)
             attempt.status = AttemptStatus.ABANDONED
             attempt.is_selected = False
@@ -192,7 +193,7 @@ def force_end(actor, attempt: Attempt, reason: str) -> Attempt:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is already "
                          f"{attempt.get_status_display().lower()}")
     if attempt.shift.status in RUNNING:
-        _end(attempt, f"ended by the coordinator: {reason}")
+        _end(attempt, f"ended by the coordinator: {reason}", "ended")
         attempt = settle(attempt)
     else:
         abandon_unstarted(attempt, f"ended by the coordinator before it started: {reason}")
@@ -207,7 +208,7 @@ def invalidate(actor, attempt: Attempt, reason: str) -> Attempt:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is already invalid")
     with transaction.atomic():
         if attempt.shift.status in RUNNING:
-            _end(attempt, f"invalidated: {reason}")
+            _end(attempt, f"invalidated: {reason}", "invalidated")
             attempt = settle(attempt)
         elif attempt.shift.status == Shift.Status.ASSIGNED:
             abandon_unstarted(attempt, f"invalidated: {reason}")

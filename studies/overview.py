@@ -11,7 +11,7 @@ from shifts.naming import names_of
 
 from .assignment import seen_pairs
 from .attempts import reassignment_candidates, reassignment_targets
-from .design import stale_calibration
+from .design import missing_task_cells, stale_calibration
 from .models import Attempt, AuditEvent, Invitation, Study
 from .permissions import Action, can, require, roles_of
 from .rehearsal import last_outcome
@@ -31,6 +31,7 @@ class Overview:
     selected: int
     rehearsal: AuditEvent | None  # how the latest rehearsal ended, if one did
     stale_calibration: str | None  # why the study takes no new work since its calibration file changed
+    missing_tasks: list  # cells whose task this server no longer has
 
 
 def study_overview(actor, study: Study) -> Overview:
@@ -54,7 +55,7 @@ def study_overview(actor, study: Study) -> Overview:
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
                     selected=sum(1 for a in attempts if a.is_selected), rehearsal=last_outcome(study),
-                    stale_calibration=stale_calibration(study))
+                    stale_calibration=stale_calibration(study), missing_tasks=missing_task_cells(study))
 
 
 def audit_log(actor, study: Study) -> list[AuditEvent]:

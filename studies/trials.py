@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from environment.api import arm
 from environment.trial import play_actions, settle
 from shifts.cache import replayable
+from shifts.errors import TaskUnavailable
+from shifts.installed import armed
 from shifts.lifecycle import release
 from shifts.models import Shift
 
@@ -41,8 +42,11 @@ class Written:
     kept: bool  # the folder was there already and was left as it was
     differs: bool  # the recomputed composite is not the one the shift was graded with
     why: str = ""  # what differs between the shift's grading and this one, when it does
+    skipped: str = ""  # why nothing was written (the shift's task is not installed here)
 
     def line(self) -> str:
+        if self.skipped:
+            return f"skipped    {self.folder}: {self.skipped}"
         if self.kept:
             return f"kept       {self.folder} (already written)"
         note = (f"; the shift was graded {self.attempt.shift.score_composite} when it ended ({self.why})"
@@ -51,7 +55,8 @@ class Written:
 
 
 def _short(digest: str) -> str:
-    return digest[:12] if digest else "none (calibrated on the spot)"
+    """A calibration hash as the pages show it: twelve hex digits, without its "sha256:"."""
+    return digest.removeprefix("sha256:")[:12] if digest else "none (calibrated on the spot)"
 
 
 def why_differs(shift: Shift, study: Study, release: str) -> str:
@@ -61,8 +66,11 @@ def why_differs(shift: Shift, study: Study, release: str) -> str:
     if shift.calibration_hash != study.calibration_hash:
         reasons.append(f"with calibration {_short(shift.calibration_hash)}; this export uses the study's, "
                        f"{_short(study.calibration_hash)}")
-    if shift.release != release:
-        reasons.append(f"by release {shift.release or 'unknown'}; this is release {release or 'unknown'}")
+    if not shift.release or not release:
+        reasons.append(f"by release {shift.release or 'unknown'}; this is release {release or 'unknown'} (the "
+                       "package's version cannot be read, so a change of engine cannot be ruled out)")
+    elif shift.release != release:
+        reasons.append(f"by release {shift.release}; this is release {release}")
     if not reasons:
         return "same calibration and release: the replay does not reproduce the shift's store"
     return "graded " + " and ".join(reasons)
@@ -95,7 +103,13 @@ def export_trials(study: Study, out: Path, *, selected: bool = False) -> Iterato
         if folder.exists():
             yield Written(attempt, folder, float(shift.score_composite or 0), kept=True, differs=False)
             continue
-        episode = play_actions(arm(shift.task_id, shift.seed, record=True), replayable(shift), stop=False)
+        try:
+            episode = play_actions(armed(shift.task_id, shift.seed, record=True), replayable(shift), stop=False)
+        except TaskUnavailable as gone:
+            yield Written(attempt, folder, float(shift.score_composite or 0), kept=False, differs=False,
+                          skipped=f"its task cannot be loaded on this server ({gone.reason}); install it "
+                                  "again, then run this again to write it")
+            continue
         data = settle(episode, folder, policy=HUMAN_SHIFT, calibration=calibration,
                       calibration_hash=study.calibration_hash,
                       labels={"participant": attempt.participant.label, "study": study.name})

@@ -226,8 +226,8 @@ def test_participant_ends_the_shift(signed_in, shift):
     assert "Composite score" in html
 
 
-GONE = ("This shift&#x27;s store cannot be opened on this server any more: its task is no longer installed. "
-        "Its calls and score are kept; ask your study&#x27;s coordinator.")
+GONE = ("This shift&#x27;s store cannot be opened on this server: its task is not available here any more. "
+        "What the shift recorded is kept; ask your study&#x27;s coordinator.")
 
 
 def test_an_ended_shift_whose_task_was_removed_still_shows_its_score(signed_in, shift):

@@ -278,6 +278,16 @@ def test_balanced_policy_fills_cells_evenly(study, admin):
     assert assignment.assign_next(admin, study, policy="balanced", include_bots=True) is None  # every cell full, everyone busy
 
 
+def test_automatic_assignment_leaves_out_a_cell_whose_task_was_removed(study, admin):
+    from studies.models import Cell
+
+    Cell.objects.filter(study=study, task_id="steady", seed=7).update(task_id="retired-task")
+    people = [bots.add_bot(admin, study, f"b{i}") for i in range(4)]
+    made = [assignment.assign_next(admin, study, policy="balanced", include_bots=True) for _ in people]
+    assert sorted(a.cell.key for a in made if a is not None) == ["steady/11", "trade-war/11", "trade-war/7"]
+    assert made[-1] is None  # the fourth person waits: the only cell left has no task here
+
+
 def test_random_policy_is_seeded(admin):
     def run(name):
         s = create_study(admin, name, TASKS, SEEDS, random_seed=3)
@@ -431,9 +441,9 @@ def test_a_shift_whose_task_was_removed_is_not_force_ended_and_the_refusal_names
     settle_ended(Attempt.objects.filter(pk=attempt.pk))  # a sweep goes on: the record stays
     assert Attempt.objects.get(pk=attempt.pk).status == AttemptStatus.ACTIVE
     assert [r.name for r in caplog.records if "cannot be ended" in r.getMessage()] == ["studies.settling"]
-    for action in (attempts.force_end, attempts.invalidate):
-        with pytest.raises(StudyError, match=rf"attempt #1 on cell {cell.key} cannot be ended: its task "
-                                             r"'retired-task' is no longer installed on this server.*install that "
+    for action, done in ((attempts.force_end, "ended"), (attempts.invalidate, "invalidated")):
+        with pytest.raises(StudyError, match=rf"attempt #1 on cell {cell.key} cannot be {done}: its running shift's "
+                                             r"task 'retired-task' cannot be loaded on this server.*install that "
                                              r"task file again, then try again"):
             action(admin, Attempt.objects.get(pk=attempt.pk), "participant left")
     assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ACTIVE
@@ -444,8 +454,8 @@ def test_a_cell_whose_task_was_removed_is_not_assigned_and_the_refusal_names_the
     from studies.models import Cell
 
     Cell.objects.filter(pk=cell.pk).update(task_id="retired-task")
-    with pytest.raises(StudyError, match=r"cell retired-task/7 cannot be assigned: its task is no longer "
-                                         r"installed on this server \(unknown task 'retired-task'.*install that task "
+    with pytest.raises(StudyError, match=r"cell retired-task/7 cannot be assigned: its task cannot be "
+                                         r"loaded on this server \(unknown task 'retired-task'.*install that task "
                                          r"file again"):
         assignment.assign(admin, bot, Cell.objects.get(pk=cell.pk))
     assert not Attempt.objects.exists()

@@ -93,11 +93,13 @@ def test_a_composite_that_differs_from_the_shifts_says_what_its_grading_did_not_
                                                                                        capsys):
     from shifts.lifecycle import release
 
-    Shift.objects.filter(pk=person.shift_id).update(score_composite=0.5, release="0.0.1", calibration_hash="f" * 64)
+    Shift.objects.filter(pk=person.shift_id).update(score_composite=0.5, release="0.0.1",
+                                                    calibration_hash="sha256:" + "f" * 64)
     call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
     line = capsys.readouterr().out.splitlines()[0]
+    assert study.calibration_hash.startswith("sha256:")
     assert line.endswith(f"; the shift was graded 0.500000 when it ended (graded with calibration ffffffffffff; this "
-                         f"export uses the study's, {study.calibration_hash[:12]} and by release 0.0.1; this is "
+                         f"export uses the study's, {study.calibration_hash[7:19]} and by release 0.0.1; this is "
                          f"release {release()})")
 
 
@@ -107,3 +109,20 @@ def test_a_composite_that_differs_with_the_same_grading_says_the_replay_does_not
     call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
     assert capsys.readouterr().out.splitlines()[0].endswith(
         "(same calibration and release: the replay does not reproduce the shift's store)")
+
+
+def test_a_shift_whose_task_was_removed_is_skipped_saying_so_and_the_others_are_written(study, admin, bot, cell,
+                                                                                        person, tmp_path, capsys):
+    from studies.models import Cell
+
+    other = bots.play(assignment.assign(admin, bot, Cell.objects.get(study=study, task_id="trade-war", seed=7)),
+                      "clerk")
+    Attempt.objects.filter(pk=other.pk).update(is_bot=False)
+    Shift.objects.filter(pk=person.shift_id).update(task_id="retired-task")
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith(f"[1/2] skipped    {tmp_path}/steady-7-human-attempt{person.pk}: its task cannot "
+                                 "be loaded on this server (unknown task 'retired-task'; known tasks: ")
+    assert printed[0].endswith("); install it again, then run this again to write it")
+    assert printed[1].startswith(f"[2/2] wrote      {tmp_path}/trade-war-7-human-attempt{other.pk}: composite ")
+    assert [p.name for p in tmp_path.iterdir()] == [f"trade-war-7-human-attempt{other.pk}"]

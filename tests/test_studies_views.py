@@ -265,6 +265,19 @@ def test_monitor_action_starts_on_no_shift_and_is_refused_if_left(coord_client, 
     assert attempt.status == "assigned" and not AuditEvent.objects.filter(action=AuditAction.FORCE_ENDED).exists()
 
 
+def test_the_study_page_names_the_cells_whose_task_was_removed(coord_client, study):
+    from studies.models import Cell
+
+    detail = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    assert 'id="tasks-missing"' not in detail
+    Cell.objects.filter(study=study, task_id="steady", seed=7).update(task_id="retired-task")
+    detail = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    assert ('<p class="error" id="tasks-missing" role="alert"><strong>Tasks missing:</strong> retired-task/7: this '
+            "cell's task cannot be loaded on this server (removed, renamed or broken since the study was set up). "
+            "Automatic assignment leaves it out, and its "
+            "running shifts cannot be opened or ended until the task files are installed again.</p>") in detail
+
+
 def test_force_end_and_invalidate_ask_to_confirm_naming_participant_and_cell(coord_client, study, bot, cell,
                                                                             coordinator):
     attempt = assignment.assign(coordinator, bot, cell)

@@ -292,9 +292,9 @@ def _horizon_end(shift_id: int):
     Used only to warn about purchase orders landing too late; never shown as the task."""
     from datetime import datetime, timedelta
 
-    from environment.tasks import get_task
+    from shifts.installed import task_of
 
-    task = get_task(Shift.objects.values_list("task_id", flat=True).get(pk=shift_id))
+    task = task_of(Shift.objects.values_list("task_id", flat=True).get(pk=shift_id))
     start = datetime.fromisoformat(task.start.replace("Z", "+00:00")).replace(tzinfo=None)
     return start + timedelta(days=task.horizon_days)
 
