@@ -153,8 +153,10 @@ def beside_release(doc: dict[str, Any]) -> str:
                          f"{cell['business_zero_raw'] / zero:.2f} | {cell['business_scale']:,.0f} | {scale:,.0f} | "
                          f"{cell['business_scale'] / scale:.2f} | {volume_share(cell):.2f} | {low:.2f} to {high:.2f} |")
     if len(lines) == 2:
-        return ("Training cells beside the release's calibration: no training cell was calibrated in this file, so "
-                "there is nothing to set beside it.")
+        names = ", ".join(RELEASE_TRAINING)
+        return (f"Training cells beside the release's calibration: the release calibrated {names} on seeds "
+                f"{', '.join(str(k) for k in SEEDS)}, and this file holds none of those cells, so there is nothing to "
+                "set beside it.")
     return ("Training cells beside the release's calibration (dollars; ratio ours / release). Volume play's share: "
             "what blast-list (ships, answers no return) earns over the zero, as a share of what the better judgment "
             "anchor earns; the release's is bounded from its blast-list composite and the blast-list reliability "

@@ -752,6 +752,15 @@ def test_the_report_puts_our_volume_share_beside_the_releases():
     assert row.endswith("| 0.50 | 0.90 to 0.92 |")
 
 
+def test_a_file_of_held_out_seeds_says_which_cells_the_release_calibrated():
+    from environment.report import beside_release
+
+    assert beside_release({"tasks": {"cash-crunch": {"99": {}}, "steady": {"7": {}}}}) == (
+        "Training cells beside the release's calibration: the release calibrated cash-crunch, counter-punch, "
+        "final-clearance, season-flip, short-runway on seeds 7, 11, 13, and this file holds none of those cells, so "
+        "there is nothing to set beside it.")
+
+
 def test_regrade_grades_a_folder_of_this_engine_without_its_manifest_to_zero(copy_of_trial):
     """Its checksums live in the manifest: without one, any ledger would do (a forged one with
     a matching score.json passed this way)."""
