@@ -18,13 +18,14 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from shifts.ending import end_shift
+from shifts.ending import end_shift, is_due
 from shifts.errors import TaskUnavailable
 from shifts.lifecycle import move_deadline
 from shifts.models import RUNNING, Shift
 
 from . import audit
 from .assignment import abandon_unstarted, create_attempt, seen_attempt, seen_pairs, seen_refusal
+from .design import installed
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -67,13 +68,22 @@ def _end(attempt: Attempt, reason: str, done: str) -> None:
                          f"settled or graded ({gone.reason}); install that task file again, then try again") from gone
 
 
+def _not_completed(attempt: Attempt, done: str) -> StudyError:
+    said = (f"attempt #{attempt.number} on cell {attempt.cell.key} is {attempt.get_status_display().lower()}; only "
+            f"a completed attempt can be {done}")
+    shift = attempt.shift
+    if shift is not None and is_due(shift) and not installed(shift.task_id):
+        said += (f" (its shift is past its deadline but cannot be ended: its task {shift.task_id!r} cannot be loaded "
+                 "on this server; install that task file again)")
+    return StudyError(said)
+
+
 def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
     """A new attempt on the same cell for the same person, coached by ``actor``."""
     attempt = _managed(actor, attempt)
     note = _reason(note, "grant a coached retry")
     if not attempt.is_completed:
-        raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is "
-                         f"{attempt.get_status_display().lower()}; only a completed attempt can be retried")
+        raise _not_completed(attempt, "retried")
     with transaction.atomic():
         retry = create_attempt(actor, attempt.participant, attempt.cell, kind=AttemptKind.COACHED_RETRY,
                                replaces=attempt, coach=actor, note=note)
@@ -228,8 +238,7 @@ def select(actor, attempt: Attempt, reason: str = "", rule: str = SelectionRule.
     if rule == SelectionRule.MANUAL:
         reason = _reason(reason, "select an attempt by hand")
     if not attempt.is_completed:
-        raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is "
-                         f"{attempt.get_status_display().lower()}; only a completed attempt can be selected")
+        raise _not_completed(attempt, "selected")
     if attempt.is_practice or (attempt.is_bot and not include_bots):
         raise StudyError(f"a {'practice' if attempt.is_practice else 'bot'} attempt cannot be selected: "
                          "selected attempts are the human reference")

@@ -448,6 +448,10 @@ def test_a_shift_whose_task_was_removed_is_not_force_ended_and_the_refusal_names
             action(admin, Attempt.objects.get(pk=attempt.pk), "participant left")
     assert Shift.objects.get(pk=attempt.shift_id).status == Shift.Status.ACTIVE
     assert not AuditEvent.objects.filter(action__in=[AuditAction.FORCE_ENDED, AuditAction.INVALIDATED]).exists()
+    with pytest.raises(StudyError, match=r"is active; only a completed attempt can be retried \(its shift is past "
+                                         r"its deadline but cannot be ended: its task 'retired-task' cannot be loaded "
+                                         r"on this server; install that task file again\)$"):
+        attempts.grant_coached_retry(admin, Attempt.objects.get(pk=attempt.pk), "try again")
 
 
 def test_a_cell_whose_task_was_removed_is_not_assigned_and_the_refusal_names_the_task(study, admin, bot, cell):
