@@ -201,6 +201,7 @@ def test_accessibility_and_screenshots(browser, server, login, screenshot):
         page.goto(f"/shifts/{shift}/")
         page.click("form.end-shift button")
         page.wait_for_selector("#end-page")
+        page.wait_for_load_state("load")  # axe's contrast checks need the stylesheet applied
         found[f"end@{width}"] = axe_serious(page)
         screenshot(page, f"end-{width}", full_page=True)
         context.close()
@@ -450,6 +451,7 @@ def test_at_400_wide_nothing_scrolls_the_page_sideways_and_the_store_header_stay
     page.goto(f"/shifts/{shift}/")
     page.click("form.end-shift button")
     page.wait_for_selector("#end-page")
+    page.wait_for_load_state("load")  # its stylesheet applied: measured before, a busy machine saw 861 px
     too_wide["end"] = page.evaluate("() => document.documentElement.scrollWidth")
     context.close()
     assert all(width <= 400 for width in too_wide.values()), too_wide
