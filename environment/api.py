@@ -30,7 +30,9 @@ def arm(task: str | Task, seed: int, *, record: bool = False) -> Episode:
     return Episode(task if isinstance(task, Task) else get_task(task), seed, load_world(), record=record)
 
 
-def cell_constants(task: Task, seed: int, calibration: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+def cell_constants(task: str | Task, seed: int, calibration: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    """The cell's grading constants from ``calibration``, else calibrated on the spot; with where they came from."""
+    task = task if isinstance(task, Task) else get_task(task)
     cell = cell_of(calibration, task.id, seed) if calibration else None
     if cell is not None:
         return cell, "calibration file"

@@ -68,8 +68,9 @@ What this adapter does
 
     Reset keywords (``reset(seed=..., task=..., task_seed=..., reward=...)``, also
     accepted as extra fields of the server's reset request) follow the session's
-    seeding rule; OpenEnv's ``seed`` only chooses a task seed when none is given, and is
-    held to the task seed's rule (:func:`environment.errors.check_seed`).  A reset that
+    seeding rule; OpenEnv's ``seed`` seeds the draws of whatever is not given (the task,
+    the task seed, or both), and is held to the task seed's rule
+    (:func:`environment.errors.check_seed`).  A reset that
     cannot be played (a seed that is no task seed, an unknown task, reward mode or
     keyword) raises the core's error (:class:`~environment.errors.StoreBenchError`: an
     ``InvalidSeed``, a ``TaskFileError``, an :class:`~environment.rl.session.RLConfigError`);
@@ -172,6 +173,7 @@ def classes() -> dict[str, Any]:
             self.session = Session(task, task_seed, reward=reward, calibration=calibration,
                                    calibrate_missing=calibrate_missing, max_steps=max_steps, tasks=tasks, **kw)
             self._episode_id: str | None = None
+            self._episodes = 0  # this environment's resets: episode ids stay apart when none is given
             self._tools = [Tool(name=t["name"], description=t["description"], input_schema=t["input_schema"])
                            for t in specs]
 
@@ -190,7 +192,8 @@ def classes() -> dict[str, Any]:
             text = self.session.start(task, task_seed, options.get("reward"))
             ep = self.session.ep
             assert ep is not None, "start() opens an episode"
-            self._episode_id = episode_id or f"{task}-{task_seed}"
+            self._episodes += 1
+            self._episode_id = episode_id or f"{task}-{task_seed}-{self._episodes}"
             return StoreBenchObservation(tool_name="store_status", result={"data": text, "is_error": False},
                                          prompt=ep.task.prompt.strip(), done=False, reward=None)
 

@@ -231,6 +231,51 @@ def test_truncation_at_max_steps_settles_the_store():
     assert abs(sum(s[1] for s in steps) - info["business_raw"]) < 1e-6
 
 
+def test_a_refused_reset_leaves_the_episode_being_played_as_it_was():
+    env = make("short-runway", 7, calibrate_missing=False)
+    env.reset()
+    with pytest.raises(ValueError, match="reward='dense-relative' needs calibration constants"):
+        env.reset(options={"task_seed": 999, "reward": "dense-relative"})
+    _, reward, terminated, truncated, info = env.step(act("store_status"))
+    assert info["reward_mode"] == "dense" and (info["task"], info["task_seed"]) == ("short-runway", 7)
+    assert reward == 0.0 and not terminated and not truncated
+
+
+@pytest.mark.parametrize("mode", ["dense", "dense-relative", "composite"])
+def test_a_step_after_settle_pays_nothing_and_says_truncated(mode):
+    env = make(reward=mode)
+    env.reset()
+    env.step(act("list_orders"))
+    settled = env.unwrapped.settle()
+    _, reward, terminated, truncated, info = env.step(act("store_status"))
+    assert reward == 0.0 and truncated and not terminated
+    assert info["end_reason"] == "operator stopped" and info["dense_return"] == settled["dense_return"]
+
+
+@pytest.mark.parametrize(("action", "said"), [
+    (("store_status",), 'an action is a JSON text, a dict {"tool": NAME, "arguments": {...}} or a (tool, arguments) '
+                        "tuple, not a 1-item tuple"),
+    (["store_status", {}], 'an action is a JSON text, a dict {"tool": NAME, "arguments": {...}} or a (tool, '
+                           "arguments) tuple, not a 2-item list"),
+    ('{"tool": 5}', 'the action must name a tool: "tool" is of type int, not a string'),
+    ('{"tool": "store_status", "tool": "list_orders"}', "the action names 'tool' twice; give each key once"),
+])
+def test_a_malformed_action_is_told_what_an_action_is(action, said):
+    env = make()
+    _obs, first = env.reset()
+    obs, _reward, _terminated, _truncated, info = env.step(action)
+    assert json.loads(obs.split("\n", 1)[1]) == {"error": {"code": "malformed_action", "message": said}}
+    assert info["operations_left"] == first["operations_left"] - 1  # charged, as every malformed action is
+
+
+def test_a_numpy_step_cap_is_a_whole_number():
+    import numpy as np
+
+    env = make(max_steps=np.int64(3))
+    _, steps = play(env, [act("store_status")] * 5)
+    assert len(steps) == 3 and steps[-1][3]
+
+
 def test_a_cell_missing_from_the_calibration_has_no_official_score():
     env = make("short-runway", 999, calibrate_missing=False)
     _, steps = play(env, [])

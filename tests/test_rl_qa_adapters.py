@@ -182,6 +182,16 @@ def test_an_in_process_reset_still_raises_the_core_error(openenv):
         env.reset(task_seed=-1)
 
 
+def test_an_environments_episodes_have_ids_apart_when_none_is_given(openenv):
+    env = openenv["StoreBenchEnvironment"](task="short-runway", task_seed=7)
+    ids = []
+    for _ in range(2):
+        env.reset()
+        ids.append(env.state.episode_id)
+    env.reset(episode_id="mine")
+    assert ids == ["short-runway-7-1", "short-runway-7-2"] and env.state.episode_id == "mine"
+
+
 # --- 3: a cell outside the calibration file ----------------------------------------------------------------
 
 

@@ -81,6 +81,18 @@ def test_grade_without_a_calibration_cell_says_so_and_leaves_the_store_open():
     assert not ep.over
 
 
+def test_the_constants_grades_error_points_to_take_a_task_name_as_arm_does():
+    from environment.api import cell_constants
+    from environment.calibration import load_calibration
+    from environment.tasks import get_task
+
+    from pathlib import Path
+
+    calibration, _digest = load_calibration(Path(__file__).resolve().parent.parent / "calibration" / "public.json")
+    by_name = cell_constants("steady", 7, calibration)
+    assert by_name == cell_constants(get_task("steady"), 7, calibration) and by_name[1] == "calibration file"
+
+
 def test_arm_without_a_task_names_the_known_tasks():
     with pytest.raises(TaskFileError, match="unknown task None; known tasks: .*steady"):
         arm(None, 7)

@@ -23,7 +23,7 @@ docstring is the one statement of those rules.  In short: one action is one tool
 a malformed action is answered with a structured error and costs one operation;
 ``reset``/``score``/``stop`` are never actions; ``terminated`` when the store ends
 (horizon or suspension), ``truncated`` at ``max_steps`` (the store is then settled as
-if the operator walked away); ``reward="dense-relative"`` (default, as for OpenEnv) pays
+if the operator walked away) and after ``settle()``; ``reward="dense-relative"`` (default, as for OpenEnv) pays
 the dense channel minus the idle store's, so idling earns 0; ``reward="dense"`` pays each
 window's change
 of net assets + salvage x inventory at cost in dollars on the step that closes it,

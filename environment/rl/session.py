@@ -57,7 +57,8 @@ the horizon is reached or the store is suspended (``terminated``).  The agent
 and settle it, as an operator walking away would.  Adapters cap an episode at
 ``max_steps`` actions (default: twice the task's total operation budget, since
 ``store_status`` is free): at the cap the store is settled in the same way and
-the step reports ``truncated``.
+the step reports ``truncated``; a step after :meth:`Session.settle` is refused
+(``store_closed``), pays nothing and reports ``truncated`` too.
 
 Rewards
 -------
@@ -185,6 +186,22 @@ class Malformed(Exception):
         self.message = message
 
 
+class _Repeated(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (``json`` keeps the last of a repeated
+    key: a second "tool" would silently replace the first)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _Repeated(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+    return obj
+
+
 def parse_action(action: Any) -> tuple[str, Any]:
     """``(tool, arguments)`` from an action, or :class:`Malformed` saying what is wrong."""
     if isinstance(action, tuple) and len(action) == 2:
@@ -194,13 +211,18 @@ def parse_action(action: Any) -> tuple[str, Any]:
         obj = action
     elif isinstance(action, str | bytes):
         try:
-            obj = json.loads(action)
+            obj = json.loads(action, object_pairs_hook=_once_each)
+        except _Repeated as repeated:
+            raise Malformed("malformed_action", f"the action names {repeated.key!r} twice; give each key once") from None
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise Malformed("malformed_action", f"the action is not JSON ({reason}); send "
                             '{"tool": NAME, "arguments": {...}}') from None
     else:
-        raise Malformed("malformed_action", f"an action is a JSON text, not {type(action).__name__}")
+        shape = f"a {len(action)}-item {type(action).__name__}" if isinstance(action, tuple | list) else \
+            type(action).__name__
+        raise Malformed("malformed_action", 'an action is a JSON text, a dict {"tool": NAME, "arguments": {...}} or a '
+                        f"(tool, arguments) tuple, not {shape}")
     if not isinstance(obj, dict):
         raise Malformed("malformed_action", f"the action must be a JSON object, not {type(obj).__name__}; "
                         'send {"tool": NAME, "arguments": {...}}')
@@ -210,7 +232,7 @@ def parse_action(action: Any) -> tuple[str, Any]:
     tool = obj.get("tool")
     if not isinstance(tool, str):
         raise Malformed("malformed_action", "the action must name a tool: \"tool\" is "
-                        + ("missing" if tool is None else f"a {type(tool).__name__}, not a string"))
+                        + ("missing" if tool is None else f"of type {type(tool).__name__}, not a string"))
     if tool not in REGISTRY:
         raise Malformed("unknown_tool", f"there is no tool {tool[:80]!r}; the tools are: "
                         + ", ".join(sorted(REGISTRY)))
@@ -281,7 +303,9 @@ class Session:
             raise RLConfigError(f"reward must be one of {', '.join(REWARD_MODES)}, not {reward!r}")
         if task is not None:
             get_task(task)
-        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        index = getattr(max_steps, "__index__", None)  # an int or a NumPy integer; not a float or text
+        cap = None if max_steps is None or index is None or isinstance(max_steps, bool) else index()
+        if max_steps is not None and (cap is None or cap < 1):
             raise RLConfigError(f"max_steps must be a whole number of at least 1, not {max_steps!r}; give None for "
                              "the default cap (twice the task's operations)")
         self.task_id = task
@@ -289,7 +313,7 @@ class Session:
         self.default_reward = self.reward_mode = reward
         self.calibration = load_calibration_doc(calibration)
         self.calibrate_missing = calibrate_missing
-        self.max_steps = max_steps
+        self.max_steps = cap
         self.seeds = tuple(check_seed(s) for s in seeds)
         self.tasks = tuple(tasks) if tasks is not None else tuple(t.id for t in all_tasks() if t.split == "train")
         for tid in self.tasks:
@@ -338,20 +362,21 @@ class Session:
     def start(self, task_id: str, seed: int, reward: str | None = None) -> str:
         """Arm the cell; returns the first observation: the task prompt, then ``store_status``.
 
-        ``reward`` overrides the constructor's reward mode for this episode only."""
+        ``reward`` overrides the constructor's reward mode for this episode only.  A refused
+        start changes nothing: the episode being played, if any, goes on as it was."""
         seed = check_seed(seed)
         reward = self.default_reward if reward is None else reward
         if reward not in REWARD_MODES:
             raise RLConfigError(f"reward must be one of {', '.join(REWARD_MODES)}, not {reward!r}")
-        self.reward_mode = reward
         task = get_task(task_id)
         cell, source = self.constants(task, seed)
-        if cell is None and self.reward_mode != "dense":
+        if cell is None and reward != "dense":
             raise RLConfigError(
-                f"reward={self.reward_mode!r} needs calibration constants, and the cell {task.id} seed {seed} is "
+                f"reward={reward!r} needs calibration constants, and the cell {task.id} seed {seed} is "
                 "not in the calibration; construct the environment with calibrate_missing=True (the default: "
                 "calibrates the cell on the spot, about a second, once per process), or with calibration=PATH "
                 "naming a calibration file that has the cell, or reset with reward='dense' (needs no constants)")
+        self.reward_mode = reward
         self.ep = Episode(task, seed, load_world())
         self.cell, self.calibration_source = cell, source
         self.steps = 0
@@ -407,11 +432,14 @@ class Session:
             ep.stop()  # the cap: settled as an operator walking away
             self.truncated = ended_now = True
             header = ep.header_line()
-        dense = self._dense_delta()
         text = _fit(observation_text(header, body), self.max_observation)
         self.last_text = text
-        reward = self._relative_delta() / 100 if self.reward_mode == "dense-relative" else \
-            self._reward(dense, ended=ended_now)
+        if was_over:  # the store was over before this step (ended, or settled by settle()): nothing to pay
+            dense, reward = 0, 0.0
+        else:
+            dense = self._dense_delta()
+            reward = self._relative_delta() / 100 if self.reward_mode == "dense-relative" else \
+                self._reward(dense, ended=ended_now)
         return Step(tool=tool, ok=ok, error_code=code, header=header, body=body, text=text, reward=reward,
                     dense_cents=dense, terminated=ep.over and not self.truncated,
                     truncated=ep.over and self.truncated, ended=ended_now, malformed=malformed is not None)
@@ -420,9 +448,12 @@ class Session:
         """Freeze and settle the store now (the operator walks away); returns :meth:`final_info`.
 
         For harnesses whose agent stopped acting.  Never an action.  The settlement's dense
-        change is not delivered as a reward by any step; it is in ``final_info()``."""
+        change is not delivered as a reward by any step; it is in ``final_info()``.  The
+        episode counts as truncated, as at the step cap: a step after it is refused
+        (``store_closed``), pays nothing and says ``truncated``."""
         if self.ep is not None and not self.ep.over:
             self.ep.stop()
+            self.truncated = True
         return self.final_info()
 
     def _episode(self) -> Episode:
