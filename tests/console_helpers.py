@@ -13,6 +13,16 @@ from shifts.models import BriefingAcknowledgement
 OPS = get_task("counter-punch").ops_per_window
 
 
+# A page's CSRF token values (a form's hidden field, the body's htmx header): random
+# letters and digits that may spell anything ("SEeD" once), taken out before a page is
+# searched for words it must not show.
+CSRF_VALUE = re.compile(r'(name="csrfmiddlewaretoken" value="|"X-CSRFToken": ")[A-Za-z0-9]+')
+
+
+def without_tokens(html: str) -> str:
+    return CSRF_VALUE.sub(r"\1", html)
+
+
 def briefed_user(name: str, *, password: bool = True):
     """A participant who has acknowledged the current briefing (password ``pw-<name>-123``)."""
     User = get_user_model()
