@@ -31,6 +31,7 @@ from environment.csvcells import safe_cell
 
 from . import assignment, attempts, audit, participants
 from .errors import StudyError
+from .exports import withdrawal_supersedes
 from .models import Attempt, AttemptStatus, AuditAction, Participant, Study
 from .permissions import Action, require
 from .wording import plural
@@ -215,6 +216,7 @@ def withdraw(actor, person: Participant, reason: str) -> Participant:
             if attempt.shift.started_at is None:
                 assignment.abandon_unstarted(attempt, "the participant withdrew")
                 closed += 1
+        superseded = withdrawal_supersedes(study, locked.label, locked.withdrawn_at)
         audit.record(study, actor, AuditAction.WITHDRAWN, reason=reason.strip(), participant=locked,
-                     unstarted_closed=closed or None)
+                     unstarted_closed=closed or None, exports_superseded=superseded or None)
     return locked

@@ -6,8 +6,9 @@ Five tables, each written as CSV and JSON (a JSON file is a list of row objects)
   task (start, wall, active and paused seconds) and the build it ran on;
 * ``participants``: one row per participant (qualifications, consent, recruitment ids,
   briefing and practice times); withdrawn participants are left out of it and of
-  every other table but the audit events;
-* ``events``: one row per audit event;
+  every other table;
+* ``events``: one row per audit event, but none about a withdrawn person (the audit
+  log keeps them);
 * ``aggregates``: the reference figures with their intervals;
 * ``wide``: one row per participant, one column group per cell (convenience only).
 
@@ -110,12 +111,12 @@ EVENT_COLUMNS = (
     ("event_id", "integer", "database id of the event"),
     ("at", "datetime", "when it happened (ISO 8601, UTC)"),
     ("action", "string", "what happened (assigned, retry, reassigned, selected, deadline_changed, ...)"),
-    ("actor", "string", "username of who did it (empty for the system)"),
+    ("actor", "string", "username of who did it (empty for the system; (withdrawn) for a withdrawn participant)"),
     ("attempt_id", "integer", "the attempt concerned"),
     ("cell", "string", "the cell concerned (task/seed)"),
     ("participant_code", "string", "the participant concerned"),
     ("reason", "string", "the reason given"),
-    ("detail", "json", "further detail as a JSON object"),
+    ("detail", "json", "further detail as a JSON object (a withdrawn participant's label reads (withdrawn))"),
 )
 AGGREGATE_COLUMNS = (
     ("figure", "string", "equal_cell_mean, equal_person_mean, earliest_attempt_mean, pass_rate, "
@@ -205,13 +206,28 @@ def participant_rows(study: Study, filters: Filters) -> Iterator[dict]:
         }
 
 
+WITHDRAWN = "(withdrawn)"
+
+
 def event_rows(study: Study) -> Iterator[dict]:
-    for e in AuditEvent.objects.filter(study=study).select_related("actor", "participant", "cell"):
+    """The study's audit events, but none about a withdrawn person (theirs, or their
+    attempts'); where another event names one (as its actor, or by label in its detail,
+    as a reassignment from them does), the name reads ``(withdrawn)``.  The audit log
+    itself keeps everything."""
+    withdrawn = study.participants.filter(withdrawn_at__isnull=False)
+    users = set(withdrawn.exclude(user=None).values_list("user_id", flat=True))
+    labels = set(withdrawn.values_list("label", flat=True))
+    events = (AuditEvent.objects.filter(study=study).exclude(participant__in=withdrawn)
+              .exclude(attempt__participant__in=withdrawn).select_related("actor", "participant", "cell"))
+    for e in events:
+        detail = e.detail if not labels or not isinstance(e.detail, dict) else \
+            {k: WITHDRAWN if isinstance(v, str) and v in labels else v for k, v in e.detail.items()}
         yield {
             "event_id": e.pk, "at": _iso(e.created_at), "action": e.action,
-            "actor": e.actor.get_username() if e.actor else "", "attempt_id": e.attempt_id,
+            "actor": WITHDRAWN if e.actor_id in users else e.actor.get_username() if e.actor else "",
+            "attempt_id": e.attempt_id,
             "cell": e.cell.key if e.cell else "", "participant_code": e.participant.code if e.participant else "",
-            "reason": e.reason, "detail": e.detail,
+            "reason": e.reason, "detail": detail,
         }
 
 
@@ -334,8 +350,11 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_export(study: Study, filters: Filters, directory: Path, progress=lambda pct: None) -> dict:
-    """Write every table, the codebook and the manifest into ``directory`` (replaced whole).
+def write_export(study: Study, filters: Filters, directory: Path, progress=lambda pct: None,
+                 place=lambda: True) -> dict | None:
+    """Write every table, the codebook and the manifest into ``directory`` (replaced whole);
+    the manifest, or None when ``place()``, asked once all is written, says the files must
+    not be put in place (the caller's job was finished or superseded meanwhile).
 
     Each call writes in a working folder of its own (``<directory>.tmp-<random>``, removed
     if the call fails), so two deliveries of one export job at once no longer remove each
@@ -344,23 +363,60 @@ def write_export(study: Study, filters: Filters, directory: Path, progress=lambd
     tmp.mkdir(parents=True)
     try:
         manifest = _write_into(study, filters, tmp, progress)
+        if not place():
+            return None
         _replace(directory, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already once renamed
     return manifest
 
 
+def withdrawal_supersedes(study: Study, who: str, when) -> list[int]:
+    """A withdrawal takes the person's data out of every export made before it: the
+    study's finished or running export jobs are marked failed saying why and what to do,
+    and their files are removed once the withdrawal commits.  The ids of those jobs."""
+    from django.db import transaction
+
+    from .models import ExportJob
+
+    superseded = list(study.exports.filter(status__in=(ExportJob.Status.DONE, ExportJob.Status.RUNNING))
+                      .values_list("pk", flat=True))
+    ExportJob.objects.filter(pk__in=superseded).update(
+        status=ExportJob.Status.FAILED, error=superseded_by(who, when))
+    def remove() -> None:
+        for pk in superseded:
+            shutil.rmtree(job_dir(pk), ignore_errors=True)
+
+    transaction.on_commit(remove)
+    return superseded
+
+
+def superseded_by(who: str, when) -> str:
+    return (f"made before participant {who} withdrew ({when:%Y-%m-%d %H:%M}): a withdrawn person's data leaves "
+            "every export, so its files were removed; request the export again")
+
+
 def _replace(directory: Path, tmp: Path) -> None:
-    """Put ``tmp`` where ``directory`` is; another delivery renaming its own folder there
-    between the removal and the rename makes the rename fail, and it is tried again."""
+    """Put ``tmp`` where ``directory`` is: the old folder is renamed aside first and removed
+    after, so a download finds one or the other (it found none while the old one was
+    being deleted).  Another delivery renaming its own folder there between the two
+    renames makes the second fail, and it is tried again."""
     for _ in range(5):
-        shutil.rmtree(directory, ignore_errors=True)
+        aside = directory.with_name(f"{directory.name}.old-{uuid.uuid4().hex[:12]}")
+        try:
+            directory.rename(aside)
+            moved = True
+        except FileNotFoundError:
+            moved = False
         try:
             tmp.rename(directory)
             return
         except OSError:
             if not directory.exists():
                 raise
+        finally:
+            if moved:
+                shutil.rmtree(aside, ignore_errors=True)
     tmp.rename(directory)
 
 

@@ -5,7 +5,7 @@ from celery import shared_task
 from django.db import transaction
 from django.utils import timezone
 
-from .exports import job_dir, write_export
+from .exports import job_dir, superseded_by, write_export
 from .figures import Filters
 from .models import ExportJob
 from .notifications import notify, sweep_notices  # noqa: F401  (registers the notice tasks)
@@ -22,6 +22,8 @@ def _failed(exc: Exception) -> str:
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def run_export(job_id: int) -> str:
     """Write an export job's files.  A finished job is left alone; a rerun rewrites the files.
+    A delivery whose job was finished meanwhile by another, or superseded by a participant's
+    withdrawal, writes nothing onto it (not its progress, not its files).
 
     ``reject_on_worker_lost``: a pool process killed mid-export (SIGKILL, OOM) sends the
     message back to the broker, which delivers it again, instead of acknowledging it and
@@ -36,17 +38,34 @@ def run_export(job_id: int) -> str:
         job.progress = 0
         job.save(update_fields=["status", "progress"])
 
+    running = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.RUNNING)
+
     def progress(pct: int) -> None:
-        ExportJob.objects.filter(pk=job_id).update(progress=pct)
+        running.update(progress=pct)  # never onto a job another delivery finished, or a withdrawal superseded
+
+    started = timezone.now()
+    study = job.study
+
+    def place() -> bool:
+        """Whether this delivery's files go in place: the job still runs (no other delivery
+        finished it, no withdrawal superseded it), and nobody withdrew since its rows were
+        read (their data would be in them)."""
+        withdrew = study.participants.filter(withdrawn_at__gte=started).order_by("withdrawn_at").first()
+        if withdrew is not None:
+            running.update(status=ExportJob.Status.FAILED, finished_at=timezone.now(),
+                           error=superseded_by(withdrew.label, withdrew.withdrawn_at))
+        return withdrew is None and running.exists()
 
     try:
-        settle_study(job.study)
-        manifest = write_export(job.study, Filters.from_mapping(job.filters), job_dir(job.pk), progress)
+        settle_study(study)
+        manifest = write_export(study, Filters.from_mapping(job.filters), job_dir(job.pk), progress, place)
     except Exception as exc:
-        ExportJob.objects.filter(pk=job_id).exclude(status=ExportJob.Status.DONE).update(
-            status=ExportJob.Status.FAILED, error=_failed(exc), finished_at=timezone.now())
+        running.update(status=ExportJob.Status.FAILED, error=_failed(exc), finished_at=timezone.now())
         raise
-    ExportJob.objects.filter(pk=job_id).update(
+    if manifest is None:  # finished by another delivery ("skipped"), or superseded by a withdrawal
+        return "skipped" if ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.DONE).exists() else \
+            "superseded"
+    running.update(
         status=ExportJob.Status.DONE, progress=100, finished_at=timezone.now(), error="",
         row_counts={name: f["rows"] for name, f in manifest["files"].items()},
         checksums={name: f["sha256"] for name, f in manifest["files"].items()},

@@ -82,11 +82,11 @@ def test_grade_without_a_calibration_cell_says_so_and_leaves_the_store_open():
 
 
 def test_the_constants_grades_error_points_to_take_a_task_name_as_arm_does():
+    from pathlib import Path
+
     from environment.api import cell_constants
     from environment.calibration import load_calibration
     from environment.tasks import get_task
-
-    from pathlib import Path
 
     calibration, _digest = load_calibration(Path(__file__).resolve().parent.parent / "calibration" / "public.json")
     by_name = cell_constants("steady", 7, calibration)

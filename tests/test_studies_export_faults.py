@@ -64,15 +64,15 @@ def test_a_second_delivery_at_the_same_time_writes_beside_the_first(job, monkeyp
         return real(directory, table, columns, rows)
 
     monkeypatch.setattr(exports, "write_table", interleaved)
-    assert tasks.run_export(job.pk) == "done"
+    assert tasks.run_export(job.pk) == "skipped"  # the other finished it: this one's files are not put in place
     job.refresh_from_db()
-    assert job.status == ExportJob.Status.DONE and job.error == ""
+    assert job.status == ExportJob.Status.DONE and job.error == "" and job.progress == 100
     assert (job_dir(job.pk) / "manifest.json").exists()
     assert not list(job_dir(job.pk).parent.glob(f"{job_dir(job.pk).name}.tmp*"))
 
 
 def test_a_failed_late_delivery_leaves_a_done_export_done(job, monkeypatch):
-    def other_delivery_finishes_then_this_one_fails(study, filters, directory, progress):
+    def other_delivery_finishes_then_this_one_fails(study, filters, directory, progress, place):
         ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.DONE, progress=100)
         raise FileNotFoundError(2, "No such file or directory", str(directory) + ".tmp/wide.csv")
 
@@ -93,3 +93,24 @@ def test_an_export_no_attempt_passed_says_why_on_its_page(client, job):
     client.force_login(job.requested_by)
     page = client.get(f"/studies/{job.study_id}/exports/").content.decode()
     assert "no attempt passed this export" in page and "tick them above" in page
+
+
+def test_a_withdrawal_while_an_export_runs_fails_it_saying_so_and_writes_no_file(job, monkeypatch):
+    from studies import bots, bulk
+
+    study = job.study
+    person = bots.add_bot(job.requested_by, study, "leaver")
+    real = exports.write_table
+
+    def withdrawn_meanwhile(directory, table, columns, rows):
+        if table == "attempts":
+            bulk.withdraw(job.requested_by, person, "asked to leave")
+        return real(directory, table, columns, rows)
+
+    monkeypatch.setattr(exports, "write_table", withdrawn_meanwhile)
+    assert tasks.run_export(job.pk) == "superseded"
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED and job.error.startswith("made before participant leaver withdrew (")
+    assert job.error.endswith("a withdrawn person's data leaves every export, so its files were removed; request "
+                              "the export again")
+    assert not job_dir(job.pk).exists() and not list(job_dir(job.pk).parent.glob("*.tmp*"))

@@ -177,3 +177,38 @@ def test_the_export_page_lists_the_manifest_it_serves(client, played, admin, dja
     url = f"/studies/{played.pk}/exports/{job.pk}/manifest.json"
     assert f'<a href="{url}">manifest.json</a>' in client.get(f"/studies/{played.pk}/exports/").content.decode()
     assert json.loads(b"".join(client.get(url).streaming_content))["files"]["attempts.csv"]["rows"] == 5
+
+
+def test_a_withdrawal_removes_the_exports_made_before_it(played, admin, django_capture_on_commit_callbacks):
+    from studies import bulk
+    from studies.errors import StudyError
+    from studies.export_jobs import export_file
+
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    person = played.participants.get(label="b0")
+    assert person.code in (job_dir(job.pk) / "participants.csv").read_text()
+    with django_capture_on_commit_callbacks(execute=True):
+        bulk.withdraw(admin, person, "asked to leave")
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED and not job_dir(job.pk).exists()
+    assert job.error.startswith("made before participant b0 withdrew (")
+    with pytest.raises(StudyError, match=rf"^export {job.pk} is failed, not done$"):
+        export_file(admin, job, "participants.csv")
+    event = AuditEvent.objects.get(action=AuditAction.WITHDRAWN)
+    assert event.detail["exports_superseded"] == [job.pk]
+
+
+def test_a_withdrawn_persons_events_leave_the_events_table(played, admin, django_capture_on_commit_callbacks):
+    from studies import bulk
+
+    person = played.participants.get(label="b0")
+    theirs = set(AuditEvent.objects.filter(study=played, attempt__participant=person).values_list("pk", flat=True))
+    assert theirs
+    with django_capture_on_commit_callbacks(execute=True):
+        bulk.withdraw(admin, person, "asked to leave")
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    text = (job_dir(job.pk) / "events.csv").read_text()
+    rows = rows_from_csv(job_dir(job.pk) / "events.csv")
+    assert person.code not in text and "asked to leave" not in text
+    assert not theirs & {int(r["event_id"]) for r in rows}
+    assert "retry" not in [r["action"] for r in rows]  # the module's one coached retry was b0's
