@@ -40,9 +40,11 @@ def advance(job_id: int, done: int) -> None:
 
 
 def finish(job_id: int, *, path: str = "", digest: str = "", summary: dict | None = None) -> Job:
+    """Mark the job done (once); a failed job stays failed (an overlapping delivery that
+    completes after another failed it must not turn it done with its error still set)."""
     with transaction.atomic():
         job = locked_job(job_id)
-        if job.status != Job.Status.DONE:
+        if not job.finished:
             job.status = Job.Status.DONE
             job.result_path = path
             job.result_hash = digest
@@ -83,13 +85,16 @@ def claim_item(item_id: int) -> JobItem | None:
 
 
 def complete_item(item_id: int, result_json: str) -> tuple[Job, bool]:
-    """Store an item's result (the first stored result wins) and recount the job.
+    """Store an item's result (the first stored result wins; a failed item stays failed)
+    and recount the job.
 
     Returns the job and whether every item is now done; call inside no transaction.
     """
     with transaction.atomic():
         item = JobItem.objects.select_for_update().get(pk=item_id)
         job = locked_job(item.job_id)
+        if item.status == JobItem.Status.FAILED:  # another delivery failed it, and its job: that stands
+            return job, False
         if item.status != JobItem.Status.DONE:
             item.status = JobItem.Status.DONE
             item.result_json = result_json

@@ -84,8 +84,14 @@ def gather_calibration(job_id: int) -> None:
 
 @shared_task(**ITEM_TASK)
 def run_batch_trial(item_id: int) -> None:
+    """One trial of a batch; the item that completes the batch finishes the job.  A
+    redelivered item that finds itself done finishes the job if nothing did (its worker
+    died between the two), as the calibration's cells gather theirs."""
     item = progress.claim_item(item_id)
     if item is None:
+        found = Job.objects.filter(items__pk=item_id).first()
+        if found is not None and not found.finished and found.done == found.total:
+            _finish_batch(found)
         return
     try:
         result = batch.run_item(item)
@@ -97,7 +103,15 @@ def run_batch_trial(item_id: int) -> None:
         raise
     job, complete = progress.complete_item(item_id, result)
     if complete:
+        _finish_batch(job)
+
+
+def _finish_batch(job: Job) -> None:
+    try:
         progress.finish(job.pk, path=job.params["out"], summary=batch.summary(job))
+    except Exception as exc:  # the job would stay running, every item done, with no task left to end it
+        progress.fail(job.pk, _bug(exc))
+        raise
 
 
 @shared_task(**ITEM_TASK)

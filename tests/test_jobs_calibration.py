@@ -365,3 +365,46 @@ def test_a_batch_job_refuses_an_empty_action_log_as_the_cli_does(tmp_path):
     with pytest.raises(StoreBenchError, match="holds no recorded calls"):
         create_batch_job(["counter-punch"], [7], tmp_path / "out", actions=str(empty))
     assert not (tmp_path / "out").exists() and not Job.objects.exists()
+
+
+def test_a_batch_item_redelivered_after_its_worker_died_before_finishing_the_job_finishes_it(tmp_path):
+    job = create_batch_job(["counter-punch"], [7], tmp_path / "trials", policy="absentee",
+                           calibration="calibration/public.json")
+    item = job.items.get()
+    progress.claim_item(item.pk)
+    from jobs import batch
+
+    progress.complete_item(item.pk, batch.run_item(JobItem.objects.get(pk=item.pk)))  # then the worker died
+    assert Job.objects.get(pk=job.pk).status == Job.Status.RUNNING
+    tasks.run_batch_trial.delay(item.pk)  # the broker delivers it again
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE and job.summary["trials"] == 1 and (job.done, job.total) == (1, 1)
+
+
+def test_a_failed_job_or_item_is_not_turned_done_by_a_later_delivery(tmp_path):
+    job = create_batch_job(["counter-punch"], [7], tmp_path / "trials", policy="absentee",
+                           calibration="calibration/public.json")
+    item = job.items.get()
+    progress.claim_item(item.pk)
+    progress.fail_item(item.pk, "a refused input")  # one delivery fails it, and the job
+    _job, complete = progress.complete_item(item.pk, "{}")  # an overlapping one completes after
+    progress.finish(job.pk)
+    job.refresh_from_db()
+    item.refresh_from_db()
+    assert not complete and (job.status, item.status) == (Job.Status.FAILED, JobItem.Status.FAILED)
+    assert job.error == "counter-punch:7: a refused input" and item.result_json == ""
+
+
+def test_a_batch_whose_summary_raises_fails_instead_of_staying_running(tmp_path, monkeypatch):
+    from jobs import batch
+
+    def broken(job):
+        raise ValueError("a bug in the summary")
+
+    monkeypatch.setattr(batch, "summary", broken)
+    job = create_batch_job(["counter-punch"], [7], tmp_path / "trials", policy="absentee",
+                           calibration="calibration/public.json")
+    with pytest.raises(ValueError):
+        tasks.run_batch_trial.delay(job.items.get().pk)
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED and job.error == "unexpected ValueError: a bug in the summary"
