@@ -366,6 +366,7 @@ def exports_page(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def export_download(request: HttpRequest, pk: int, job_pk: int, name: str) -> HttpResponse | FileResponse:
     study = _study(pk)
+    require(request.user, study, Action.EXPORT)  # before the lookup: a job's number says nothing to outsiders
     job = get_object_or_404(ExportJob, pk=job_pk, study=study)
     try:
         if name == "export.zip":
@@ -373,10 +374,12 @@ def export_download(request: HttpRequest, pk: int, job_pk: int, name: str) -> Ht
             response = HttpResponse(data, content_type="application/zip")
             response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-export-{job.pk}.zip"'
             return response
-        path = export_jobs.export_file(request.user, job, name)
+        opened = export_jobs.export_file(request.user, job, name).open("rb")
     except StudyError as exc:
         raise Http404(str(exc)) from exc
-    return FileResponse(path.open("rb"), as_attachment=True, filename=name)
+    except FileNotFoundError as exc:  # removed since the job was read (a withdrawal, a newer delivery's swap)
+        raise Http404(f"export {job.pk}'s files are no longer there; reload the exports page") from exc
+    return FileResponse(opened, as_attachment=True, filename=name)
 
 
 @require_http_methods(["GET", "POST"])

@@ -339,6 +339,37 @@ def test_export_download_is_forbidden_for_a_reviewer(client, study, admin):
     assert client.get(f"/studies/{study.pk}/exports/").status_code == 403
 
 
+def test_an_export_download_says_nothing_of_which_jobs_exist_to_a_reviewer(client, study, admin, settings, tmp_path,
+                                                                           django_capture_on_commit_callbacks):
+    from studies.export_jobs import request_export
+
+    settings.STOREBENCH_EXPORT_ROOT = tmp_path / "exports"
+    with django_capture_on_commit_callbacks(execute=True):
+        job = request_export(admin, study)
+    reviewer = make_user("rev2")
+    add_member(admin, study, reviewer, Role.REVIEWER)
+    client.force_login(reviewer)
+    assert [client.get(f"/studies/{study.pk}/exports/{pk}/attempts.csv").status_code
+            for pk in (job.pk, job.pk + 1000)] == [403, 403]
+
+
+def test_an_export_whose_files_went_away_is_a_404_that_says_to_reload(client, study, admin, settings, tmp_path,
+                                                                      django_capture_on_commit_callbacks):
+    import shutil
+
+    from studies.export_jobs import request_export
+    from studies.exports import job_dir
+
+    settings.STOREBENCH_EXPORT_ROOT = tmp_path / "exports"
+    with django_capture_on_commit_callbacks(execute=True):
+        job = request_export(admin, study)
+    client.force_login(admin)
+    assert client.get(f"/studies/{study.pk}/exports/{job.pk}/attempts.csv").status_code == 200
+    shutil.rmtree(job_dir(job.pk))
+    for name in ("attempts.csv", "export.zip"):
+        assert client.get(f"/studies/{study.pk}/exports/{job.pk}/{name}").status_code == 404
+
+
 @pytest.mark.django_db(transaction=True)
 def test_monitor_websocket_sends_rows_to_a_coordinator():
     from django.contrib.auth import get_user_model
