@@ -58,8 +58,12 @@ The benchmark (a store call against a no-op tool over both transports) is in
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import itertools
+import json
+import logging
+import os
 import secrets
 import signal
 import socket
@@ -91,12 +95,13 @@ from environment.tasks import Task
 from .limits import ServerLimits, limit_sessions_per_token
 from .operator import OPERATOR_PATH, operator_routes
 from .server import LogLevel, build_server, lock_for
-from .sessions import ENDED_BY_OPERATOR, ENDED_BY_SERVER, Session, SessionError, restore_session
+from .sessions import ENDED_BY_OPERATOR, ENDED_BY_SERVER, META, Session, SessionError, restore_session
 
 __all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownSession", "UnknownToken", "authenticated_app",
            "create_app", "episode_provider", "mcp_url", "running", "serve_http", "settle_at_exit"]
 
 MCP_PATH = "/mcp"
+logger = logging.getLogger(__name__)
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _WILDCARD = ("0.0.0.0", "::", "")
 
@@ -119,6 +124,16 @@ class UnknownSession(SessionError):
 class _Entry:
     session: Session
     client_id: str
+
+
+def _token_of(folder: Path) -> str | None:
+    """The token digest a session folder's meta.json keeps, if it can be read."""
+    try:
+        meta = json.loads((folder / META).read_text())
+    except (OSError, ValueError):
+        return None
+    digest = meta.get("token_sha256") if isinstance(meta, dict) else None
+    return digest if isinstance(digest, str) and len(digest) == 64 else None
 
 
 def _digest(token: str) -> bytes:
@@ -146,6 +161,8 @@ class EpisodeHub:
         self._ended: set[bytes] = set()
         self._sessions: dict[str, Session] = {}
         self._by_episode: dict[int, Session] = {}
+        self.set_aside: dict[Path, str] = {}  # session folders not resumed, and why (see _restore)
+        self._set_aside_tokens: set[bytes] = set()
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
         self.state = None if state is None else Path(state)
@@ -163,14 +180,28 @@ class EpisodeHub:
     # --- opening and restoring ---
 
     def _restore(self) -> None:
+        """Resume every session of the state folder.  One that cannot be resumed (its task
+        file changed or was removed, its log or its trial folder is unreadable) is set aside,
+        named in :attr:`set_aside` with why, and not served (its token is refused saying so):
+        the others are served as ever."""
         assert self.state is not None
         for folder in sorted((self.state / "sessions").iterdir()):
             if not (folder / "meta.json").is_file():
                 continue
-            session, token_hex = restore_session(folder, out=self.out, calibration=self.calibration,
-                                                 calibration_hash=self.calibration_hash, fsync=self.fsync)
-            if session.episode.over and not session.settled:
-                session.end()  # reached its horizon, or was stopped, just before the restart: settle now
+            try:
+                session, token_hex = restore_session(folder, out=self.out, calibration=self.calibration,
+                                                     calibration_hash=self.calibration_hash, fsync=self.fsync)
+                if session.episode.over and not session.settled:
+                    session.end()  # reached its horizon, or was stopped, just before the restart: settle now
+            except (StoreBenchError, ValueError, OSError) as exc:  # a refusal, bad JSON, an unreadable file
+                reason = exc.message if isinstance(exc, StoreBenchError) else f"{type(exc).__name__}: {exc}"
+                self.set_aside[folder] = reason
+                logger.error("session %s not resumed: %s", folder.name, reason)
+                token_hex = _token_of(folder)
+                if token_hex:
+                    with self._lock:
+                        self._set_aside_tokens.add(bytes.fromhex(token_hex))
+                continue
             with self._lock:
                 self._track(session)
                 if not token_hex:
@@ -238,6 +269,10 @@ class EpisodeHub:
         """Why ``token`` is refused, when it is the token of an episode that has ended."""
         with self._lock:
             known = _digest(token) in self._ended
+            aside = _digest(token) in self._set_aside_tokens
+        if aside:
+            return ("the episode behind this token could not be resumed when this server started (its operator's "
+                    "log says why); ask the operator for a new episode and its token")
         return ("the episode behind this token has ended (it reached its horizon or the operator ended it) and is "
                 "graded; ask the operator for a new episode and its token") if known else None
 
@@ -558,9 +593,41 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     out = out or sys.stdout
     limits = limits or ServerLimits()
     host_security(host, port, allowed_hosts)  # refuse a wildcard bind without host names before binding
+    held = _hold_state(state)
+    try:
+        return _serve(host, port, episodes, out, log_level, json_response, state, trials, operator_token,
+                      allowed_hosts, limits, fsync, write_trials)
+    finally:
+        if held is not None:
+            os.close(held)  # and with it the lock
+
+
+def _hold_state(state: str | Path | None) -> int | None:
+    """Lock ``state`` for this server (the lock goes with the process): two servers on one
+    state folder would each resume its sessions and take their tokens, and a later start
+    would replay both servers' calls into one store."""
+    if state is None:
+        return None
+    Path(state).mkdir(parents=True, exist_ok=True)
+    fd = os.open(Path(state) / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SessionError(f"--state {state} is in use by another storebench mcp server; stop it first, or give "
+                           "this one another --state folder") from None
+    return fd
+
+
+def _serve(host: str, port: int, episodes: Iterable[tuple[str | Task, int]], out: IO[str], log_level: str,
+           json_response: bool, state: str | Path | None, trials: str | Path | None, operator_token: str | None,
+           allowed_hosts: Iterable[str], limits: ServerLimits, fsync: bool, write_trials: bool) -> EpisodeHub:
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     hub = EpisodeHub(state=state, out=trials, fsync=fsync, write_trials=write_trials)
+    for folder, reason in hub.set_aside.items():
+        print(f"not resumed: session {folder.name}: {reason}; its calls stay in {folder / 'calls.jsonl'} (move the "
+              f"folder out of {folder.parent} once it is no longer wanted)", file=out, flush=True)
     app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token,
                      allowed_hosts=allowed_hosts, max_sessions_per_token=limits.max_sessions_per_token)
     url = mcp_url(host, bound)

@@ -48,6 +48,7 @@ episode's lock is free at once, and on a worker thread otherwise.
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -226,6 +227,25 @@ class _BriefedServer(Server):
         pass
 
 
+# A call's size limits, a transport's as the SDK's 4 MiB body is: no tool needs more, and a
+# call the store answers is logged (and, over HTTP with --state, kept on disk) as sent, a free
+# one included.  A call over them is refused before the store: nothing spent or logged.
+MAX_ARGUMENT_BYTES = 64 * 1024
+MAX_TOOL_NAME = 128
+
+
+def _oversized(name: str, arguments: Any) -> str:
+    """Why a call is over the size limits ("" when it is not)."""
+    if len(name) > MAX_TOOL_NAME:
+        return (f"a tool name of {len(name):,} characters; names are at most {MAX_TOOL_NAME} (the tools are listed "
+                "by tools/list): nothing was sent to the store")
+    size = len(json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+    if size > MAX_ARGUMENT_BYTES:
+        return (f"the arguments of {name!r} take {size:,} bytes; a call's arguments may take at most "
+                f"{MAX_ARGUMENT_BYTES:,} (no tool needs more): nothing was sent to the store")
+    return ""
+
+
 class _StoreServer(MCPServer):
     """The SDK's server, with three answers of its own.
 
@@ -247,6 +267,9 @@ class _StoreServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> CallToolResult | InputRequiredResult:
+        oversized = _oversized(name, arguments)
+        if oversized:
+            raise MCPError(INVALID_PARAMS, oversized)
         sent = _SENT.set(arguments)
         try:
             if name not in REGISTRY:

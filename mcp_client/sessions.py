@@ -49,11 +49,13 @@ from three sides, and a side never overwrites what a side above it set:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import secrets
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -189,6 +191,7 @@ class Session:
     fsync: bool = True  # fsync each operation's line (off: written only; survives a killed process, not a crash)
     stopped_by: str | None = None  # who ended it early, once a stop is logged (restored from the log)
     _logged: int = 0
+    _stop_logged: bool = False  # a stop line was written: the log takes nothing after it
     _fd: int | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -216,12 +219,27 @@ class Session:
         _fsync_dir(self.state)
 
     def _append(self, rows: list[dict], *, sync: bool) -> None:
-        if self._fd is None or not rows:
+        """Write ``rows`` whole, or not at all: a write the disk refuses (full, failing) is
+        taken back to where the log ended and raised as a :class:`SessionError`, so the log
+        never holds a torn line before a later one, and the next call writes what this one
+        could not.  Nothing is written after a stop line."""
+        if self._fd is None or not rows or self._stop_logged:
             return
         data = "".join(json.dumps(row, separators=(",", ":"), sort_keys=True) + "\n" for row in rows).encode()
-        os.write(self._fd, data)
-        if sync and self.fsync:
-            os.fsync(self._fd)
+        size = os.fstat(self._fd).st_size
+        try:
+            written = 0
+            while written < len(data):  # os.write may write part of it
+                written += os.write(self._fd, data[written:])
+            if sync and self.fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise SessionError(f"session {self.id}: its call log could not be written ({exc.strerror or exc}); the "
+                               "call was made but is not yet kept, and will be written with the next call once the "
+                               "disk takes it (a restart before then loses it): free the disk under --state") from exc
+        self._stop_logged = any(is_stop(row) for row in rows)
 
     @property
     def settled(self) -> bool:
@@ -238,9 +256,9 @@ class Session:
         with self._lock:
             log = self.episode.action_log
             new = log[self._logged:]
-            self._logged = len(log)
             self._append([{"tool": e["tool"], "arguments": e["arguments"]} for e in new],
                          sync=any(e.get("op") for e in new))
+            self._logged += len(new)  # only once written: a failed write is tried again with the next call
             ended = self.ended_by_itself()
             if ended is not None and not self.settled and self.auto_settle:
                 self._settle(ended_by=ended)
@@ -301,7 +319,16 @@ class Session:
         folder = self.folder
         if folder is None:  # no out folder: nothing is written
             self.result = {"out": None}
+            if self.state is not None:
+                _write_json(self.state / SETTLED, self.result)
+            self.close_log()
             return self.result
+        if folder.exists() and self.state is not None:
+            # Written by a settlement killed before its settled.json: nobody was answered with it,
+            # and settling is deterministic, so it is written again (its wall time aside).
+            logger.warning("session %s: its trial folder %s was written before a restart but the session was not "
+                           "marked settled; settling it again", self.id, folder)
+            shutil.rmtree(folder)
         self.result = settle(self.episode, folder, policy="mcp session", calibration=self.calibration,
                              calibration_hash=self.calibration_hash,
                              wall_seconds=time.perf_counter() - self.started, labels=labels)
@@ -343,7 +370,10 @@ def restore_session(state: Path, *, out: Path | None, calibration: dict | None =
         with (state / CALLS).open("r+b") as fh:
             fh.truncate(len(raw) - len(torn))
     rows = [json.loads(line) for line in complete if line.strip()]
-    stopped = bool(rows) and is_stop(rows[-1])
+    stop = next((i for i, row in enumerate(rows) if is_stop(row)), None)
+    if stop is not None:  # the store was stopped there: a line after it (a server before this rule) is no call
+        rows = rows[:stop + 1]
+    stopped = stop is not None
     play_actions(episode, [r for r in rows if not is_stop(r)], stop=stopped)
     try:
         stored = meta.get("labels")
@@ -359,6 +389,7 @@ def restore_session(state: Path, *, out: Path | None, calibration: dict | None =
     session = Session(meta["id"], episode, out, state=state, labels=labels,
                       calibration=calibration, calibration_hash=calibration_hash, fsync=fsync)
     session._logged = len(episode.action_log)
+    session._stop_logged = stopped
     if stopped:  # a log from before stops said who reads as the client's, as it was then settled
         session.stopped_by = str(rows[-1].get("by") or ENDED_BY_CLIENT)
     if (state / SETTLED).exists():
