@@ -25,6 +25,7 @@ from django.core.exceptions import BadRequest
 
 from environment.tools import REGISTRY
 from environment.tools.registry import Family, ToolSpec
+from mcp_client.server import oversized
 
 ARG_PREFIX = "arg_"
 
@@ -266,7 +267,8 @@ def arguments_from_form(form: ToolForm, data: typing.Mapping[str, str]) -> dict[
     (a 400, nothing sent or spent): PostgreSQL cannot store it in the call's row, so the
     call would reach the store and then fail to be recorded (a 500).  So does a field the
     tool's form does not have (a scripted client's typo): it was dropped and the call sent
-    without it, spending an operation, where an agent's MCP call is refused."""
+    without it, spending an operation, where an agent's MCP call is refused.  So do
+    arguments over the MCP server's size limit (:func:`mcp_client.server.oversized`)."""
     known = {field.input_name for field in form.fields}
     unknown = sorted(k[len(ARG_PREFIX):] for k in data if k.startswith(ARG_PREFIX) and k not in known)
     if unknown:
@@ -283,6 +285,9 @@ def arguments_from_form(form: ToolForm, data: typing.Mapping[str, str]) -> dict[
         if raw.strip() == "":
             continue
         arguments[field.name] = _convert(field, raw)
+    too_large = oversized(form.name, arguments)
+    if too_large:  # the MCP server refuses it before the store: said here as the form's refusal
+        raise BadRequest(too_large[0].upper() + too_large[1:] + ".")
     return arguments
 
 

@@ -234,7 +234,7 @@ MAX_ARGUMENT_BYTES = 64 * 1024
 MAX_TOOL_NAME = 128
 
 
-def _oversized(name: str, arguments: Any) -> str:
+def oversized(name: str, arguments: Any) -> str:
     """Why a call is over the size limits ("" when it is not)."""
     if len(name) > MAX_TOOL_NAME:
         return (f"a tool name of {len(name):,} characters; names are at most {MAX_TOOL_NAME} (the tools are listed "
@@ -267,9 +267,9 @@ class _StoreServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> CallToolResult | InputRequiredResult:
-        oversized = _oversized(name, arguments)
-        if oversized:
-            raise MCPError(INVALID_PARAMS, oversized)
+        too_large = oversized(name, arguments)
+        if too_large:
+            raise MCPError(INVALID_PARAMS, too_large)
         sent = _SENT.set(arguments)
         try:
             if name not in REGISTRY:

@@ -48,3 +48,13 @@ def test_a_field_the_tools_form_does_not_have_is_refused_before_the_store(signed
     assert response.content.decode() == ("list_orders takes no argument nonsense (its arguments: page, page_size, status, sort); nothing was sent.")
     assert not ShiftCall.objects.filter(shift=shift, tool="list_orders").exists()
     assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before
+
+
+def test_arguments_over_the_mcp_servers_size_limit_are_refused_before_the_store(signed_in, shift):
+    before = ops_left(call(signed_in, shift, "store_status").content.decode())
+    response = call(signed_in, shift, "list_products", search="x" * 70_000)
+    assert response.status_code == 400
+    assert response.content.decode() == ("The arguments of 'list_products' take 70,013 bytes; a call's arguments may "
+                                         "take at most 65,536 (no tool needs more): nothing was sent to the store.")
+    assert not ShiftCall.objects.filter(shift=shift, tool="list_products").exists()
+    assert ops_left(call(signed_in, shift, "store_status").content.decode()) == before
