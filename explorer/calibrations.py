@@ -25,6 +25,7 @@ from environment.calibration import CalibrationError, cell_of, load_calibration
 class CellChoice:
     cell: dict | None
     label: str
+    exact: bool = False  # the cell of the very file the trial was graded with (its calibration hash)
 
 
 def known_files() -> list[Path]:
@@ -68,7 +69,7 @@ def choose_cell(task_id: str, seed: int, calibration_hash: str | None) -> CellCh
             loaded.append((path, *found))
     for path, doc, digest in loaded:
         if calibration_hash and digest == calibration_hash and cell_of(doc, task_id, seed):
-            return CellChoice(cell_of(doc, task_id, seed), display_name(path))
+            return CellChoice(cell_of(doc, task_id, seed), display_name(path), exact=True)
     why = ("the trial calibrated its cell on the spot" if not calibration_hash
            else "the trial's calibration hash matches no known calibration file")
     refused = len(loaded) < len(known_files())

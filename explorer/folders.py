@@ -161,12 +161,15 @@ def _json(name: str, data: bytes):
 
 
 def _jsonl(name: str, data: bytes) -> list:
+    """The file's rows; figures with a fraction read exactly (as ``Decimal``), except in the
+    action log, whose arguments are kept as the agent sent them (JSON numbers)."""
     rows = []
+    parse_float = float if name == "actions.jsonl" else Decimal
     for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line, parse_float=Decimal))
+            rows.append(json.loads(line, parse_float=parse_float))
         except ValueError as exc:
             raise FolderRefused(f"{name} line {number} is not valid JSON ({exc})") from exc
     return rows
@@ -241,8 +244,9 @@ def _check_composite(score: dict) -> None:
     """The stored composite is what the stored components give with the engine's weights: a
     score.json whose composite alone was edited and re-signed (checksums catch only an edit that
     left the manifest alone) is refused.  This is a consistency check, not a re-grade: components
-    edited together with it pass here; ``storebench regrade`` recomputes business from the raw
-    figures and the calibration, and ``storebench replay`` replays the actions."""
+    edited together with it pass here; the import then checks business against business_raw
+    when the calibration the trial was graded with is known (``explorer.importing``);
+    ``storebench regrade`` recomputes the whole score, and ``storebench replay`` replays the actions."""
     stored = Decimal(score["reward_composite"])
     recomputed = compose(Decimal(score["business"]), Decimal(score["reliability"]), Decimal(score["continuity"]))
     if abs(stored - recomputed) > TOLERANCE:

@@ -57,6 +57,9 @@ class CompareForm(forms.Form):
         bad = next((v for v in named if not (v.isascii() and v.isdigit())), None)
         if bad is not None:
             raise forms.ValidationError(f"Trials are named by their numbers, and {bad[:40]!r} is not a number.")
+        huge = next((v for v in named if len(v) > 40), None)  # no trial has one (and int() refuses 4,300 digits)
+        if huge is not None:
+            raise forms.ValidationError(f"There is no trial {huge[:20]}… ({len(huge):,} digits).")
         ids = list(dict.fromkeys(int(v) for v in named))
         if len(ids) > 3:
             raise forms.ValidationError(f"Choose two or three trials of one cell to compare, not {len(ids)}.")

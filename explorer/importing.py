@@ -23,12 +23,14 @@ from environment import simtime
 from environment.analyze import analyze
 from environment.anchors import ANCHORS
 from environment.engine.episode import ORDER_FLOW
+from environment.engine.settlement import business_normalized
 from environment.errors import StoreBenchError
+from environment.grading import TOLERANCE
 from environment.replay import played_elsewhere
 from environment.tasks import get_task
 from environment.tools import REGISTRY
 
-from .calibrations import choose_cell
+from .calibrations import CellChoice, choose_cell
 from .folders import FolderRefused, Passed, TrialFolder, read_folder, trial_folders
 from .models import ToolFamily, Trial, TrialCall, TrialEvent, TrialWindow
 
@@ -111,7 +113,7 @@ def _call_rows(trial: Trial, actions: list[dict], observations: list[str] | None
             trial=trial, seq=i + 1, window=entry.get("window", 0), tool=entry["tool"][:64],
             family=ToolFamily(spec.family.value) if spec else ToolFamily.UNKNOWN,
             spent_operation=bool(entry.get("op", False)), ok=bool(entry.get("ok", True)),
-            error_code=str(entry.get("error", ""))[:64], arguments=entry.get("arguments", {}),
+            error_code=str(entry.get("error", ""))[:64], arguments=entry.get("arguments") or {},  # null: none, as the engine reads it
             result=observations[i] if observations is not None and i < len(observations) else "",
         )
 
@@ -146,10 +148,25 @@ def _event_rows(trial: Trial, folder: TrialFolder, task) -> list[TrialEvent]:
     return out
 
 
+def _check_business(score: dict, choice: CellChoice) -> None:
+    """Business is what business_raw gives with the zero and scale of the calibration the
+    trial was graded with (the composite is checked against its components when the folder
+    is read; this checks the one component a calibration decides)."""
+    assert choice.cell is not None
+    expected = business_normalized(Decimal(score["business_raw"]), Decimal(str(choice.cell["business_zero_raw"])),
+                                   Decimal(str(choice.cell["business_scale"])))
+    if abs(Decimal(score["business"]) - expected) > TOLERANCE:
+        raise FolderRefused(f"score.json: business {score['business']} is not what business_raw "
+                            f"{score['business_raw']} gives with the zero and scale of {choice.label} ({expected}); "
+                            "the score was edited, so the trial is not imported")
+
+
 def _trial(folder: TrialFolder) -> Trial:
     manifest, summary, score = folder.manifest, folder.summary, folder.score
     kind, player = _player(summary)
     choice = choose_cell(manifest["task"], int(manifest["seed"]), manifest.get("calibration_hash"))
+    if choice.exact and choice.cell is not None:
+        _check_business(score, choice)
     composite = Decimal(score["reward_composite"])
     threshold = _dec(choice.cell["threshold"]) if choice.cell else None
     return Trial(
@@ -184,7 +201,10 @@ def import_trial(path: str | Path) -> ImportOutcome:
     if existing is not None:
         return ImportOutcome(str(path), ImportStatus.DUPLICATE, existing)
     task, why_not = _task_matches(folder.manifest)
-    trial = _trial(folder)
+    try:
+        trial = _trial(folder)
+    except FolderRefused as exc:
+        return ImportOutcome(str(path), ImportStatus.REFUSED, reason=exc.reason)
     trial.failure_modes = analyze(folder.path) if task is not None else None
     trial.failure_modes_note = "" if task is not None else f"not analysed: {why_not}"[:300]
     try:

@@ -202,6 +202,15 @@ def test_trials_of_different_cells_are_not_compared(as_researcher, trials):
                                            f"supply-shock seed 7; trial {c.pk} is counter-punch seed 7.")
 
 
+def test_a_trial_number_of_thousands_of_digits_is_no_trial_not_a_server_error(as_researcher, trials):
+    huge = "9" * 5000
+    for path in ("/explorer/compare/", "/explorer/compare/components.csv"):
+        response = as_researcher.get(f"{path}?trial={trials['smart'].pk}&trial={huge}")
+        assert response.status_code == 400, path
+    page = as_researcher.get(f"/explorer/compare/?trial={trials['smart'].pk}&trial={huge}")
+    assert page.context["problem"] == "There is no trial 99999999999999999999… (5,000 digits)."
+
+
 def test_a_comparison_needs_two_or_three_trials(as_researcher, trials):
     response = as_researcher.get(f"/explorer/compare/?trial={trials['smart'].pk}")
     assert response.status_code == 400

@@ -143,3 +143,43 @@ def test_an_empty_folder_at_the_last_searched_level_is_said_to_hold_no_trial(tmp
     assert not [o for o in outcomes if "not searched" in (o.reason or "")]
     assert [o.reason for o in outcomes if o.path == str(tmp_path / "x" / "a")] == [
         "holds no trial folder (none has a manifest.json)"]
+
+
+@pytest.mark.django_db
+def test_an_action_with_a_fractional_number_or_null_arguments_is_imported_as_sent(folder, tmp_path):  # noqa: F811
+    from explorer.models import TrialCall
+
+    def agent_like(rows):
+        rows[0]["arguments"] = {"product_id": "PRD-001", "price": 49.5}  # a number, as an agent sends it
+        rows[1]["arguments"] = None
+
+    target = tmp_path / "agent"
+    shutil.copytree(folder, target)
+    _rows(target / "actions.jsonl", agent_like)
+    resign(target)
+    outcome = import_trial(target)
+    assert outcome.status == ImportStatus.IMPORTED, outcome.reason
+    calls = TrialCall.objects.filter(trial=outcome.trial).order_by("seq")
+    assert [calls[0].arguments, calls[1].arguments] == [{"product_id": "PRD-001", "price": 49.5}, {}]
+
+
+@pytest.mark.django_db
+def test_a_business_edited_with_its_composite_is_refused_against_the_trials_own_calibration(folder, tmp_path):  # noqa: F811
+    from decimal import Decimal
+
+    from environment.engine.settlement import compose
+
+    def inflate(doc):
+        doc["business"] = 0.95
+        doc["reward_composite"] = float(compose(Decimal("0.95"), Decimal(str(doc["reliability"])),
+                                                Decimal(str(doc["continuity"]))))
+
+    target = tmp_path / "edited"
+    shutil.copytree(folder, target)
+    _doc(target / "score.json", inflate)
+    resign(target)
+    outcome = import_trial(target)
+    assert outcome.status == ImportStatus.REFUSED
+    assert outcome.reason.startswith("score.json: business 0.95 is not what business_raw ")
+    assert outcome.reason.endswith("the score was edited, so the trial is not imported")
+    assert not Trial.objects.exists()
