@@ -80,4 +80,6 @@ def choose_cell(task_id: str, seed: int, calibration_hash: str | None) -> CellCh
             return CellChoice(cell_of(doc, task_id, seed), f"{display_name(path)} ({why})")
     on_the_spot = ("; the trial calibrated it on the spot, and a trial folder does not record the threshold"
                    if not calibration_hash else "")
-    return CellChoice(None, f"no known calibration file has {task_id} seed {seed}{on_the_spot}")
+    unread = "; a known calibration file could not be read (see import_trials' warnings)" if refused else ""
+    return CellChoice(None, f"no known calibration file that could be read has {task_id} seed {seed}{on_the_spot}"
+                      f"{unread}" if refused else f"no known calibration file has {task_id} seed {seed}{on_the_spot}")

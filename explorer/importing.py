@@ -161,6 +161,19 @@ def _check_business(score: dict, choice: CellChoice) -> None:
                             "the score was edited, so the trial is not imported")
 
 
+def _refresh_cell(trial: Trial, folder: TrialFolder) -> None:
+    """A trial imported when no calibration file gave its cell (none had it, or one could not
+    be read) takes the cell a file gives now: importing its folder again is how it changes."""
+    manifest = folder.manifest
+    choice = choose_cell(manifest["task"], int(manifest["seed"]), manifest.get("calibration_hash"))
+    if choice.cell is None:
+        return
+    trial.threshold = _dec(choice.cell["threshold"])
+    trial.passed = trial.reward_composite >= trial.threshold if trial.threshold is not None else None
+    trial.calibration_label, trial.cell = choice.label[:200], _exact(choice.cell)
+    trial.save(update_fields=["threshold", "passed", "calibration_label", "cell"])
+
+
 def _trial(folder: TrialFolder) -> Trial:
     manifest, summary, score = folder.manifest, folder.summary, folder.score
     kind, player = _player(summary)
@@ -199,6 +212,8 @@ def import_trial(path: str | Path) -> ImportOutcome:
         return ImportOutcome(str(path), ImportStatus.REFUSED, reason=exc.reason)
     existing = Trial.objects.filter(content_hash=folder.content_hash).first()
     if existing is not None:
+        if existing.threshold is None:
+            _refresh_cell(existing, folder)
         return ImportOutcome(str(path), ImportStatus.DUPLICATE, existing)
     task, why_not = _task_matches(folder.manifest)
     try:

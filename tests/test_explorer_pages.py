@@ -226,6 +226,17 @@ def test_the_ladder_shows_human_and_model_results_per_cell(as_researcher, trials
     assert "acme-llm-1 (trial" in page.svg and "expert-3 (trial" in page.svg
 
 
+def test_a_ladder_result_without_a_verdict_is_drawn_neither_pass_nor_fail(as_researcher, trials):
+    model = trials["model"]
+    Trial.objects.filter(pk=model.pk).update(threshold=None, passed=None)
+    try:
+        html = as_researcher.get("/explorer/ladder/").content.decode()
+    finally:
+        Trial.objects.filter(pk=model.pk).update(threshold=model.threshold, passed=model.passed)
+    chip = html[html.index(f'href="/explorer/trials/{model.pk}/"') - 120:html.index(f'href="/explorer/trials/{model.pk}/"')]
+    assert 'class="x-result-chip " title="no threshold: no known calibration file has this cell"' in chip
+
+
 def _parse(kind: str, body: bytes):
     text = body.decode()
     if kind == "csv":

@@ -183,3 +183,21 @@ def test_a_business_edited_with_its_composite_is_refused_against_the_trials_own_
     assert outcome.reason.startswith("score.json: business 0.95 is not what business_raw ")
     assert outcome.reason.endswith("the score was edited, so the trial is not imported")
     assert not Trial.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_trial_imported_while_its_calibration_could_not_be_read_takes_its_cell_when_imported_again(
+        folder, tmp_path, settings):  # noqa: F811
+    broken = tmp_path / "public.json"
+    broken.write_text("{ not json")
+    settings.EXPLORER_CALIBRATIONS = [str(broken)]
+    first = import_trial(folder)
+    assert first.status == ImportStatus.IMPORTED and first.trial.threshold is None
+    assert first.trial.calibration_label == (f"no known calibration file that could be read has {first.trial.task_id} "
+                                             f"seed {first.trial.seed}; a known calibration file could not be read "
+                                             "(see import_trials' warnings)")
+    settings.EXPLORER_CALIBRATIONS = [str(settings.BASE_DIR / "calibration" / "public.json")]
+    again = import_trial(folder)
+    trial = Trial.objects.get()
+    assert again.status == ImportStatus.DUPLICATE and trial.threshold is not None
+    assert trial.passed == (trial.reward_composite >= trial.threshold) and trial.cell["threshold"]
