@@ -181,6 +181,10 @@ def _contents(folder: Path) -> dict[str, bytes]:
     missing = [name for name in REQUIRED if not (folder / name).is_file()]
     if missing:
         raise FolderRefused(f"the folder has no {', '.join(missing)}")
+    linked = [name for name in (*REQUIRED, *OPTIONAL) if (folder / name).is_symlink()]
+    if linked:  # its content would come from wherever the link leads, not from the trial
+        raise FolderRefused(f"{', '.join(linked)} {'is a symbolic link' if len(linked) == 1 else 'are symbolic links'}"
+                            "; a trial folder holds its own files (copy them in)")
     return {name: (folder / name).read_bytes() for name in (*REQUIRED, *OPTIONAL) if (folder / name).is_file()}
 
 
@@ -354,6 +358,11 @@ def _scan(folder: Path, depth: int, out: list[Path | Passed]) -> str:
         if child.name.startswith("."):
             out.append(Passed(child, "a hidden folder (a trial still being written is hidden until it is "
                                      "complete); name it directly to import it", refused=False))
+            found = found if found == TRIAL else PASSED
+            continue
+        if child.is_symlink():  # it may lead anywhere, outside the folder named or back up to it
+            out.append(Passed(child, "a symbolic link, not followed; name the folder it points to, to import "
+                                     "the trials in it", refused=False))
             found = found if found == TRIAL else PASSED
             continue
         kind = _kind(child)

@@ -3,6 +3,7 @@ an import run goes on to the next folder (each of these raised a traceback befor
 import json
 import shutil
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -201,3 +202,24 @@ def test_a_trial_imported_while_its_calibration_could_not_be_read_takes_its_cell
     trial = Trial.objects.get()
     assert again.status == ImportStatus.DUPLICATE and trial.threshold is not None
     assert trial.passed == (trial.reward_composite >= trial.threshold) and trial.cell["threshold"]
+
+
+@pytest.mark.django_db
+def test_symbolic_links_are_neither_followed_nor_read(folder, tmp_path):  # noqa: F811
+    outside = tmp_path / "outside"
+    shutil.copytree(folder, outside / "elsewhere")
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    (batch / "linked").symlink_to(outside / "elsewhere")
+    outcomes = {Path(o.path).name: (o.status, o.reason) for o in import_trials([batch])}
+    assert outcomes["linked"] == (ImportStatus.SKIPPED, "a symbolic link, not followed; name the folder it points "
+                                  "to, to import the trials in it")
+    assert not Trial.objects.exists()
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    (copy / "ledger.jsonl").unlink()
+    (copy / "ledger.jsonl").symlink_to(folder / "ledger.jsonl")
+    refused = import_trial(copy)
+    assert (refused.status, refused.reason) == (ImportStatus.REFUSED, "ledger.jsonl is a symbolic link; a trial folder "
+                                                "holds its own files (copy them in)")
+    assert not Trial.objects.exists()
