@@ -685,7 +685,13 @@ def settle_at_exit(hub: EpisodeHub, *, durable: bool, err: IO[str] | None = None
     for session in hub.sessions():
         if durable or session.settled:
             continue
-        session.end(ended_by=ENDED_BY_SERVER)
+        try:
+            with lock_for(session.episode):  # a call still running on a worker thread finishes first
+                session.end(ended_by=ENDED_BY_SERVER)
+        except StoreBenchError as exc:  # this one is not settled; the others still are
+            print(f"storebench: session {session.id} ({session.episode.task.id} seed {session.episode.seed}) was not "
+                  f"settled: {exc.message}", file=err, flush=True)
+            continue
         settled_now.append(session)
     for session in hub.sessions():
         if session.settled and session.result and session.result.get("out") and session.id not in hub.settled_at_start:

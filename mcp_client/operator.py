@@ -82,6 +82,8 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
             return {}
         try:
             data = json.loads(raw, parse_constant=_no_constant)
+        except RecursionError:
+            raise StoreBenchError("the request body is nested too deeply; labels and options are flat objects") from None
         except ValueError:
             raise StoreBenchError("the request body is not JSON; send an object such as "
                                   "{\"task\": \"steady\", \"seed\": 7}") from None
@@ -128,6 +130,10 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
 
     async def end_session(request: Request) -> JSONResponse:
         data = await body_of(request)
+        unknown = sorted(set(data) - {"labels"})
+        if unknown:  # a label sent at the top level would be lost without a word
+            raise StoreBenchError(f"unknown field(s) {', '.join(unknown)}; the end takes labels only, e.g. "
+                                  "{\"labels\": {\"model\": \"m\"}}")
         sid = request.path_params["sid"]
         hub.session(sid)
         result = await anyio.to_thread.run_sync(lambda: hub.end(sid, data.get("labels")))

@@ -65,6 +65,24 @@ def test_the_operator_api_refuses_a_forged_ended_by():
     assert forged.json()["error"] == {"code": "session_error", "message": SERVERS_OWN}
 
 
+def test_the_operator_api_refuses_a_label_sent_beside_labels_at_the_end_and_a_body_nested_too_deep():
+    hub = EpisodeHub()
+    with running(create_app(hub, operator_token=OPERATOR)) as port:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {OPERATOR}"},
+                           timeout=30) as http:
+            opened = http.post("/operator/sessions", json={"task": TASK, "seed": 7}).json()
+            stray = http.post(f"/operator/sessions/{opened['id']}/end", json={"model": "m"})
+            deep = http.post("/operator/sessions", content=b"[" * 20_000 + b"]" * 20_000,
+                             headers={"Content-Type": "application/json"})
+            still_open = http.get(f"/operator/sessions/{opened['id']}").json()
+    assert stray.status_code == 400
+    assert stray.json()["error"]["message"] == ("unknown field(s) model; the end takes labels only, e.g. "
+                                                '{"labels": {"model": "m"}}')
+    assert deep.status_code == 400
+    assert deep.json()["error"]["message"] == "the request body is nested too deeply; labels and options are flat objects"
+    assert not still_open["settled"]
+
+
 def test_the_playing_side_adds_labels_but_never_replaces_the_operators():
     session = Session.open(TASK, 7, out=None, state_root=None, labels={"model": "fake-model", "harness": "pytest"})
     kept = session.add_client_labels({"model": "human expert", "harness": "console", "metrics": {"total_tokens": 7}})
@@ -156,6 +174,20 @@ def test_sessions_a_stopping_server_settles_were_ended_by_the_server(tmp_path, c
     hub.open_session(TASK, 7)
     settle_at_exit(hub, durable=False)
     assert summary_of(tmp_path)["ended_by"] == "server stopped"
+
+
+def test_a_stopping_server_settles_every_session_it_can_and_names_the_one_it_cannot(tmp_path, capsys):
+    hub = EpisodeHub(out=tmp_path)
+    _token, blocked = hub.open_session(TASK, 7)
+    _token, fine = hub.open_session(TASK, 11)
+    assert blocked.folder is not None
+    blocked.folder.mkdir(parents=True)
+    (blocked.folder / "in-the-way.txt").write_text("x")  # its trial folder cannot be written
+    settled = settle_at_exit(hub, durable=False)
+    assert settled == [fine] and fine.settled and not blocked.settled
+    err = capsys.readouterr().err
+    assert f"storebench: session {blocked.id} (short-runway seed 7) was not settled: " in err
+    assert f"storebench: wrote {fine.result['out']}" in err
 
 
 def test_a_session_stopped_before_a_restart_is_settled_at_the_restart_by_who_stopped_it(tmp_path):
