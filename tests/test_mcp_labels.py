@@ -8,10 +8,12 @@ with a line saying why, and the episode is still graded and written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -54,27 +56,28 @@ def test_the_servers_own_labels_are_refused_from_the_operator():
     assert session.labels == {}
 
 
-def test_the_operator_api_refuses_a_forged_ended_by():
-    hub = EpisodeHub()
-    with running(create_app(hub, operator_token=OPERATOR)) as port:
+@contextlib.contextmanager
+def operator_api() -> Iterator[tuple[httpx2.Client, dict]]:
+    """An HTTP server's operator API with one session opened: the client, and the session as opened."""
+    with running(create_app(EpisodeHub(), operator_token=OPERATOR)) as port:
         with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {OPERATOR}"},
                            timeout=30) as http:
-            opened = http.post("/operator/sessions", json={"task": TASK, "seed": 7}).json()
-            forged = http.post(f"/operator/sessions/{opened['id']}/labels", json={"ended_by": "horizon"})
+            yield http, http.post("/operator/sessions", json={"task": TASK, "seed": 7}).json()
+
+
+def test_the_operator_api_refuses_a_forged_ended_by():
+    with operator_api() as (http, opened):
+        forged = http.post(f"/operator/sessions/{opened['id']}/labels", json={"ended_by": "horizon"})
     assert forged.status_code == 400
     assert forged.json()["error"] == {"code": "session_error", "message": SERVERS_OWN}
 
 
 def test_the_operator_api_refuses_a_label_sent_beside_labels_at_the_end_and_a_body_nested_too_deep():
-    hub = EpisodeHub()
-    with running(create_app(hub, operator_token=OPERATOR)) as port:
-        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {OPERATOR}"},
-                           timeout=30) as http:
-            opened = http.post("/operator/sessions", json={"task": TASK, "seed": 7}).json()
-            stray = http.post(f"/operator/sessions/{opened['id']}/end", json={"model": "m"})
-            deep = http.post("/operator/sessions", content=b"[" * 20_000 + b"]" * 20_000,
-                             headers={"Content-Type": "application/json"})
-            still_open = http.get(f"/operator/sessions/{opened['id']}").json()
+    with operator_api() as (http, opened):
+        stray = http.post(f"/operator/sessions/{opened['id']}/end", json={"model": "m"})
+        deep = http.post("/operator/sessions", content=b"[" * 20_000 + b"]" * 20_000,
+                         headers={"Content-Type": "application/json"})
+        still_open = http.get(f"/operator/sessions/{opened['id']}").json()
     assert stray.status_code == 400
     assert stray.json()["error"]["message"] == ("unknown field(s) model; the end takes labels only, e.g. "
                                                 '{"labels": {"model": "m"}}')
