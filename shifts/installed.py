@@ -22,6 +22,16 @@ def task_of(task_id: str) -> Task:
         raise TaskUnavailable(str(error)) from error
 
 
+def installed(task_id: str) -> bool:
+    """Whether ``task_id`` is a task this server can load (a study's cell or a shift may name
+    one removed or renamed since)."""
+    try:
+        task_of(task_id)
+    except TaskUnavailable:
+        return False
+    return True
+
+
 def armed(task_id: str, seed: int, *, record: bool = False) -> Episode:
     """A fresh episode of the installed task (:func:`environment.api.arm`)."""
     return arm(task_of(task_id), seed, record=record)

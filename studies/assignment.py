@@ -31,14 +31,15 @@ import secrets
 from django.db import transaction
 from django.db.models import Avg, Count, Max, Q
 
-from environment.tasks import TaskFileError, get_task
 from environment.tasks.loader import PRACTICE
 from shifts.briefing import acknowledgement, practice_completed
+from shifts.errors import TaskUnavailable
+from shifts.installed import installed, task_of
 from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .build import build_id
-from .design import ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, installed, stale_calibration
+from .design import ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, stale_calibration
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -106,10 +107,10 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
     if participant.user_id is None:
         raise StudyError(f"participant {participant.label} has not accepted an invitation yet (no account)")
     try:
-        task = get_task(cell.task_id)
-    except TaskFileError as error:
-        raise StudyError(f"cell {cell.key} cannot be assigned: its task cannot be loaded on this server ({error}); "
-                         "install that task file again") from error
+        task = task_of(cell.task_id)
+    except TaskUnavailable as gone:
+        raise StudyError(f"cell {cell.key} cannot be assigned: its task cannot be loaded on this server ({gone.reason}); "
+                         "install that task file again") from gone
     if task.split == PRACTICE:
         raise StudyError(PRACTICE_REFUSAL.format(task=cell.task_id))
     if needs_consent(participant):

@@ -20,12 +20,12 @@ from django.utils import timezone
 
 from shifts.ending import end_shift, is_due
 from shifts.errors import TaskUnavailable
+from shifts.installed import installed
 from shifts.lifecycle import move_deadline
 from shifts.models import RUNNING, Shift
 
 from . import audit
 from .assignment import abandon_unstarted, create_attempt, seen_attempt, seen_pairs, seen_refusal
-from .design import installed
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,

@@ -18,9 +18,10 @@ from django.db import IntegrityError, transaction
 
 from environment.calibration import CalibrationError, cell_of, load_calibration
 from environment.errors import StoreBenchError
-from environment.tasks import TaskFileError, get_task
+from environment.tasks import get_task
 from environment.tasks.loader import PRACTICE
 from shifts.errors import StartRefused
+from shifts.installed import installed
 from shifts.models import Shift
 
 from . import audit
@@ -106,16 +107,6 @@ def stale_calibration(study: Study) -> str | None:
     except StudyError as exc:
         return str(exc)
     return None
-
-
-def installed(task_id: str) -> bool:
-    """Whether ``task_id`` is a task this server has (a study's cell may name one removed or
-    renamed since the study was set up)."""
-    try:
-        get_task(task_id)
-    except TaskFileError:
-        return False
-    return True
 
 
 def missing_task_cells(study: Study) -> list[Cell]:
