@@ -2,7 +2,8 @@
 
 :class:`Filters` decides which attempts count.  A withdrawn participant's attempts
 are always left out.  By default bots and practice attempts are left out, coached retries stay in and invalid attempts stay out
-(an invalid attempt has no trustworthy score).
+(an invalid attempt has no trustworthy score); ``include_invalid`` brings back those that
+were graded before they were invalidated, with the score they had.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 from . import reference
 from .errors import StudyError
-from .models import SCORE_FIELDS, Attempt, AttemptKind, AttemptStatus, Study
+from .models import SCORE_FIELDS, Attempt, AttemptKind, AttemptStatus, Outcome, Study
 from .permissions import Action, require
 from .wording import plural
 
@@ -74,9 +75,16 @@ def row_of(attempt: Attempt) -> reference.AttemptRow:
     )
 
 
+def counts(outcome: Outcome, filters: Filters) -> bool:
+    """Whether an attempt's outcome is a score the figures take: a completed attempt's, or,
+    with ``include_invalid``, an invalidated one that was graded before it was invalidated."""
+    if outcome.composite is None:
+        return False
+    return outcome.is_completed or (filters.include_invalid and outcome.status == AttemptStatus.INVALID)
+
+
 def reference_rows(study: Study, filters: Filters = Filters()) -> list[reference.AttemptRow]:
-    return [row_of(a) for a in attempts(study, filters)
-            if a.outcome.is_completed and a.outcome.composite is not None]
+    return [row_of(a) for a in attempts(study, filters) if counts(a.outcome, filters)]
 
 
 def study_figures(actor, study: Study, filters: Filters = Filters(), seed: int = reference.DEFAULT_SEED,

@@ -243,6 +243,23 @@ def test_the_participants_table_says_both_its_own_count_and_the_study_pages(stud
     assert list(exports.PARTICIPANT_COLUMNS[-1][:2]) == ["attempts_in_study", "integer"]
 
 
+def test_include_invalid_brings_a_graded_invalidated_attempt_into_the_figures(study, admin, bot, cell):
+    attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
+    attempt_actions.invalidate(admin, attempt, "the bot's network failed")
+    assert figures.reference_rows(study, figures.Filters(include_bots=True)) == []
+    (row,) = figures.reference_rows(study, figures.Filters(include_bots=True, include_invalid=True))
+    graded = Shift.objects.get(pk=attempt.shift_id)
+    assert (row.cell, row.composite, row.selected) == (cell.key, graded.score_composite, False)
+
+
+def test_include_invalid_leaves_out_an_attempt_invalidated_before_it_was_played(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    attempt_actions.invalidate(admin, attempt, "assigned to the wrong person")
+    assert [a.pk for a in figures.attempts(study, figures.Filters(include_bots=True, include_invalid=True))] == [
+        attempt.pk]
+    assert figures.reference_rows(study, figures.Filters(include_bots=True, include_invalid=True)) == []
+
+
 def test_coach_views_are_read_only_and_for_staff(client, study, admin, coordinator, bot, cell):
     attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
     client.force_login(coordinator)
