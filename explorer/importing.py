@@ -29,6 +29,7 @@ from environment.grading import TOLERANCE
 from environment.replay import played_elsewhere
 from environment.tasks import get_task
 from environment.tools import REGISTRY
+from shifts import withdrawals
 
 from .calibrations import CellChoice, choose_cell
 from .folders import FolderRefused, Passed, TrialFolder, read_folder, trial_folders
@@ -58,6 +59,26 @@ class ImportOutcome:
         assert t is not None, "only a refused folder has no trial"
         return (f"{self.status.value:<10} {self.path} -> trial {t.pk} ({t.task_id} seed {t.seed}, {t.player}, "
                 f"composite {t.reward_composite:.6f})")
+
+
+def _study(summary: dict) -> str:
+    """The study a human trial's summary.json names ("" for other trials and none named)."""
+    study = summary.get("study") if summary.get("participant") else None
+    return str(study)[:120] if study else ""
+
+
+def _refuse_withdrawn(summary: dict) -> None:
+    kind, player = _player(summary)
+    study = _study(summary)
+    if kind == Trial.PlayerKind.HUMAN and study and withdrawals.is_withdrawn(study, player):
+        raise FolderRefused(f"participant {player} has withdrawn from study {study}: their data may not be imported")
+
+
+def remove_person(study: str, label: str) -> int:
+    """The shift domain's withdrawal holder (added in ``ExplorerConfig.ready``): delete the
+    human trials of the participant ``label`` of ``study``; how many there were."""
+    _, removed = Trial.objects.filter(player_kind=Trial.PlayerKind.HUMAN, study=study, player=label).delete()
+    return removed.get(Trial._meta.label, 0)  # its windows, calls and events go with it
 
 
 def _player(summary: dict) -> tuple[str, str]:
@@ -177,6 +198,7 @@ def _refresh_cell(trial: Trial, folder: TrialFolder) -> None:
 def _trial(folder: TrialFolder) -> Trial:
     manifest, summary, score = folder.manifest, folder.summary, folder.score
     kind, player = _player(summary)
+    _refuse_withdrawn(summary)
     choice = choose_cell(manifest["task"], int(manifest["seed"]), manifest.get("calibration_hash"))
     if choice.exact and choice.cell is not None:
         _check_business(score, choice)
@@ -186,6 +208,7 @@ def _trial(folder: TrialFolder) -> Trial:
         content_hash=folder.content_hash, source_path=str(folder.path.resolve())[:500],
         integrity=Trial.Integrity.VERIFIED if folder.checksums_verified else Trial.Integrity.UNCHECKED,
         task_id=manifest["task"], seed=int(manifest["seed"]), player_kind=kind, player=player[:200],
+        study=_study(summary),
         termination=Trial.Termination(summary["termination"]), end_reason=str(summary.get("end_reason", ""))[:200],
         windows_played=summary["windows_played"], windows_total=summary["windows_total"],
         turns=summary.get("turns", len(folder.actions)), operations_spent=summary.get("operations_spent", 0),

@@ -41,6 +41,7 @@ class Trial(models.Model):
     seed = models.IntegerField()
     player_kind = models.CharField(max_length=16, choices=PlayerKind.choices)
     player = models.CharField(max_length=200)  # the policy, model or participant as summary.json names it
+    study = models.CharField(max_length=120, blank=True)  # a human trial's study, as summary.json names it
     termination = models.CharField(max_length=16, choices=Termination.choices)
     end_reason = models.CharField(max_length=200, blank=True)
     windows_played = models.PositiveIntegerField()
@@ -75,7 +76,8 @@ class Trial(models.Model):
 
     class Meta:
         ordering = ["task_id", "seed", "-reward_composite", "id"]
-        indexes = [models.Index(fields=["task_id", "seed"])]
+        indexes = [models.Index(fields=["task_id", "seed"]),
+                   models.Index(fields=["study", "player"], name="explorer_trial_person")]
 
     def __str__(self) -> str:
         return f"{self.task_id} seed {self.seed}: {self.player} ({self.reward_composite})"

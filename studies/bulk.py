@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from environment.csvcells import safe_cell
+from shifts import withdrawals
 
 from . import assignment, attempts, audit, participants
 from .errors import StudyError
@@ -217,6 +218,8 @@ def withdraw(actor, person: Participant, reason: str) -> Participant:
                 assignment.abandon_unstarted(attempt, "the participant withdrew")
                 closed += 1
         superseded = withdrawal_supersedes(study, locked.label, locked.withdrawn_at)
+        copies = withdrawals.withdrawn(study.name, locked.label)  # the explorer's imported trials of theirs
         audit.record(study, actor, AuditAction.WITHDRAWN, reason=reason.strip(), participant=locked,
-                     unstarted_closed=closed or None, exports_superseded=superseded or None)
+                     unstarted_closed=closed or None, exports_superseded=superseded or None,
+                     copies_removed=copies or None)
     return locked

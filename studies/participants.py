@@ -314,6 +314,12 @@ def person_page(user_id: int) -> str | None:
     return None if latest is None else my_page_url(latest)
 
 
+def has_withdrawn(study_name: str, label: str) -> bool:
+    """The shift domain's withdrawal check (added in ``StudiesConfig.ready``): whether the
+    participant ``label`` of the study named ``study_name`` has withdrawn."""
+    return Participant.objects.filter(study__name=study_name, label=label, withdrawn_at__isnull=False).exists()
+
+
 def pid_holder(study: Study, pid: str, other_than: Participant | None = None) -> Participant | None:
     """The study's participant whose ``PROLIFIC_PID`` is ``pid`` (one Prolific account is one
     participant), leaving ``other_than`` out."""

@@ -8,11 +8,12 @@ from test_studies_support import admin, bot, cell, study  # noqa: F401
 
 from environment.calibration import load_calibration
 from environment.grading import regrade
+from explorer.importing import ImportStatus, import_trial
 from explorer.models import Trial
 from mcp_client.sessions import SessionError, check_labels
 from shifts.models import Shift
 from studies import assignment, attempts, bots, bulk
-from studies.models import Attempt
+from studies.models import Attempt, AuditAction, AuditEvent
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def test_the_explorer_imports_it_as_a_human_trial(study, person, tmp_path):
     call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
     call_command("import_trials", str(tmp_path))
     trial = Trial.objects.get()
-    assert (trial.player_kind, trial.player) == (Trial.PlayerKind.HUMAN, "bot-1")
+    assert (trial.player_kind, trial.player, trial.study) == (Trial.PlayerKind.HUMAN, "bot-1", "Study A")
     assert f"{trial.reward_composite:.6f}" == f"{Shift.objects.get(pk=person.shift_id).score_composite:.6f}"
 
 
@@ -77,6 +78,27 @@ def test_a_withdrawn_persons_shifts_are_not_written(study, admin, person, tmp_pa
     call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
     assert capsys.readouterr().out.endswith("nothing written\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_withdrawal_removes_the_persons_imported_trials_and_says_how_many(study, admin, person, tmp_path):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    call_command("import_trials", str(tmp_path))
+    Trial.objects.create(**{f.attname: getattr(Trial.objects.get(), f.attname) for f in Trial._meta.concrete_fields
+                            if f.attname not in ("id", "content_hash", "study")}, content_hash="other", study="Study B")
+    bulk.withdraw(admin, person.participant, "asked to leave")
+    assert list(Trial.objects.values_list("study", "player")) == [("Study B", "bot-1")]  # another study's bot-1 stays
+    event = AuditEvent.objects.get(action=AuditAction.WITHDRAWN)
+    assert event.detail["copies_removed"] == 1
+
+
+def test_a_withdrawn_persons_trial_folder_is_refused_at_import(study, admin, person, tmp_path, capsys):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    bulk.withdraw(admin, person.participant, "asked to leave")
+    folder = tmp_path / f"steady-7-human-attempt{person.pk}"
+    outcome = import_trial(folder)
+    assert (outcome.status, outcome.reason) == (
+        ImportStatus.REFUSED, "participant bot-1 has withdrawn from study Study A: their data may not be imported")
+    assert not Trial.objects.exists()
 
 
 def test_an_unknown_study_is_refused_naming_the_studies(study, tmp_path):
