@@ -184,8 +184,8 @@ def window_chart(*, title: str, unit: str, series: list[Series], x_max: int, mar
             runs.append(run)
         for r in runs:
             if len(r) == 1:  # a polyline of one point draws nothing: a value between two gaps is a dot
-                x, y = r[0].split(",")
-                out.append(f'<circle class="lone-point" cx="{x}" cy="{y}" r="2.5" fill="{s.colour}"/>')
+                dot_x, dot_y = r[0].split(",")
+                out.append(f'<circle class="lone-point" cx="{dot_x}" cy="{dot_y}" r="2.5" fill="{s.colour}"/>')
                 continue
             out.append(f'<polyline fill="none" stroke="{s.colour}" stroke-width="1.8" stroke-linejoin="round" '
                        f'points="{" ".join(r)}"/>')
