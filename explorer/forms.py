@@ -5,14 +5,32 @@ import re
 
 from django import forms
 
-from .models import ToolFamily
+from .models import ToolFamily, Trial
 
 WHOLE = re.compile(r"[+-]?[0-9]+")
+CELL = re.compile(r"\S{1,64}-[0-9]{1,9}")  # task ids are file names; seeds are whole numbers
 # Beyond any page there can be (and short enough for int(): a page past the end is shown as the last).
 PAGE_CAP = 10 ** 18
 
 
-class ActionLogForm(forms.Form):
+def whole_page(text: str, what: str) -> int | None:
+    """A page number as typed: any whole number (None for none); out of range is the service's business."""
+    text = text.strip()
+    if not text:
+        return None
+    if not WHOLE.fullmatch(text):
+        raise forms.ValidationError(f"The {what}'s page must be a whole number such as 2, not {text[:40]!r}.")
+    sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
+    return sign * (PAGE_CAP if len(digits) > 18 else min(int(digits), PAGE_CAP))
+
+
+class _OneProblem(forms.Form):
+    def problem(self) -> str:
+        """The first problem, as one sentence."""
+        return next(str(message) for errors in self.errors.values() for message in errors)
+
+
+class ActionLogForm(_OneProblem):
     """``family`` must be a tool family; ``page`` a whole number, any whole number: one out of
     range is shown as the nearest page there is, and the page says so (the service clamps it)."""
 
@@ -27,18 +45,32 @@ class ActionLogForm(forms.Form):
         return family
 
     def clean_page(self) -> int | None:
-        text = self.cleaned_data["page"].strip()
-        if not text:
-            return None
-        if not WHOLE.fullmatch(text):
-            raise forms.ValidationError(f"The action log's page must be a whole number such as 2, "
-                                        f"not {text[:40]!r}.")
-        sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
-        return sign * (PAGE_CAP if len(digits) > 18 else min(int(digits), PAGE_CAP))
+        return whole_page(self.cleaned_data["page"], "action log")
 
-    def problem(self) -> str:
-        """The first problem, as one sentence."""
-        return next(str(message) for errors in self.errors.values() for message in errors)
+
+class TrialListForm(_OneProblem):
+    """``cell`` names a cell as ``task-seed`` (``steady-7``); ``kind`` a player kind; ``page`` as
+    :class:`ActionLogForm`'s.  A well-formed cell that has no trial is not an error: it lists none."""
+
+    cell = forms.CharField(required=False)
+    kind = forms.CharField(required=False)
+    page = forms.CharField(required=False)
+
+    def clean_cell(self) -> str:
+        cell = self.cleaned_data["cell"].strip()
+        if cell and not CELL.fullmatch(cell):
+            raise forms.ValidationError(f"{cell[:40]!r} is not a cell: name one as task-seed, such as steady-7.")
+        return cell
+
+    def clean_kind(self) -> str:
+        kind = self.cleaned_data["kind"]
+        if kind and kind not in Trial.PlayerKind.values:
+            raise forms.ValidationError(f"There is no kind of player {kind[:40]!r}; choose one of "
+                                        f"{', '.join(Trial.PlayerKind.values)}, or none for every trial.")
+        return kind
+
+    def clean_page(self) -> int | None:
+        return whole_page(self.cleaned_data["page"], "trial list")
 
 
 class CompareForm(forms.Form):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
-from itertools import groupby
 
 from django.core.paginator import Page, Paginator
 from django.db.models.functions import Length, Substr
@@ -113,11 +112,6 @@ class LadderPage:
 
 
 # -- trials ---------------------------------------------------------------------------------
-
-
-def cell_groups() -> list[tuple[str, list[Trial]]]:
-    trials = Trial.objects.order_by("task_id", "seed", "-reward_composite", "id")
-    return [(label, list(group)) for label, group in groupby(trials, key=lambda t: t.cell_label)]
 
 
 def _d(value) -> Decimal | None:

@@ -11,9 +11,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from . import services
+from . import listing, services
 from .access import is_researcher, researcher_required
-from .forms import ActionLogForm, CompareForm
+from .forms import ActionLogForm, CompareForm, TrialListForm
 from .measures import BY_SLUG
 from .tables import Table
 
@@ -56,7 +56,13 @@ def _measure(slug: str) -> str:
 @researcher_required
 @require_GET
 def trial_list(request: HttpRequest) -> HttpResponse:
-    return _page(request, "explorer/trial_list.html", {"groups": services.cell_groups()})
+    form = TrialListForm(request.GET)
+    if not form.is_valid():
+        return _problem(request, "Cannot show this list", form.problem(), reverse("explorer:trials"),
+                        "Back to every trial")
+    page = form.cleaned_data["page"]
+    return _page(request, "explorer/trial_list.html", {"listing": listing.trial_list(
+        cell=form.cleaned_data["cell"], kind=form.cleaned_data["kind"], page=1 if page is None else page)})
 
 
 @researcher_required
