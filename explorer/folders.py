@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
+import zlib
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -48,6 +50,16 @@ ROW_FIELDS = {
 }
 CHANNELS = ("announced", "rumoured", "silent")
 CENT = Decimal("0.01")
+# The most one of a folder's files may take, and its observations once unpacked.  A full-year
+# smart-triage trial takes 4.3 MiB (its ledger) and 14 MiB of observations: these leave room
+# for an agent that calls many times more, and refuse a file (or a small gzip file that
+# unpacks without end) that would fill the importer's memory.
+MAX_FILE_BYTES = 256 * 2**20
+MAX_OBSERVATIONS_BYTES = 512 * 2**20
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.0f} MiB"
 
 
 # Field shapes, per file: "int" (a whole number a 64-bit database column holds), "int32" (one
@@ -185,7 +197,26 @@ def _contents(folder: Path) -> dict[str, bytes]:
     if linked:  # its content would come from wherever the link leads, not from the trial
         raise FolderRefused(f"{', '.join(linked)} {'is a symbolic link' if len(linked) == 1 else 'are symbolic links'}"
                             "; a trial folder holds its own files (copy them in)")
-    return {name: (folder / name).read_bytes() for name in (*REQUIRED, *OPTIONAL) if (folder / name).is_file()}
+    present = [name for name in (*REQUIRED, *OPTIONAL) if (folder / name).is_file()]
+    for name in present:
+        size = (folder / name).stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise FolderRefused(f"{name} takes {_mib(size)}, more than the {_mib(MAX_FILE_BYTES)} a trial's file may "
+                                "take; it is not imported")
+    return {name: (folder / name).read_bytes() for name in present}
+
+
+def _unpacked(data: bytes) -> bytes:
+    """The observations' text, unpacked no further than :data:`MAX_OBSERVATIONS_BYTES`."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as packed:
+            stream = packed.read(MAX_OBSERVATIONS_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise FolderRefused(f"{OBSERVATIONS} is not a readable gzip file ({exc})") from exc
+    if len(stream) > MAX_OBSERVATIONS_BYTES:
+        raise FolderRefused(f"{OBSERVATIONS} unpacks to more than the {_mib(MAX_OBSERVATIONS_BYTES)} a trial's "
+                            "observations may take; it is not imported")
+    return stream
 
 
 def _check_files(manifest: dict, contents: dict[str, bytes]) -> bool:
@@ -288,12 +319,8 @@ def read_folder(path: str | Path) -> TrialFolder:
     _check_ledger(_jsonl("ledger.jsonl", contents["ledger.jsonl"]), score)
     observations = None
     if OBSERVATIONS in contents:
-        try:
-            stream = gzip.decompress(contents[OBSERVATIONS])
-        except (OSError, EOFError) as exc:
-            raise FolderRefused(f"{OBSERVATIONS} is not a readable gzip file ({exc})") from exc
         observations = []
-        for number, row in enumerate(_jsonl(OBSERVATIONS, stream), start=1):
+        for number, row in enumerate(_jsonl(OBSERVATIONS, _unpacked(contents[OBSERVATIONS])), start=1):
             if not isinstance(row, dict) or not isinstance(row.get("result"), str):
                 raise FolderRefused(f"{OBSERVATIONS} row {number}: 'result' is missing or not text "
                                     f"({str(row)[:40]!r})")

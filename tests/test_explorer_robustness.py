@@ -1,5 +1,6 @@
 """Malformed trial folders are refused with a reason naming the file, row and field, and
 an import run goes on to the next folder (each of these raised a traceback before)."""
+import gzip
 import json
 import shutil
 from io import StringIO
@@ -9,6 +10,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from test_explorer_import import folder, resign  # noqa: F401
 
+from trial_helpers import resign
+
+from environment.artifacts import OBSERVATIONS
+from explorer import folders
 from explorer.importing import ImportStatus, import_trial, import_trials
 from explorer.models import Trial
 
@@ -223,3 +228,38 @@ def test_symbolic_links_are_neither_followed_nor_read(folder, tmp_path):  # noqa
     assert (refused.status, refused.reason) == (ImportStatus.REFUSED, "ledger.jsonl is a symbolic link; a trial folder "
                                                 "holds its own files (copy them in)")
     assert not Trial.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_file_larger_than_a_trial_may_take_is_refused_before_it_is_read(folder, tmp_path, monkeypatch):  # noqa: F811
+    copy = shutil.copytree(folder, tmp_path / "big")
+    size = (copy / "ledger.jsonl").stat().st_size
+    monkeypatch.setattr(folders, "MAX_FILE_BYTES", size - 1)
+    outcome = import_trial(copy)
+    assert (outcome.status, outcome.reason) == (
+        ImportStatus.REFUSED, f"ledger.jsonl takes {size / 2**20:,.0f} MiB, more than the "
+                              f"{(size - 1) / 2**20:,.0f} MiB a trial's file may take; it is not imported")
+
+
+@pytest.mark.django_db
+def test_observations_that_unpack_past_the_limit_are_refused(folder, tmp_path, monkeypatch):  # noqa: F811
+    copy = shutil.copytree(folder, tmp_path / "bomb")
+    (copy / OBSERVATIONS).write_bytes(gzip.compress(b" " * 5_000_000))  # 5 MB of nothing packs to a few KB
+    resign(copy)
+    monkeypatch.setattr(folders, "MAX_OBSERVATIONS_BYTES", 4_000_000)
+    outcome = import_trial(copy)
+    assert (outcome.status, outcome.reason) == (
+        ImportStatus.REFUSED, f"{OBSERVATIONS} unpacks to more than the 4 MiB a trial's observations may take; "
+                              "it is not imported")
+
+
+@pytest.mark.django_db
+def test_a_corrupt_gzip_stream_is_refused_and_the_run_goes_on(folder, tmp_path):  # noqa: F811
+    copy = shutil.copytree(folder, tmp_path / "corrupt")
+    packed = bytearray(gzip.compress(b'{"result": "x"}\n' * 10_000))
+    packed[20:40] = bytes(b ^ 0xFF for b in packed[20:40])  # inside the deflate stream: zlib's own error
+    (copy / OBSERVATIONS).write_bytes(bytes(packed))
+    resign(copy)
+    (outcome,) = import_trials([copy])
+    assert outcome.status == ImportStatus.REFUSED
+    assert outcome.reason.startswith(f"{OBSERVATIONS} is not a readable gzip file (")
