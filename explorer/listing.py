@@ -14,7 +14,7 @@ from itertools import groupby
 from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 
 from .models import Trial
 
@@ -66,11 +66,12 @@ def _note(asked: int, page: Page) -> str:
     return f"The trial list has {last} page{'s' if last != 1 else ''}; page {asked} is past the end, so the last page is shown."
 
 
-def trial_list(*, cell: str = "", kind: str = "", page: int = 1) -> TrialList:
-    """``cell`` is a :func:`cell_key` (one no trial has lists nothing); ``kind`` a player kind."""
-    counts = list(Trial.objects.values("task_id", "seed").annotate(n=Count("id")).order_by("task_id", "seed"))
+def trial_list(seen: QuerySet[Trial], *, cell: str = "", kind: str = "", page: int = 1) -> TrialList:
+    """The trials of ``seen`` (those the viewer may see); ``cell`` is a :func:`cell_key` (one no
+    trial has lists nothing); ``kind`` a player kind."""
+    counts = list(seen.values("task_id", "seed").annotate(n=Count("id")).order_by("task_id", "seed"))
     cells = [(cell_key(c["task_id"], c["seed"]), f"{c['task_id']} seed {c['seed']}", c["n"]) for c in counts]
-    trials = Trial.objects.only(*SHOWN).order_by("task_id", "seed", "-reward_composite", "id")
+    trials = seen.only(*SHOWN).order_by("task_id", "seed", "-reward_composite", "id")
     if cell:
         task_id, _, seed = cell.rpartition("-")
         trials = trials.filter(task_id=task_id, seed=int(seed))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.db.models.functions import Length, Substr
 from django.shortcuts import get_object_or_404
 
@@ -268,9 +269,10 @@ def _page_note(asked: int, calls: Page, family: str) -> str:
             f"page is shown.")
 
 
-def trial_page(trial_id: int, *, researcher: bool, family: str = "", page: int = 1) -> TrialPage:
+def trial_page(trial_id: int, *, seen: QuerySet[Trial], researcher: bool, family: str = "", page: int = 1
+               ) -> TrialPage:
     """``page`` may be any whole number: one out of range shows the nearest page and says so."""
-    trial = get_object_or_404(Trial, pk=trial_id)
+    trial = get_object_or_404(seen, pk=trial_id)
     calls = _calls(trial, family, max(page, 1))
     rows = _windows(trial)
     events = _events([trial], researcher)
@@ -283,13 +285,13 @@ def trial_page(trial_id: int, *, researcher: bool, family: str = "", page: int =
     )
 
 
-def trial_chart(trial_id: int, slug: str, *, researcher: bool) -> str:
-    trial = get_object_or_404(Trial, pk=trial_id)
+def trial_chart(trial_id: int, slug: str, *, seen: QuerySet[Trial], researcher: bool) -> str:
+    trial = get_object_or_404(seen, pk=trial_id)
     return _trial_chart(trial, _windows(trial), BY_SLUG[slug], _markers(_events([trial], researcher))).svg
 
 
-def components_table(trial_id: int) -> Table:
-    trial = get_object_or_404(Trial, pk=trial_id)
+def components_table(trial_id: int, *, seen: QuerySet[Trial]) -> Table:
+    trial = get_object_or_404(seen, pk=trial_id)
     rows: list[tuple] = [("reward_composite", trial.reward_composite, None, None)]
     rows += [(r["key"], r["value"], r["weight"], r["contribution"]) for r in _components(trial)]
     rows += [("business_raw_usd", trial.business_raw, None, None), ("net_assets_usd", trial.net_assets, None, None),
@@ -300,14 +302,14 @@ def components_table(trial_id: int) -> Table:
     return Table(f"trial-{trial.pk}-components", ("component", "value", "weight", "contribution"), rows)
 
 
-def windows_table(trial_id: int) -> Table:
-    trial = get_object_or_404(Trial, pk=trial_id)
+def windows_table(trial_id: int, *, seen: QuerySet[Trial]) -> Table:
+    trial = get_object_or_404(seen, pk=trial_id)
     return Table(f"trial-{trial.pk}-windows", WINDOW_COLUMNS,
                  [tuple(row[c] for c in WINDOW_COLUMNS) for row in _windows(trial)])
 
 
-def actions_table(trial_id: int, family: str = "") -> Table:
-    trial = get_object_or_404(Trial, pk=trial_id)
+def actions_table(trial_id: int, family: str = "", *, seen: QuerySet[Trial]) -> Table:
+    trial = get_object_or_404(seen, pk=trial_id)
     calls = TrialCall.objects.filter(trial=trial).order_by("seq")
     if family:
         calls = calls.filter(family=family)
@@ -316,16 +318,16 @@ def actions_table(trial_id: int, family: str = "") -> Table:
                  list(calls.values_list(*columns)))
 
 
-def events_table(trial_id: int) -> Table:
+def events_table(trial_id: int, *, seen: QuerySet[Trial]) -> Table:
     """The task's events as they fired in this trial; for researchers only (the view checks)."""
-    trial = get_object_or_404(Trial, pk=trial_id)
+    trial = get_object_or_404(seen, pk=trial_id)
     events = _task_events([trial])
     return Table(f"trial-{trial.pk}-events", ("tag", "window", "at", "channel", "kind", "detail"),
                  [(e.tag, e.window, e.at, e.channel, e.kind, e.detail) for e in events])
 
 
-def call_detail(trial_id: int, seq: int) -> dict:
-    call = get_object_or_404(TrialCall, trial_id=trial_id, seq=seq)
+def call_detail(trial_id: int, seq: int, *, seen: QuerySet[Trial]) -> dict:
+    call = get_object_or_404(TrialCall, trial__in=seen.filter(pk=trial_id), seq=seq)
     return {"trial": trial_id, "seq": call.seq, "window": call.window, "tool": call.tool, "family": call.family,
             "spent_operation": call.spent_operation, "ok": call.ok, "error_code": call.error_code,
             "arguments": call.arguments, "result": call.result}
@@ -337,8 +339,8 @@ def call_detail(trial_id: int, seq: int) -> dict:
 MAX_ID = 2 ** 63 - 1  # a larger number names no row (and would overflow the database's integers)
 
 
-def _compared(ids: list[int]) -> list[Trial]:
-    found = Trial.objects.in_bulk([i for i in ids if 0 < i <= MAX_ID])
+def _compared(ids: list[int], seen: QuerySet[Trial]) -> list[Trial]:
+    found = seen.in_bulk([i for i in ids if 0 < i <= MAX_ID])
     missing = [str(i) for i in ids if i not in found]
     if missing:
         raise CompareRefused(f"There is no trial {', '.join(missing)}.")
@@ -395,8 +397,8 @@ def _compare_display(trials: list[Trial]) -> list[tuple[str, str, list[str]]]:
     return [(label, style, [_shown(getattr(t, attr), style) for t in trials]) for attr, label, style in COMPARED]
 
 
-def compare_page(ids: list[int], *, researcher: bool) -> ComparePage:
-    trials = _compared(ids)
+def compare_page(ids: list[int], *, seen: QuerySet[Trial], researcher: bool) -> ComparePage:
+    trials = _compared(ids, seen)
     rows = [_windows(t) for t in trials]
     events = _events(trials, researcher)
     markers = _markers(events)
@@ -407,14 +409,14 @@ def compare_page(ids: list[int], *, researcher: bool) -> ComparePage:
     )
 
 
-def compare_chart(ids: list[int], slug: str, *, researcher: bool) -> str:
-    trials = _compared(ids)
+def compare_chart(ids: list[int], slug: str, *, seen: QuerySet[Trial], researcher: bool) -> str:
+    trials = _compared(ids, seen)
     markers = _markers(_events(trials, researcher))
     return _compare_chart(trials, [_windows(t) for t in trials], BY_SLUG[slug], markers).svg
 
 
-def compare_table(ids: list[int]) -> Table:
-    return _compare_table(_compared(ids))
+def compare_table(ids: list[int], *, seen: QuerySet[Trial]) -> Table:
+    return _compare_table(_compared(ids, seen))
 
 
 # -- the calibration ladder ------------------------------------------------------------------------
@@ -422,7 +424,7 @@ def compare_table(ids: list[int]) -> Table:
 LADDER_KINDS = (Trial.PlayerKind.HUMAN, Trial.PlayerKind.MODEL)
 
 
-def ladder_page() -> LadderPage:
+def ladder_page(*, seen: QuerySet[Trial]) -> LadderPage:
     path = calibrations.ladder_file()
     try:
         doc, _digest = load_calibration(path)
@@ -431,7 +433,7 @@ def ladder_page() -> LadderPage:
         return LadderPage(name, [], "", problem=f"{exc.problem}. Restore {name}, or write it again with "
                                                 f"`storebench calibrate --out {name}`, then reload this page.")
     results: dict[tuple[str, int], list[Trial]] = {}
-    for trial in Trial.objects.filter(player_kind__in=LADDER_KINDS).order_by("-reward_composite", "id"):
+    for trial in seen.filter(player_kind__in=LADDER_KINDS).order_by("-reward_composite", "id"):
         results.setdefault((trial.task_id, trial.seed), []).append(trial)
     rows = []
     for task, seeds in doc["tasks"].items():
@@ -449,12 +451,7 @@ def ladder_page() -> LadderPage:
     return LadderPage(calibrations.display_name(path), rows, report.svg(doc, marks), off_ladder=off_ladder)
 
 
-def ladder_svg() -> str:
-    return ladder_page().svg
-
-
-def ladder_table(page: LadderPage | None = None) -> Table:
-    page = page or ladder_page()
+def ladder_table(page: LadderPage) -> Table:
     rows: list[tuple] = []
     for r in page.rows:
         rows.append((r.task, r.seed, "threshold", "threshold", r.threshold, None, None))

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from . import listing, services
-from .access import is_researcher, researcher_required
+from .access import is_researcher, researcher_required, visible_trials
 from .forms import ActionLogForm, CompareForm, TrialListForm
 from .measures import BY_SLUG
 from .tables import Table
@@ -62,7 +62,8 @@ def trial_list(request: HttpRequest) -> HttpResponse:
                         "Back to every trial")
     page = form.cleaned_data["page"]
     return _page(request, "explorer/trial_list.html", {"listing": listing.trial_list(
-        cell=form.cleaned_data["cell"], kind=form.cleaned_data["kind"], page=1 if page is None else page)})
+        visible_trials(request.user), cell=form.cleaned_data["cell"], kind=form.cleaned_data["kind"],
+        page=1 if page is None else page)})
 
 
 @researcher_required
@@ -73,7 +74,8 @@ def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return _problem(request, "Cannot show this action log", form.problem(),
                         reverse("explorer:trial", args=[pk]) + "#actions", f"Back to trial {pk}'s action log",
                         trail=f"trial {pk}")
-    page = services.trial_page(pk, researcher=is_researcher(request.user), family=form.cleaned_data["family"],
+    page = services.trial_page(pk, seen=visible_trials(request.user), researcher=is_researcher(request.user),
+                               family=form.cleaned_data["family"],
                                page=1 if form.cleaned_data["page"] is None else form.cleaned_data["page"])
     return _page(request, "explorer/trial.html", {"page": page, "trial": page.trial})
 
@@ -81,20 +83,21 @@ def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 @require_GET
 def trial_chart(request: HttpRequest, pk: int, measure: str) -> HttpResponse:
-    svg = services.trial_chart(pk, _measure(measure), researcher=is_researcher(request.user))
+    svg = services.trial_chart(pk, _measure(measure), seen=visible_trials(request.user),
+                               researcher=is_researcher(request.user))
     return _svg(svg, f"trial-{pk}-{measure}.svg")
 
 
 @researcher_required
 @require_GET
 def trial_components(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    return _table(services.components_table(pk), fmt)
+    return _table(services.components_table(pk, seen=visible_trials(request.user)), fmt)
 
 
 @researcher_required
 @require_GET
 def trial_windows(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    return _table(services.windows_table(pk), fmt)
+    return _table(services.windows_table(pk, seen=visible_trials(request.user)), fmt)
 
 
 @researcher_required
@@ -103,7 +106,8 @@ def trial_actions(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     form = ActionLogForm(request.GET)
     if not form.is_valid():
         return HttpResponse(form.problem(), status=400, content_type="text/plain")
-    return _table(services.actions_table(pk, form.cleaned_data["family"]), fmt)
+    table = services.actions_table(pk, form.cleaned_data["family"], seen=visible_trials(request.user))
+    return _table(table, fmt)
 
 
 @researcher_required
@@ -111,13 +115,14 @@ def trial_actions(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 def trial_events(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if not is_researcher(request.user):
         return HttpResponse("The task's events are shown to researchers only.", status=403, content_type="text/plain")
-    return _table(services.events_table(pk), fmt)
+    return _table(services.events_table(pk, seen=visible_trials(request.user)), fmt)
 
 
 @researcher_required
 @require_GET
 def trial_call(request: HttpRequest, pk: int, seq: int) -> JsonResponse:
-    return JsonResponse(services.call_detail(pk, seq), json_dumps_params={"indent": 1})
+    detail = services.call_detail(pk, seq, seen=visible_trials(request.user))
+    return JsonResponse(detail, json_dumps_params={"indent": 1})
 
 
 def _compare_ids(request: HttpRequest) -> tuple[list[int] | None, str]:
@@ -134,7 +139,8 @@ def compare(request: HttpRequest) -> HttpResponse:
     if ids is None:
         return _page(request, "explorer/compare.html", {"problem": problem}, status=400)
     try:
-        page = services.compare_page(ids, researcher=is_researcher(request.user))
+        page = services.compare_page(ids, seen=visible_trials(request.user),
+                                     researcher=is_researcher(request.user))
     except services.CompareRefused as exc:
         return _page(request, "explorer/compare.html", {"problem": str(exc)}, status=400)
     query = "&".join(f"trial={pk}" for pk in ids)
@@ -148,7 +154,8 @@ def compare_chart(request: HttpRequest, measure: str) -> HttpResponse:
     if ids is None:
         return HttpResponse(problem, status=400, content_type="text/plain")
     try:
-        svg = services.compare_chart(ids, _measure(measure), researcher=is_researcher(request.user))
+        svg = services.compare_chart(ids, _measure(measure), seen=visible_trials(request.user),
+                                     researcher=is_researcher(request.user))
     except services.CompareRefused as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain")
     return _svg(svg, f"compare-{'-'.join(map(str, ids))}-{measure}.svg")
@@ -161,7 +168,7 @@ def compare_components(request: HttpRequest, fmt: str) -> HttpResponse:
     if ids is None:
         return HttpResponse(problem, status=400, content_type="text/plain")
     try:
-        table = services.compare_table(ids)
+        table = services.compare_table(ids, seen=visible_trials(request.user))
     except services.CompareRefused as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain")
     return _table(table, fmt)
@@ -170,7 +177,7 @@ def compare_components(request: HttpRequest, fmt: str) -> HttpResponse:
 @researcher_required
 @require_GET
 def ladder(request: HttpRequest) -> HttpResponse:
-    return _page(request, "explorer/ladder.html", {"page": services.ladder_page()})
+    return _page(request, "explorer/ladder.html", {"page": services.ladder_page(seen=visible_trials(request.user))})
 
 
 def _ladder_unavailable(problem: str) -> HttpResponse:
@@ -182,12 +189,12 @@ def _ladder_unavailable(problem: str) -> HttpResponse:
 @researcher_required
 @require_GET
 def ladder_chart(request: HttpRequest) -> HttpResponse:
-    page = services.ladder_page()
+    page = services.ladder_page(seen=visible_trials(request.user))
     return _ladder_unavailable(page.problem) if page.problem else _svg(page.svg, "ladder.svg")
 
 
 @researcher_required
 @require_GET
 def ladder_download(request: HttpRequest, fmt: str) -> HttpResponse:
-    page = services.ladder_page()
+    page = services.ladder_page(seen=visible_trials(request.user))
     return _ladder_unavailable(page.problem) if page.problem else _table(services.ladder_table(page), fmt)

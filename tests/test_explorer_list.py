@@ -1,25 +1,14 @@
 """The explorer's trial list: a page at a time, grouped by cell, narrowed by cell and kind."""
-from decimal import Decimal
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from trial_helpers import stored_trial
 
 from explorer import listing
 from explorer.models import Trial
 
 pytestmark = pytest.mark.django_db
-
-
-def _trial(n, task, composite, kind=Trial.PlayerKind.ANCHOR, player="absentee"):
-    zero = Decimal(0)
-    return Trial.objects.create(
-        content_hash=f"h{n}", source_path=f"/trials/{n}", integrity=Trial.Integrity.VERIFIED, task_id=task, seed=7,
-        player_kind=kind, player=player, termination=Trial.Termination.HORIZON, windows_played=30,
-        windows_total=30, turns=10, operations_spent=10, reward_composite=Decimal(composite), business=zero,
-        reliability=zero, continuity=zero, business_raw=zero, net_assets=zero, score={"big": "x" * 1000},
-        world_hash="w", task_file_hash="t")
 
 
 @pytest.fixture
@@ -31,8 +20,8 @@ def researcher(client):
 @pytest.fixture
 def store(monkeypatch):
     monkeypatch.setattr(listing, "LIST_SIZE", 4)
-    steady = [_trial(i, "steady", f"0.{i}") for i in range(1, 6)]  # 0.5 best
-    other = [_trial(10 + i, "counter-punch", f"0.{i}", Trial.PlayerKind.MODEL, "acme") for i in (1, 2)]
+    steady = [stored_trial(i, "steady", f"0.{i}") for i in range(1, 6)]  # 0.5 best
+    other = [stored_trial(10 + i, "counter-punch", f"0.{i}", Trial.PlayerKind.MODEL, "acme") for i in (1, 2)]
     return steady, other
 
 
