@@ -354,9 +354,15 @@ def exports_page(request: HttpRequest, pk: int) -> HttpResponse:
         form = forms.ExportForm(request.POST)
         if not form.is_valid():
             return _fail(request, study, forms.errors_text(form))
-        job = export_jobs.request_export(request.user, study, Filters(**form.cleaned_data))
-        messages.success(request, f"Export {job.pk} requested.")
-        return redirect("studies:exports", pk=study.pk)
+        requested = export_jobs.start_or_join_export(request.user, study, Filters(**form.cleaned_data))
+        job = requested.job
+        if requested.under_way:  # a double submit, or another coordinator's export with the same filters
+            messages.info(request, f"Export {job.pk} with these filters, requested by {job.requested_by}, is already "
+                                   f"{job.get_status_display().lower()}: it is the one shown below, so no second "
+                                   "export was started; its files appear in its row when it is done.")
+        else:
+            messages.success(request, f"Export {job.pk} requested.")
+        return redirect(reverse("studies:exports", args=[study.pk]) + f"#export-{job.pk}")
     require(request.user, study, Action.EXPORT)
     return render(request, "studies/exports.html", {"study": study, "jobs": study.exports.all()[:20],
                                                     "form": forms.ExportForm()})
