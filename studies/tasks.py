@@ -21,7 +21,9 @@ def _failed(exc: Exception) -> str:
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def run_export(job_id: int) -> str:
-    """Write an export job's files.  A finished job is left alone; a rerun rewrites the files.
+    """Write an export job's files.  A finished or failed job is left alone (a failed one was
+    superseded by a withdrawal, or could not be sent: requesting the export again makes a new
+    job); a rerun of a job still running (its worker died) rewrites the files.
     A delivery whose job was finished meanwhile by another, or superseded by a participant's
     withdrawal, writes nothing onto it (not its progress, not its files).
 
@@ -32,8 +34,8 @@ def run_export(job_id: int) -> str:
     delivery of the same job has finished it meanwhile."""
     with transaction.atomic():
         job = ExportJob.objects.select_for_update().select_related("study").filter(pk=job_id).first()
-        if job is None or job.status == ExportJob.Status.DONE:
-            return "skipped"
+        if job is None or job.status in (ExportJob.Status.DONE, ExportJob.Status.FAILED):
+            return "skipped"  # a failed job is final too: a new request makes a new job
         job.status = ExportJob.Status.RUNNING
         job.progress = 0
         job.save(update_fields=["status", "progress"])

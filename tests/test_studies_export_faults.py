@@ -114,3 +114,22 @@ def test_a_withdrawal_while_an_export_runs_fails_it_saying_so_and_writes_no_file
     assert job.error.endswith("a withdrawn person's data leaves every export, so its files were removed; request "
                               "the export again")
     assert not job_dir(job.pk).exists() and not list(job_dir(job.pk).parent.glob("*.tmp*"))
+
+
+def test_a_late_delivery_of_a_superseded_export_leaves_it_failed(job, monkeypatch):
+    from studies import bots, bulk
+
+    person = bots.add_bot(job.requested_by, job.study, "leaver")
+    real = exports.write_table
+
+    def withdrawn_meanwhile(directory, table, columns, rows):
+        if table == "attempts" and person.withdrawn_at is None:
+            person.withdrawn_at = bulk.withdraw(job.requested_by, person, "asked to leave").withdrawn_at
+        return real(directory, table, columns, rows)
+
+    monkeypatch.setattr(exports, "write_table", withdrawn_meanwhile)
+    assert tasks.run_export(job.pk) == "superseded"
+    assert tasks.run_export(job.pk) == "skipped"  # the message delivered again (its worker was lost meanwhile)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED and job.error.startswith("made before participant leaver withdrew (")
+    assert not job_dir(job.pk).exists()
