@@ -69,7 +69,9 @@ ACTION_CHARSET = "\t" + OBSERVATION_CHARSET
 class StoreBenchEnv(gym.Env[str, str]):
     """One StoreBench store per episode, driven through the 29 tools by JSON text actions."""
 
-    metadata = {"render_modes": ["ansi"]}
+    # A text frame has no natural rate; one is declared so that Gymnasium's checker and
+    # wrappers that pace or record frames have one (its toy-text environments do the same).
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, task: str | None = None, task_seed: int | None = None, *, reward: str = DEFAULT_REWARD,
                  calibration: str | Path | dict[str, Any] | None = "public", calibrate_missing: bool = True,
