@@ -29,6 +29,7 @@ from .assignment import abandon_unstarted, create_attempt, seen_attempt, seen_pa
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
+    INVALIDATED,
     Attempt,
     AttemptKind,
     AttemptStatus,
@@ -218,12 +219,12 @@ def invalidate(actor, attempt: Attempt, reason: str) -> Attempt:
         raise StudyError(f"attempt #{attempt.number} on cell {attempt.cell.key} is already invalid")
     with transaction.atomic():
         if attempt.shift.status in RUNNING:
-            _end(attempt, f"invalidated: {reason}", "invalidated")
+            _end(attempt, INVALIDATED + reason, "invalidated")
             attempt = settle(attempt)
         elif attempt.shift.status == Shift.Status.ASSIGNED:
-            abandon_unstarted(attempt, f"invalidated: {reason}")
+            abandon_unstarted(attempt, INVALIDATED + reason)
         attempt.status = AttemptStatus.INVALID
-        attempt.end_reason = f"invalidated: {reason}"
+        attempt.end_reason = INVALIDATED + reason
         attempt.is_selected = False
         attempt.save()
         audit.record(attempt.study, actor, AuditAction.INVALIDATED, reason=reason, attempt=attempt)

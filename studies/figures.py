@@ -2,8 +2,9 @@
 
 :class:`Filters` decides which attempts count.  A withdrawn participant's attempts
 are always left out.  By default bots and practice attempts are left out, coached retries stay in and invalid attempts stay out
-(an invalid attempt has no trustworthy score); ``include_invalid`` brings back those that
-were graded before they were invalidated, with the score they had.
+(an invalid attempt has no trustworthy score); ``include_invalid`` brings back those whose
+shift had ended by itself (submitted, timed out, or graded under another calibration)
+before they were invalidated, with the score they had.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from . import reference
 from .errors import StudyError
-from .models import SCORE_FIELDS, Attempt, AttemptKind, AttemptStatus, Outcome, Study
+from .models import INVALIDATED, SCORE_FIELDS, Attempt, AttemptKind, AttemptStatus, Study
 from .permissions import Action, require
 from .wording import plural
 
@@ -75,16 +76,21 @@ def row_of(attempt: Attempt) -> reference.AttemptRow:
     )
 
 
-def counts(outcome: Outcome, filters: Filters) -> bool:
-    """Whether an attempt's outcome is a score the figures take: a completed attempt's, or,
-    with ``include_invalid``, an invalidated one that was graded before it was invalidated."""
+def counts(attempt: Attempt, filters: Filters) -> bool:
+    """Whether an attempt's score is one the figures take: a completed attempt's, or, with
+    ``include_invalid``, that of an attempt invalidated after its shift ended by itself (one
+    the invalidation cut short was graded only because the invalidation ended it)."""
+    outcome = attempt.outcome
     if outcome.composite is None:
         return False
-    return outcome.is_completed or (filters.include_invalid and outcome.status == AttemptStatus.INVALID)
+    if outcome.is_completed:
+        return True
+    return (filters.include_invalid and outcome.status == AttemptStatus.INVALID
+            and not attempt.shift.end_reason.startswith(INVALIDATED))
 
 
 def reference_rows(study: Study, filters: Filters = Filters()) -> list[reference.AttemptRow]:
-    return [row_of(a) for a in attempts(study, filters) if counts(a.outcome, filters)]
+    return [row_of(a) for a in attempts(study, filters) if counts(a, filters)]
 
 
 def study_figures(actor, study: Study, filters: Filters = Filters(), seed: int = reference.DEFAULT_SEED,

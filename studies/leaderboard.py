@@ -37,7 +37,7 @@ from .figures import Filters, reference_rows
 from .models import SCORE_FIELDS, Attempt, Study
 from .permissions import Action, require
 
-CACHE_PREFIX = "studies:leaderboard:v3:"
+CACHE_PREFIX = "studies:leaderboard:v4:"  # v4: include_invalid counts attempts graded before their invalidation
 CACHE_SECONDS = 7 * 24 * 3600
 
 TrialRows = Iterable[tuple[str, Decimal, str]]

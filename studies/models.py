@@ -296,6 +296,9 @@ class Attempt(models.Model):
         return f"{self.cell} #{self.number} ({self.participant})"
 
 
+# How an invalidation's reason begins, on the attempt and on a shift the invalidation ended.
+INVALIDATED = "invalidated: "
+
 SCORE_FIELDS = ("business", "reliability", "on_time_rate", "return_handled_rate", "continuity")
 
 

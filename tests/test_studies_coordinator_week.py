@@ -260,6 +260,16 @@ def test_include_invalid_leaves_out_an_attempt_invalidated_before_it_was_played(
     assert figures.reference_rows(study, figures.Filters(include_bots=True, include_invalid=True)) == []
 
 
+def test_include_invalid_leaves_out_a_shift_the_invalidation_itself_ended(study, admin, bot, cell):
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    lifecycle.begin_shift(Shift.objects.get(pk=attempt.shift_id))
+    attempt_actions.invalidate(admin, Attempt.objects.get(pk=attempt.pk), "assigned to the wrong person")
+    shift = Shift.objects.get(pk=attempt.shift_id)
+    assert shift.score_composite is not None and shift.end_reason == "invalidated: assigned to the wrong person"
+    assert figures.reference_rows(study, figures.Filters(include_bots=True, include_invalid=True)) == []
+
+
 def test_coach_views_are_read_only_and_for_staff(client, study, admin, coordinator, bot, cell):
     attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
     client.force_login(coordinator)
