@@ -67,11 +67,19 @@ def _study(summary: dict) -> str:
     return str(study)[:120] if study else ""
 
 
-def _refuse_withdrawn(summary: dict) -> None:
+def _withdrawal(summary: dict, *, lock: bool = False) -> str:
+    """Why a human trial's folder may not be imported, its participant having withdrawn ("" if not)."""
     kind, player = _player(summary)
     study = _study(summary)
-    if kind == Trial.PlayerKind.HUMAN and study and withdrawals.is_withdrawn(study, player):
-        raise FolderRefused(f"participant {player} has withdrawn from study {study}: their data may not be imported")
+    if kind == Trial.PlayerKind.HUMAN and study and withdrawals.is_withdrawn(study, player, lock=lock):
+        return f"participant {player} has withdrawn from study {study}: their data may not be imported"
+    return ""
+
+
+def _refuse_withdrawn(summary: dict, *, lock: bool = False) -> None:
+    why = _withdrawal(summary, lock=lock)
+    if why:
+        raise FolderRefused(why)
 
 
 def remove_person(study: str, label: str) -> int:
@@ -195,6 +203,20 @@ def _refresh_cell(trial: Trial, folder: TrialFolder) -> None:
     trial.save(update_fields=["threshold", "passed", "calibration_label", "cell"])
 
 
+def _name_study(trial: Trial, folder: TrialFolder) -> None:
+    """A human trial imported before trials kept their study takes it from its folder, so a
+    withdrawal can find it; one whose participant has withdrawn is deleted and refused."""
+    with transaction.atomic():
+        why = _withdrawal(folder.summary, lock=True)
+        if why:
+            trial.delete()
+        else:
+            trial.study = _study(folder.summary)
+            trial.save(update_fields=["study"])
+    if why:
+        raise FolderRefused(why)
+
+
 def _trial(folder: TrialFolder) -> Trial:
     manifest, summary, score = folder.manifest, folder.summary, folder.score
     kind, player = _player(summary)
@@ -237,6 +259,12 @@ def import_trial(path: str | Path) -> ImportOutcome:
     if existing is not None:
         if existing.threshold is None:
             _refresh_cell(existing, folder)
+        if not existing.study and _study(folder.summary):
+            try:
+                _name_study(existing, folder)
+            except FolderRefused as exc:
+                return ImportOutcome(str(path), ImportStatus.REFUSED, reason=exc.reason + " (the copy imported "
+                                     "before was deleted)")
         return ImportOutcome(str(path), ImportStatus.DUPLICATE, existing)
     task, why_not = _task_matches(folder.manifest)
     try:
@@ -247,10 +275,13 @@ def import_trial(path: str | Path) -> ImportOutcome:
     trial.failure_modes_note = "" if task is not None else f"not analysed: {why_not}"[:300]
     try:
         with transaction.atomic():
+            _refuse_withdrawn(folder.summary, lock=True)  # again: a withdrawal may have come during the analysis
             trial.save()
             TrialWindow.objects.bulk_create(_window_rows(trial, folder.windows), batch_size=BATCH)
             TrialCall.objects.bulk_create(_call_rows(trial, folder.actions, folder.observations), batch_size=BATCH)
             TrialEvent.objects.bulk_create(_event_rows(trial, folder, task), batch_size=BATCH)
+    except FolderRefused as exc:
+        return ImportOutcome(str(path), ImportStatus.REFUSED, reason=exc.reason)
     except (IntegrityError, DataError) as exc:  # a lost connection or a bug is raised, not called a refusal
         existing = Trial.objects.filter(content_hash=folder.content_hash).first()
         if isinstance(exc, IntegrityError) and existing is not None:  # another import of it committed first

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-Check = Callable[[str, str], bool]  # (study name, participant label) -> withdrawn?
+Check = Callable[[str, str, bool], bool]  # (study name, participant label, lock) -> withdrawn?
 Holder = Callable[[str, str], int]  # (study name, participant label) -> copies removed
 
 _checks: list[Check] = []
@@ -40,9 +40,12 @@ def add_holder(holder: Holder) -> None:
         _holders.append(holder)
 
 
-def is_withdrawn(study: str, label: str) -> bool:
-    """Whether the person ``label`` of study ``study`` has withdrawn, as far as any app knows."""
-    return any(check(study, label) for check in _checks)
+def is_withdrawn(study: str, label: str, *, lock: bool = False) -> bool:
+    """Whether the person ``label`` of study ``study`` has withdrawn, as far as any app knows.
+
+    With ``lock`` (inside a transaction), the person's record stays locked until that
+    transaction ends: a withdrawal made meanwhile waits for it, then removes what it stored."""
+    return any(check(study, label, lock) for check in _checks)
 
 
 def withdrawn(study: str, label: str) -> int:

@@ -314,10 +314,14 @@ def person_page(user_id: int) -> str | None:
     return None if latest is None else my_page_url(latest)
 
 
-def has_withdrawn(study_name: str, label: str) -> bool:
+def has_withdrawn(study_name: str, label: str, lock: bool = False) -> bool:
     """The shift domain's withdrawal check (added in ``StudiesConfig.ready``): whether the
-    participant ``label`` of the study named ``study_name`` has withdrawn."""
-    return Participant.objects.filter(study__name=study_name, label=label, withdrawn_at__isnull=False).exists()
+    participant ``label`` of the study named ``study_name`` has withdrawn.  With ``lock``, their
+    row is locked as a withdrawal locks it, so the two wait for each other."""
+    found = Participant.objects.filter(study__name=study_name, label=label)
+    if lock:
+        found = found.select_for_update(of=("self",))
+    return any(when is not None for when in found.values_list("withdrawn_at", flat=True))
 
 
 def pid_holder(study: Study, pid: str, other_than: Participant | None = None) -> Participant | None:

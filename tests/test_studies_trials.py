@@ -8,6 +8,7 @@ from test_studies_support import admin, bot, cell, study  # noqa: F401
 
 from environment.calibration import load_calibration
 from environment.grading import regrade
+from explorer import importing
 from explorer.importing import ImportStatus, import_trial
 from explorer.models import Trial
 from mcp_client.sessions import SessionError, check_labels
@@ -98,6 +99,39 @@ def test_a_withdrawn_persons_trial_folder_is_refused_at_import(study, admin, per
     outcome = import_trial(folder)
     assert (outcome.status, outcome.reason) == (
         ImportStatus.REFUSED, "participant bot-1 has withdrawn from study Study A: their data may not be imported")
+    assert not Trial.objects.exists()
+
+
+def test_a_withdrawal_while_the_trial_is_analysed_is_seen_before_it_is_stored(study, admin, person, tmp_path,
+                                                                              monkeypatch):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    real = importing.analyze
+
+    def withdrawn_meanwhile(folder):
+        bulk.withdraw(admin, person.participant, "asked to leave")
+        return real(folder)
+
+    monkeypatch.setattr(importing, "analyze", withdrawn_meanwhile)
+    outcome = import_trial(tmp_path / f"steady-7-human-attempt{person.pk}")
+    assert (outcome.status, outcome.reason) == (
+        ImportStatus.REFUSED, "participant bot-1 has withdrawn from study Study A: their data may not be imported")
+    assert not Trial.objects.exists()
+
+
+def test_importing_again_names_the_study_of_a_trial_imported_without_it(study, admin, person, tmp_path):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    folder = tmp_path / f"steady-7-human-attempt{person.pk}"
+    import_trial(folder)
+    Trial.objects.update(study="")  # as trials imported before they kept their study
+    assert import_trial(folder).status == ImportStatus.DUPLICATE
+    assert Trial.objects.get().study == "Study A"
+    Trial.objects.update(study="")
+    bulk.withdraw(admin, person.participant, "asked to leave")
+    assert Trial.objects.count() == 1  # the withdrawal could not find it
+    outcome = import_trial(folder)
+    assert (outcome.status, outcome.reason) == (
+        ImportStatus.REFUSED, "participant bot-1 has withdrawn from study Study A: their data may not be imported "
+                              "(the copy imported before was deleted)")
     assert not Trial.objects.exists()
 
 

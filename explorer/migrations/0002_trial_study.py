@@ -1,7 +1,8 @@
 """Human trials name their study, so a withdrawal can remove them.
 
 Trials imported before keep a blank study unless their folder is still where it was
-imported from: the study is then read from its summary.json.
+imported from (its summary.json naming the same participant): the study is then read from
+it.  Importing a folder again also gives its trial the study it names.
 """
 import json
 from pathlib import Path
@@ -11,12 +12,14 @@ from django.db import migrations, models
 
 def study_from_folders(apps, schema_editor):
     Trial = apps.get_model("explorer", "Trial")
-    for trial in Trial.objects.filter(player_kind="human", study="").only("pk", "source_path"):
+    for trial in Trial.objects.filter(player_kind="human", study="").only("pk", "source_path", "player"):
         try:
             summary = json.loads((Path(trial.source_path) / "summary.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        study = summary.get("study") if isinstance(summary, dict) else None
+        if not isinstance(summary, dict) or str(summary.get("participant"))[:200] != trial.player:
+            continue  # the folder there now is another trial's
+        study = summary.get("study")
         if isinstance(study, str) and study:
             Trial.objects.filter(pk=trial.pk).update(study=study[:120])
 
