@@ -61,7 +61,6 @@ import contextlib
 import fcntl
 import hashlib
 import itertools
-import json
 import logging
 import os
 import secrets
@@ -95,7 +94,18 @@ from environment.tasks import Task
 from .limits import ServerLimits, limit_sessions_per_token
 from .operator import OPERATOR_PATH, operator_routes
 from .server import LogLevel, build_server, lock_for
-from .sessions import ENDED_BY_OPERATOR, ENDED_BY_SERVER, META, Session, SessionError, restore_session
+from .sessions import (
+    ENDED,
+    ENDED_BY_OPERATOR,
+    ENDED_BY_SERVER,
+    Session,
+    SessionError,
+    SettledSession,
+    read_meta,
+    read_settled,
+    restore_session,
+    write_ended,
+)
 
 __all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownSession", "UnknownToken", "authenticated_app",
            "create_app", "episode_provider", "mcp_url", "running", "serve_http", "settle_at_exit"]
@@ -126,14 +136,15 @@ class _Entry:
     client_id: str
 
 
-def _token_of(folder: Path) -> str | None:
-    """The token digest a session folder's meta.json keeps, if it can be read."""
-    try:
-        meta = json.loads((folder / META).read_text())
-    except (OSError, ValueError):
+def _token_digest(meta: dict) -> bytes | None:
+    """The token digest a session's meta.json keeps, if it holds one (a SHA-256 in hex)."""
+    digest = meta.get("token_sha256")
+    if not isinstance(digest, str) or len(digest) != 64:
         return None
-    digest = meta.get("token_sha256") if isinstance(meta, dict) else None
-    return digest if isinstance(digest, str) and len(digest) == 64 else None
+    try:
+        return bytes.fromhex(digest)
+    except ValueError:
+        return None
 
 
 def _digest(token: str) -> bytes:
@@ -145,7 +156,9 @@ class EpisodeHub:
 
     ``state``: a folder where each session keeps its calls (see :mod:`mcp_client.sessions`);
     a hub created on a folder that already holds sessions resumes them, tokens included
-    (the folder keeps each token's SHA-256, never the token).  ``out``: where settled
+    (the folder keeps each token's SHA-256, never the token); a session settled before
+    it started is not replayed, only listed (a :class:`~mcp_client.sessions.SettledSession`)
+    and its token refused saying its episode ended.  ``out``: where settled
     sessions write their trial folders.  Without either, sessions live in memory only and
     settle without writing (a throwaway hub for tests and benchmarks).  ``calibration``
     grades settled sessions (default: the bundled public calibration, else each cell is
@@ -159,7 +172,7 @@ class EpisodeHub:
         # Tokens whose episode ended (at the horizon, or by the operator): refused like any other,
         # but the refusal says the episode is over instead of asking for authentication.
         self._ended: set[bytes] = set()
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[str, Session | SettledSession] = {}
         self._by_episode: dict[int, Session] = {}
         self.set_aside: dict[Path, str] = {}  # session folders not resumed, and why (see _restore)
         self._set_aside_tokens: set[bytes] = set()
@@ -180,36 +193,58 @@ class EpisodeHub:
     # --- opening and restoring ---
 
     def _restore(self) -> None:
-        """Resume every session of the state folder.  One that cannot be resumed (its task
-        file changed or was removed, its log or its trial folder is unreadable) is set aside,
-        named in :attr:`set_aside` with why, and not served (its token is refused saying so):
-        the others are served as ever."""
+        """Resume every live session of the state folder; list the settled ones without
+        replaying them.  One that cannot be resumed (its task file changed or was removed,
+        its log or its trial folder is unreadable) is set aside, named in :attr:`set_aside`
+        with why, and not served (its token is refused saying so): the others are served as ever."""
         assert self.state is not None
         for folder in sorted((self.state / "sessions").iterdir()):
             if not (folder / "meta.json").is_file():
                 continue
+            digest = None
             try:
-                session, token_hex = restore_session(folder, out=self.out, calibration=self.calibration,
-                                                     calibration_hash=self.calibration_hash, fsync=self.fsync)
-                if session.episode.over and not session.settled:
-                    session.end()  # reached its horizon, or was stopped, just before the restart: settle now
+                meta = read_meta(folder)
+                digest = _token_digest(meta)
+                kept: Session | SettledSession | None = read_settled(folder, meta)
+                if kept is None:
+                    kept = self._replay(folder, meta)
             except (StoreBenchError, ValueError, OSError) as exc:  # a refusal, bad JSON, an unreadable file
                 reason = exc.message if isinstance(exc, StoreBenchError) else f"{type(exc).__name__}: {exc}"
                 self.set_aside[folder] = reason
                 logger.error("session %s not resumed: %s", folder.name, reason)
-                token_hex = _token_of(folder)
-                if token_hex:
+                if digest is not None:
                     with self._lock:
-                        self._set_aside_tokens.add(bytes.fromhex(token_hex))
+                        self._set_aside_tokens.add(digest)
                 continue
             with self._lock:
-                self._track(session)
-                if not token_hex:
-                    continue
-                if not session.settled and not (folder / "revoked").exists():
-                    self._entries[bytes.fromhex(token_hex)] = _Entry(session, f"episode-{session.id}")
+                if isinstance(kept, SettledSession):
+                    self._sessions[kept.id] = kept
                 else:
-                    self._ended.add(bytes.fromhex(token_hex))
+                    self._track(kept)
+                if digest is None:
+                    continue
+                if isinstance(kept, Session) and not (folder / "revoked").exists():
+                    self._entries[digest] = _Entry(kept, f"episode-{kept.id}")
+                else:
+                    self._ended.add(digest)
+
+    def _replay(self, folder: Path, meta: dict) -> Session | SettledSession:
+        """A session rebuilt from its log: live, or settled now if it ended just before the
+        restart, or settled by a server from before ``ended.json`` (which is written now, so
+        the next start does not replay it); a settled one is kept as its record only."""
+        session, _digest = restore_session(folder, out=self.out, calibration=self.calibration,
+                                           calibration_hash=self.calibration_hash, fsync=self.fsync, meta=meta)
+        if session.episode.over and not session.settled:
+            session.end()  # reached its horizon, or was stopped, just before the restart: settle now
+        if not session.settled:
+            return session
+        if not (folder / ENDED).exists():
+            try:
+                write_ended(session)
+            except OSError as exc:  # served all the same; the next start replays it again
+                logger.warning("session %s: %s could not be written (%s); the next start replays it again",
+                               folder.name, ENDED, exc.strerror or exc)
+        return session.settled_record()
 
     def _track(self, session: Session) -> None:
         self._sessions[session.id] = session
@@ -311,20 +346,23 @@ class EpisodeHub:
             if session.settled:
                 self._revoke(session)
 
-    def session(self, session_id: str) -> Session:
+    def session(self, session_id: str) -> Session | SettledSession:
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
             raise UnknownSession(f"no session {session_id!r}; list them with GET /operator/sessions")
         return session
 
-    def sessions(self) -> list[Session]:
+    def sessions(self) -> list[Session | SettledSession]:
+        """Every session, live and settled, in the order they were resumed or opened."""
         with self._lock:
             return list(self._sessions.values())
 
     def end(self, session_id: str, labels: dict | None = None) -> dict:
         """End a session now (the store freezes), settle it, revoke its token; its score."""
         session = self.session(session_id)
+        if isinstance(session, SettledSession):  # settled before this server started: its token is refused already
+            return session.end(labels)
         with lock_for(session.episode):
             result = session.end(labels, ended_by=ENDED_BY_OPERATOR)
         self._revoke(session)
@@ -593,61 +631,55 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     out = out or sys.stdout
     limits = limits or ServerLimits()
     host_security(host, port, allowed_hosts)  # refuse a wildcard bind without host names before binding
-    held = _hold_state(state)
-    try:
-        return _serve(host, port, episodes, out, log_level, json_response, state, trials, operator_token,
-                      allowed_hosts, limits, fsync, write_trials)
-    finally:
-        if held is not None:
-            os.close(held)  # and with it the lock
+    with _held_state(state):
+        sock = _bind(host, port)
+        bound = sock.getsockname()[1]
+        hub = EpisodeHub(state=state, out=trials, fsync=fsync, write_trials=write_trials)
+        for folder, reason in hub.set_aside.items():
+            print(f"not resumed: session {folder.name}: {reason}; its calls stay in {folder / 'calls.jsonl'} (move "
+                  f"the folder out of {folder.parent} once it is no longer wanted)", file=out, flush=True)
+        app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token,
+                         allowed_hosts=allowed_hosts, max_sessions_per_token=limits.max_sessions_per_token)
+        url = mcp_url(host, bound)
+        resumed = [s for s in hub.sessions() if isinstance(s, Session) and not s.settled]
+        if resumed:
+            print(f"resumed {len(resumed)} live session(s) from {state}", file=out, flush=True)
+        for session in resumed:
+            print(f"{session.episode.task.id} seed {session.episode.seed}  {url}  session {session.id}, resumed: "
+                  "its token is the one printed when it was opened", file=out, flush=True)
+        for task, seed in still_to_open(episodes, resumed):
+            token, episode = hub.open(task, seed)
+            print(f"{episode.task.id} seed {seed}  {url}  Authorization: Bearer {token}", file=out, flush=True)
+        if operator_token:
+            print(f"operator API  {url[:-len(MCP_PATH)]}{OPERATOR_PATH}/sessions", file=out, flush=True)
+        try:
+            with _stop_signals_kept():
+                _uvicorn_server(app, log_level, limits).run(sockets=[sock])
+        finally:
+            sock.close()
+        return hub
 
 
-def _hold_state(state: str | Path | None) -> int | None:
-    """Lock ``state`` for this server (the lock goes with the process): two servers on one
-    state folder would each resume its sessions and take their tokens, and a later start
-    would replay both servers' calls into one store."""
+@contextlib.contextmanager
+def _held_state(state: str | Path | None) -> Iterator[None]:
+    """Lock ``state`` for this server while the block runs (nothing to lock without one): two
+    servers on one state folder would each resume its sessions and take their tokens, and a
+    later start would replay both servers' calls into one store.  The lock is an ``flock`` on
+    ``STATE/lock``, so it also goes with the process if it is killed."""
     if state is None:
-        return None
+        yield
+        return
     Path(state).mkdir(parents=True, exist_ok=True)
     fd = os.open(Path(state) / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SessionError(f"--state {state} is in use by another storebench mcp server; stop it first, or give "
-                           "this one another --state folder") from None
-    return fd
-
-
-def _serve(host: str, port: int, episodes: Iterable[tuple[str | Task, int]], out: IO[str], log_level: str,
-           json_response: bool, state: str | Path | None, trials: str | Path | None, operator_token: str | None,
-           allowed_hosts: Iterable[str], limits: ServerLimits, fsync: bool, write_trials: bool) -> EpisodeHub:
-    sock = _bind(host, port)
-    bound = sock.getsockname()[1]
-    hub = EpisodeHub(state=state, out=trials, fsync=fsync, write_trials=write_trials)
-    for folder, reason in hub.set_aside.items():
-        print(f"not resumed: session {folder.name}: {reason}; its calls stay in {folder / 'calls.jsonl'} (move the "
-              f"folder out of {folder.parent} once it is no longer wanted)", file=out, flush=True)
-    app = create_app(hub, host=host, port=bound, json_response=json_response, operator_token=operator_token,
-                     allowed_hosts=allowed_hosts, max_sessions_per_token=limits.max_sessions_per_token)
-    url = mcp_url(host, bound)
-    resumed = [s for s in hub.sessions() if not s.settled]
-    if resumed:
-        print(f"resumed {len(resumed)} live session(s) from {state}", file=out, flush=True)
-    for session in resumed:
-        print(f"{session.episode.task.id} seed {session.episode.seed}  {url}  session {session.id}, resumed: "
-              "its token is the one printed when it was opened", file=out, flush=True)
-    for task, seed in still_to_open(episodes, resumed):
-        token, episode = hub.open(task, seed)
-        print(f"{episode.task.id} seed {seed}  {url}  Authorization: Bearer {token}", file=out, flush=True)
-    if operator_token:
-        print(f"operator API  {url[:-len(MCP_PATH)]}{OPERATOR_PATH}/sessions", file=out, flush=True)
-    try:
-        with _stop_signals_kept():
-            _uvicorn_server(app, log_level, limits).run(sockets=[sock])
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionError(f"--state {state} is in use by another storebench mcp server; stop it first, or give "
+                               "this one another --state folder") from None
+        yield
     finally:
-        sock.close()
-    return hub
+        os.close(fd)  # and with it the lock
 
 
 @contextlib.contextmanager
@@ -683,7 +715,7 @@ def settle_at_exit(hub: EpisodeHub, *, durable: bool, err: IO[str] | None = None
     err = err or sys.stderr
     settled_now = []
     for session in hub.sessions():
-        if durable or session.settled:
+        if durable or not isinstance(session, Session) or session.settled:
             continue
         try:
             with lock_for(session.episode):  # a call still running on a worker thread finishes first

@@ -19,6 +19,12 @@ Labels (model, harness, token ``metrics`` and the like) are the operator's accou
 played; they land in the trial's ``summary.json`` and are never graded.  The server's own
 labels (``env``, ``ended_by``) are refused here: see "Labels and who may set them" in
 :mod:`mcp_client.sessions`.
+
+The routes run on the event loop that also carries every episode's MCP traffic, so a
+handler that writes to disk or waits for a session's lock (opening, labelling, ending,
+settling: a settlement holds the lock while it grades and writes the trial folder) does
+that on a worker thread (``anyio.to_thread``); the lock, not the thread, orders it against
+the episode's calls.  Listing and reading a session only read memory and stay on the loop.
 """
 
 from __future__ import annotations
@@ -125,7 +131,8 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
 
     async def set_labels(request: Request) -> JSONResponse:
         session = hub.session(request.path_params["sid"])
-        session.set_labels(await body_of(request))
+        labels = await body_of(request)
+        await anyio.to_thread.run_sync(lambda: session.set_labels(labels))
         return JSONResponse(session.as_json())
 
     async def end_session(request: Request) -> JSONResponse:
@@ -142,7 +149,7 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
     async def settle_session(request: Request) -> JSONResponse:
         sid = request.path_params["sid"]
         session = hub.session(sid)
-        if not session.episode.over:
+        if not session.over:
             return _error(409, "session_open", f"session {sid} is still open (window "
                           f"{session.episode.window + 1} of {session.episode.n_windows}); end it first with "
                           f"POST {OPERATOR_PATH}/sessions/{sid}/end")

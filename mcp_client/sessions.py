@@ -11,7 +11,7 @@ its calls are kept and where its trial folder goes.  The MCP server calls
   process being killed; ``fsync=False`` writes operations the same way, trading the
   machine-crash guarantee for about 4 ms per operation on this machine's disk).  The log is the episode: replaying it on a fresh episode of
   the same task and seed rebuilds the store exactly (the engine is deterministic), which
-  is how a restarted HTTP server resumes every live episode (:func:`restore_sessions`);
+  is how a restarted HTTP server resumes every live episode (:func:`restore_session`);
 * when the call reached the horizon (or suspended the store), the session settles:
   :func:`environment.trial.settle` grades it and writes the trial folder, the same
   writer, layout, manifest and checksums as ``storebench run``.
@@ -21,8 +21,16 @@ Ending a session early appends a ``stop`` line naming who ended it (``ended_by``
 an HTTP server without ``--state`` settling its open sessions as it stops; or the
 in-process agent runner's reason), freezes the store and settles it the same way; a
 server restarted between the stop and the settlement settles it with that reason.  A settled session writes
-``settled.json`` (its folder and score) beside its log, so a restart lists it as
-settled and does not serve it again.
+``ended.json`` (the session as the operator API shows it: task, seed, window, calls,
+labels, folder, score), then ``settled.json`` (its score) beside its log, so a restart
+lists it as settled and does not serve it again.  A restart does not replay a settled
+session either: it keeps a :class:`SettledSession` built from those two files and
+``meta.json`` (:func:`read_settled`), two small dicts instead of an episode, so start
+time and memory do not grow with the sessions settled before (``python -m
+benchmarks.mcp_state`` measures a start on a folder of settled sessions).  ``settled.json`` is
+written last, so a folder that has it has ``ended.json`` too, unless a server from before
+``ended.json`` settled it: that session is replayed once and its ``ended.json`` written
+then.
 
 Folder names follow the release: ``<task>__s<seed>__<id>``.
 
@@ -68,14 +76,16 @@ from environment.engine import Episode
 from environment.errors import StoreBenchError
 from environment.trial import play_actions, settle
 
-__all__ = ["CALLS", "META", "SERVER_LABELS", "SETTLED", "Session", "SessionError", "check_labels",
-           "new_session_id", "restore_session", "session_folder_name"]
+__all__ = ["CALLS", "ENDED", "META", "SERVER_LABELS", "SETTLED", "Session", "SessionError", "SettledSession",
+           "check_labels", "new_session_id", "read_meta", "read_settled", "restore_session", "session_folder_name",
+           "write_ended"]
 
 logger = logging.getLogger(__name__)
 
 CALLS = "calls.jsonl"
 META = "meta.json"
 SETTLED = "settled.json"
+ENDED = "ended.json"  # the settled session's as_json(), written just before settled.json
 STOP = {"stop": True}  # a log's last line when the session was ended early; "by" says who (ENDED_BY_*)
 ENDED_BY_CLIENT = "client"
 ENDED_BY_OPERATOR = "operator"
@@ -92,6 +102,10 @@ def is_stop(row: dict) -> bool:
 
 class SessionError(StoreBenchError):
     code = "session_error"
+
+
+def _already_settled(session_id: str) -> SessionError:
+    return SessionError(f"session {session_id} is already settled; labels go in before it ends")
 
 
 def new_session_id() -> str:
@@ -263,10 +277,18 @@ class Session:
             if ended is not None and not self.settled and self.auto_settle:
                 self._settle(ended_by=ended)
 
+    @property
+    def over(self) -> bool:
+        return self.episode.over
+
     def set_labels(self, labels: dict) -> None:
+        """The operator's labels, kept in ``meta.json`` (fsynced) under the session's lock, which
+        a call's :meth:`record` and a settlement also hold: labels land before the settlement
+        (and in its summary) or are refused after it.  Blocks for a disk write, and for a
+        settlement in progress: call it off an event loop."""
         with self._lock:
             if self.settled:
-                raise SessionError(f"session {self.id} is already settled; labels go in before it ends")
+                raise _already_settled(self.id)
             self.labels.update(check_labels(labels))
             if self.state is not None:
                 meta = json.loads((self.state / META).read_text())
@@ -319,9 +341,7 @@ class Session:
         folder = self.folder
         if folder is None:  # no out folder: nothing is written
             self.result = {"out": None}
-            if self.state is not None:
-                _write_json(self.state / SETTLED, self.result)
-            self.close_log()
+            self._mark_settled()
             return self.result
         if folder.exists() and self.state is not None:
             # Written by a settlement killed before its settled.json: nobody was answered with it,
@@ -332,10 +352,15 @@ class Session:
         self.result = settle(self.episode, folder, policy="mcp session", calibration=self.calibration,
                              calibration_hash=self.calibration_hash,
                              wall_seconds=time.perf_counter() - self.started, labels=labels)
-        if self.state is not None:
-            _write_json(self.state / SETTLED, self.result)
-        self.close_log()
+        self._mark_settled()
         return self.result
+
+    def _mark_settled(self) -> None:
+        if self.state is not None:
+            record = self.settled_record()
+            _write_json(self.state / ENDED, record.view)  # first: a folder with settled.json has ended.json too
+            _write_json(self.state / SETTLED, record.result)
+        self.close_log()
 
     def close_log(self) -> None:
         if self._fd is not None:
@@ -350,15 +375,86 @@ class Session:
                 "folder": None if self.result is None else self.result.get("out"),
                 "reward_composite": None if self.result is None else self.result.get("reward_composite")}
 
+    def settled_record(self) -> SettledSession:
+        """What a server keeps of this session once it is settled (see :class:`SettledSession`)."""
+        if self.result is None:
+            raise SessionError(f"session {self.id} is not settled yet; end it first")
+        return SettledSession(self.id, self.as_json(), self.result)
+
+
+@dataclass(frozen=True)
+class SettledSession:
+    """A session settled before this server started: what the server needs of it without its
+    episode.  The operator API lists it (:meth:`as_json`, as the session showed when it settled),
+    refuses labels for it as for any settled session, and answers an end or a settle with its
+    score; its token is refused saying its episode has ended (the hub keeps that digest)."""
+
+    id: str
+    view: dict  # Session.as_json() as it settled (ended.json)
+    result: dict  # its score (settled.json)
+
+    @property
+    def settled(self) -> bool:
+        return True
+
+    @property
+    def over(self) -> bool:
+        return True
+
+    def as_json(self) -> dict:
+        return dict(self.view)
+
+    def set_labels(self, labels: dict) -> None:
+        raise _already_settled(self.id)
+
+    def end(self, labels: dict | None = None) -> dict:
+        """Its score, as :meth:`Session.end` answers for a settled session (labels refused)."""
+        if labels:
+            self.set_labels(labels)
+        return self.result
+
+
+def write_ended(session: Session) -> None:
+    """Keep ``session``'s :file:`ended.json` (its view once settled) in its state folder."""
+    assert session.state is not None
+    _write_json(session.state / ENDED, session.settled_record().view)
+
+
+def read_meta(state: Path) -> dict:
+    """A session folder's ``meta.json``: ``OSError`` if it cannot be read, ``ValueError`` if it
+    is not JSON, :class:`SessionError` if it is not a session's."""
+    meta = json.loads((state / META).read_text())
+    if not isinstance(meta, dict) or not all(key in meta for key in ("id", "task", "seed")):
+        raise SessionError(f"{state / META} is not a session's meta.json (an object with id, task and seed); move "
+                           f"the folder out of {state.parent} once it is no longer wanted")
+    return meta
+
+
+def read_settled(state: Path, meta: dict) -> SettledSession | None:
+    """The settled session kept in ``state`` (``meta`` is its :func:`read_meta`), read without
+    replaying its log; None while it is live, or when a server from before ``ended.json``
+    settled it (replay it with :func:`restore_session`, then :func:`write_ended`)."""
+    if not (state / SETTLED).exists() or not (state / ENDED).exists():
+        return None
+    view = json.loads((state / ENDED).read_text())
+    result = json.loads((state / SETTLED).read_text())
+    if not isinstance(view, dict) or not isinstance(result, dict):
+        raise SessionError(f"{state}: {ENDED} and {SETTLED} must each hold a JSON object; move the folder out of "
+                           f"{state.parent} once it is no longer wanted")
+    return SettledSession(str(meta["id"]), view, result)
+
 
 def restore_session(state: Path, *, out: Path | None, calibration: dict | None = None,
-                    calibration_hash: str | None = None, fsync: bool = True) -> tuple[Session, str | None]:
+                    calibration_hash: str | None = None, fsync: bool = True,
+                    meta: dict | None = None) -> tuple[Session, str | None]:
     """Rebuild a session from its state folder by replaying its calls; also its token digest.
+    ``meta``: its ``meta.json`` when the caller has read it already (:func:`read_meta`).
 
     A torn last line (the process died inside ``os.write``) is dropped: its call never
     answered, so the client never saw it.
     """
-    meta = json.loads((state / META).read_text())
+    if meta is None:
+        meta = read_meta(state)
     episode = arm(meta["task"], int(meta["seed"]), record=True)
     if episode.task.file_hash != meta.get("task_file_hash"):
         raise SessionError(f"{state}: the task file of {meta['task']} changed since the session opened; "

@@ -3,7 +3,8 @@
 The server's own labels (``env``, ``ended_by``) are refused from everyone else; the
 operator's (``--model``, ``--harness`` on stdio) are never replaced by what the playing
 side reports (stdio's ``--labels-file``); a labels file the server cannot use is left out
-with a line saying why, and the episode is still graded and written.
+with a line saying why, and the episode is still graded and written.  The operator's labels
+wait for a busy session (a call being logged, a settlement) off the event loop.
 """
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx2
@@ -84,6 +87,45 @@ def test_the_operator_api_refuses_a_label_sent_beside_labels_at_the_end_and_a_bo
     assert deep.status_code == 400
     assert deep.json()["error"]["message"] == "the request body is nested too deeply; labels and options are flat objects"
     assert not still_open["settled"]
+
+
+class WatchedLock:
+    """A session's lock that says when someone starts waiting for it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.wanted = threading.Event()
+
+    def __enter__(self) -> WatchedLock:
+        self.wanted.set()
+        self.lock.acquire()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.lock.release()
+
+
+def test_operator_labels_wait_for_a_busy_session_without_holding_up_the_server():
+    hub = EpisodeHub()
+    _token, session = hub.open_session(TASK, 7)
+    watched = WatchedLock()
+    session._lock = watched  # type: ignore[assignment]
+    with running(create_app(hub, operator_token=OPERATOR)) as port, ThreadPoolExecutor(1) as pool:
+        def client() -> httpx2.Client:
+            return httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
+                                 headers={"Authorization": f"Bearer {OPERATOR}"})
+
+        with client() as labeller, client() as reader:
+            watched.lock.acquire()  # a call being logged, or a settlement, holds the session
+            try:
+                labelled = pool.submit(labeller.post, f"/operator/sessions/{session.id}/labels", json={"model": "m"})
+                assert watched.wanted.wait(30)
+                listed = reader.get("/operator/sessions")  # answered while the labels wait (it hung before)
+            finally:
+                watched.lock.release()
+            assert listed.status_code == 200 and listed.json()["sessions"][0]["labels"] == {}
+            assert labelled.result().status_code == 200
+    assert session.labels == {"model": "m"}
 
 
 def test_the_playing_side_adds_labels_but_never_replaces_the_operators():

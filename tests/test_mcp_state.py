@@ -1,22 +1,37 @@
 """A ``--state`` folder under the faults a real server meets: a kill between writing a trial
 folder and marking the session settled, a session folder that cannot be resumed, a disk
-that refuses a write, lines after a stop, two servers on one folder, and oversized calls."""
+that refuses a write, lines after a stop, two servers on one folder, and oversized calls;
+and what a restart keeps of a settled session (its record, never a replay of its log)."""
 from __future__ import annotations
 
 import asyncio
 import errno
 import json
 import os
+import socket
+from pathlib import Path
 
+import httpx2
 import pytest
 
 from environment.api import arm
 from mcp_client.client import episode_client
-from mcp_client.http import EpisodeHub, _hold_state
+from mcp_client.http import CannotListen, EpisodeHub, _held_state, create_app, running, serve_http
 from mcp_client.server import MAX_ARGUMENT_BYTES, build_server
-from mcp_client.sessions import CALLS, META, SETTLED, Session, SessionError, restore_session, stop_line
+from mcp_client.sessions import (
+    CALLS,
+    ENDED,
+    META,
+    SETTLED,
+    Session,
+    SessionError,
+    SettledSession,
+    restore_session,
+    stop_line,
+)
 
 TASK = "short-runway"
+OPERATOR = "operator-secret-for-tests-0123456789"
 
 
 def state_hub(tmp_path) -> EpisodeHub:
@@ -56,6 +71,27 @@ def test_a_session_whose_task_file_changed_is_set_aside_and_the_others_are_resum
     assert "the task file of short-runway changed since the session opened" in restarted.set_aside[changed.state]
     assert [s.id for s in restarted.sessions()] == [kept.id]
     assert "could not be resumed when this server started" in (restarted.ended(token_a) or "")
+
+
+def test_a_restart_reads_each_session_folders_meta_once_even_when_it_sets_the_session_aside(tmp_path, monkeypatch):
+    hub = state_hub(tmp_path)
+    token, changed = hub.open_session(TASK, 7)
+    assert changed.state is not None
+    meta = json.loads((changed.state / META).read_text())
+    meta["task_file_hash"] = "0" * 64
+    (changed.state / META).write_text(json.dumps(meta))
+    real_read_text = Path.read_text
+    metas_read = []
+
+    def counted(path, *args, **kwargs):
+        if path.name == META:
+            metas_read.append(path)
+        return real_read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    restarted = state_hub(tmp_path)
+    assert metas_read == [changed.state / META]
+    assert "could not be resumed when this server started" in (restarted.ended(token) or "")
 
 
 def test_a_session_whose_log_is_corrupt_is_set_aside(tmp_path):
@@ -124,17 +160,104 @@ def test_a_session_without_trial_folders_is_marked_settled_and_closes_its_log(tm
 
 
 def test_a_second_server_on_one_state_folder_is_refused(tmp_path):
-    held = _hold_state(tmp_path / "state")
-    try:
+    with _held_state(tmp_path / "state"):
         with pytest.raises(SessionError, match=f"--state {tmp_path / 'state'} is in use by another storebench mcp "
                                                "server; stop it first, or give this one another --state folder"):
-            _hold_state(tmp_path / "state")
+            with _held_state(tmp_path / "state"):
+                pass
+    with _held_state(tmp_path / "state"):  # free once the first is gone
+        pass
+
+
+def test_a_failed_start_lets_go_of_the_state_folder(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        with pytest.raises(CannotListen):
+            serve_http("127.0.0.1", taken.getsockname()[1], [], state=tmp_path / "state")
     finally:
-        assert held is not None
-        os.close(held)
-    again = _hold_state(tmp_path / "state")  # free once the first is gone
-    assert again is not None
-    os.close(again)
+        taken.close()
+    with _held_state(tmp_path / "state"):  # the next start may have it
+        pass
+
+
+# --- settled sessions: kept as a record, never replayed -----------------------------------------------------
+
+
+def settled_session(hub: EpisodeHub) -> tuple[str, Session]:
+    """A session with a few calls (one a new window), ended by the operator; its token and the session."""
+    token, session = hub.open_session(TASK, 7, labels={"model": "m", "metrics": {"total_tokens": 12}})
+    for name, args in [("list_orders", {"page_size": 3}), ("end_window", {}), ("store_status", {})]:
+        session.episode.call(name, args)
+        hub.after_call(session.episode)
+    hub.end(session.id)
+    return token, session
+
+
+def operator_answers(hub: EpisodeHub, session_id: str) -> list[tuple[int, dict]]:
+    """What the operator API answers about a settled session: listed, read, relabelled, ended, settled."""
+    with running(create_app(hub, operator_token=OPERATOR)) as port:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
+                           headers={"Authorization": f"Bearer {OPERATOR}"}) as http:
+            one = f"/operator/sessions/{session_id}"
+            answers = [http.get("/operator/sessions"), http.get(one), http.post(f"{one}/labels", json={"harness": "h"}),
+                       http.post(f"{one}/end", json={"labels": {"harness": "h"}}), http.post(f"{one}/end"),
+                       http.post(f"{one}/settle")]
+    return [(answer.status_code, answer.json()) for answer in answers]
+
+
+def test_a_restart_keeps_a_settled_session_without_replaying_it_and_still_refuses_its_token(tmp_path):
+    hub = state_hub(tmp_path)
+    token, session = settled_session(hub)
+    before = operator_answers(hub, session.id)
+    refusal = hub.ended(token)
+    assert session.state is not None
+    (session.state / CALLS).write_text("{not json}\n")  # a replay would set the session aside
+    restarted = state_hub(tmp_path)
+    kept = restarted.session(session.id)
+    assert not restarted.set_aside and isinstance(kept, SettledSession)  # no episode behind it
+    assert restarted.settled_at_start == {session.id} and kept.result == session.result
+    assert restarted.access_token(token) is None
+    assert refusal is not None and refusal.startswith("the episode behind this token has ended")
+    assert restarted.ended(token) == refusal
+    assert operator_answers(restarted, session.id) == before
+
+
+def test_a_session_settled_before_ended_json_is_replayed_once_and_then_kept_as_a_record(tmp_path):
+    hub = state_hub(tmp_path)
+    token, session = settled_session(hub)
+    assert session.state is not None
+    (session.state / ENDED).unlink()  # settled by a server from before ended.json
+    once = state_hub(tmp_path)
+    assert isinstance(once.session(session.id), SettledSession)
+    assert json.loads((session.state / ENDED).read_text()) == json.loads(json.dumps(session.as_json()))
+    (session.state / CALLS).write_text("{not json}\n")  # a second replay would set it aside
+    twice = state_hub(tmp_path)
+    assert not twice.set_aside and twice.session(session.id).as_json() == once.session(session.id).as_json()
+    assert twice.ended(token) == hub.ended(token)
+
+
+def test_a_session_settled_at_the_restart_is_kept_as_a_record(tmp_path):
+    session = Session.open(TASK, 7, out=tmp_path / "trials", state_root=tmp_path / "state" / "sessions")
+    session._append([stop_line("operator")], sync=True)  # the process died after logging the stop, before settling
+    session.close_log()
+    restarted = state_hub(tmp_path)
+    kept = restarted.session(session.id)
+    assert isinstance(kept, SettledSession) and kept.as_json()["settled"] and kept.as_json()["over"]
+    assert json.loads((tmp_path / "state" / "sessions" / session.id / ENDED).read_text()) == kept.as_json()
+
+
+def test_the_start_benchmark_runs_and_prints_its_figures():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "benchmarks.mcp_state", "--sessions", "1", "--windows", "1",
+                           "--runs", "1", "--json"], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert (figures["empty"]["sessions"], figures["settled"]["sessions"], figures["settled"]["set_aside"]) == (0, 1, 0)
 
 
 def test_a_call_over_the_size_limit_is_refused_before_the_store():
