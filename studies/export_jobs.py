@@ -1,38 +1,33 @@
 """Requesting an export: the job row, its audit event, and the task scheduled on commit.
 
-One export under way per study and filters.  A request made while an equivalent export
-(same study, same filters) is still queued or running gets that job back instead of a
-second one that would compute the same files: a double submit of the form, or two
-coordinators pressing export at once, share one job, and :class:`Requested` says so, for
-the page to tell the user that the export shown is the one already under way.  Only that
-first request is audited (``exported``, naming its job): a request that joins starts
-nothing.  A done or failed job blocks nothing: a new request exports the study as it is
-now.
+One export waiting per study and filters.  A request made while an equivalent export
+(same study, same filters) is still queued gets that job back instead of a second one
+that would compute the same files: a double submit of the form, or two coordinators
+pressing export at once, share one job, and :class:`Requested` says so, for the page to
+tell the user that the export shown is the one already waiting.  Only the first request
+is audited (``exported``, naming its job): a request that joins starts nothing.  A
+queued job has read nothing yet, so it will hold what the later request asked for; a
+running job may have read its tables already, so a request made then (perhaps just after
+an invalidation or a selection) starts a job of its own.  A job queued longer than
+:data:`JOIN_WITHIN` is not joined either (its message may have been lost), nor is a done
+or failed one.
 
 The look and the creation run in one transaction holding the study's row lock
 (``select_for_update``), so two requests at once are serialised: the second waits for the
-first to commit, then reads its job (PostgreSQL's read committed: each statement sees
-what was committed before it started).  On SQLite, where ``select_for_update`` does
-nothing, every transaction takes the write lock at BEGIN (``transaction_mode``
-IMMEDIATE in the settings), which serialises them the same way.
+first to commit, then reads its job.  On SQLite every transaction takes the write lock at
+BEGIN (``transaction_mode`` IMMEDIATE in the settings), which serialises them the same
+way.  A partial unique constraint would need the filters compared as stored JSON (key
+order matters in SQLite's text) and the loser's IntegrityError caught and read again;
+this is the only place an export job is made, so the lock states the rule where it applies.
 
-Why not a partial unique constraint on (study, filters) over queued and running jobs?
-It would hold for code that bypassed this function, but there is none (this is the only
-place an export job is made), and it would cost more than it gives: a migration; filters
-compared as stored JSON (PostgreSQL's jsonb ignores key order, SQLite's text does not);
-the losing request turned into an IntegrityError to catch, roll back to a savepoint and
-follow with a second read; and the rule imposed on the export task too, which moves jobs
-between statuses (a redelivered job is set running again even after it failed) and would
-then fail on a transition the constraint refuses.  The lock states the rule where it
-applies, costs one row lock per request, and returns the job under way directly.
-
-Because a queued job is now handed to later requests, a job whose task never reached the
-broker must not stay queued: when sending it fails, the job is marked failed saying so
-(the error is still raised, for the log), and the next request starts a new one.
+A job whose task could not be sent to the broker is marked failed saying so, and the
+page says it at once (the request does not fail with a server error).
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.db import transaction
@@ -46,13 +41,15 @@ from .figures import Filters
 from .models import AuditAction, ExportJob, Study
 from .permissions import Action, require
 
-UNDER_WAY = (ExportJob.Status.QUEUED, ExportJob.Status.RUNNING)
+logger = logging.getLogger(__name__)
+
+JOIN_WITHIN = timedelta(minutes=15)  # a queued job older than this is not joined: its message may be lost
 
 
 @dataclass(frozen=True)
 class Requested:
     """What a request for an export got: ``job``, and whether it was already under way
-    (an equivalent export queued or running, given back instead of a new one)."""
+    (an equivalent export queued, given back instead of a new one)."""
 
     job: ExportJob
     under_way: bool
@@ -60,18 +57,22 @@ class Requested:
 
 def start_or_join_export(actor, study: Study, filters: Filters = Filters()) -> Requested:
     """A new export job for ``filters``, scheduled on commit, or the equivalent one still
-    queued or running (see the module docstring)."""
+    queued (see the module docstring).  A new job whose task could not be sent comes back
+    failed, saying so."""
     require(actor, study, Action.EXPORT)
     wanted = filters.as_dict()
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()  # one request per study at a time
-        for job in study.exports.filter(status__in=UNDER_WAY).select_related("requested_by").order_by("pk"):
+        waiting = study.exports.filter(status=ExportJob.Status.QUEUED, created_at__gte=timezone.now() - JOIN_WITHIN)
+        for job in waiting.select_related("requested_by").order_by("pk"):
             if job.filters == wanted:
                 return Requested(job, under_way=True)
         job = ExportJob.objects.create(study=study, requested_by=actor, filters=wanted)
         audit.record(study, actor, AuditAction.EXPORTED, job=job.pk, filters=wanted)
         job_id = job.pk
         transaction.on_commit(lambda: _send(job_id))
+    if not transaction.get_connection().in_atomic_block:  # committed and sent (or not): say how it went
+        job.refresh_from_db(fields=["status", "error", "finished_at"])
     return Requested(job, under_way=False)
 
 
@@ -87,9 +88,9 @@ def _send(job_id: int) -> None:
     try:
         run_export.delay(job_id)
     except BrokerUnavailable as exc:
+        logger.error("export job %s could not be sent to the broker: %s", job_id, exc)
         ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.QUEUED).update(
             status=ExportJob.Status.FAILED, finished_at=timezone.now(), error=unsent(exc))
-        raise
 
 
 def unsent(exc: Exception) -> str:

@@ -360,6 +360,8 @@ def exports_page(request: HttpRequest, pk: int) -> HttpResponse:
             messages.info(request, f"Export {job.pk} with these filters, requested by {job.requested_by}, is already "
                                    f"{job.get_status_display().lower()}: it is the one shown below, so no second "
                                    "export was started; its files appear in its row when it is done.")
+        elif job.status == ExportJob.Status.FAILED:  # its task could not be sent
+            messages.error(request, f"Export {job.pk} failed: {job.error}.")
         else:
             messages.success(request, f"Export {job.pk} requested.")
         return redirect(reverse("studies:exports", args=[study.pk]) + f"#export-{job.pk}")

@@ -1,21 +1,23 @@
-"""Requesting an export while an equivalent one (same study, same filters) is queued or
-running gives that job back instead of a second one computing the same files: the form
+"""Requesting an export while an equivalent one (same study, same filters) is queued
+gives that job back instead of a second one computing the same files: the form
 submitted twice, two coordinators pressing export at once (on PostgreSQL, one request
 held in its transaction while the other waits for the study's row lock: ``make
 test-services``, or ``DATABASE_URL=postgresql://... pytest -m services`` on this file).
 A done or failed export blocks nothing, and neither does one whose task never reached
 the broker (it fails saying so)."""
 import threading
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.utils import timezone
 from kombu.exceptions import OperationalError
 from test_studies_support import SEEDS, TASKS, admin, make_user, study  # noqa: F401
 
 from studies import tasks
 from studies.design import add_member, create_study
-from studies.export_jobs import Requested, request_export, start_or_join_export
+from studies.export_jobs import JOIN_WITHIN, Requested, request_export, start_or_join_export
 from studies.figures import Filters
 from studies.models import AuditAction, AuditEvent, ExportJob, Role
 
@@ -53,12 +55,26 @@ def test_a_double_submit_of_the_form_gives_the_export_already_queued(client, stu
     assert AuditEvent.objects.filter(study=study, action=AuditAction.EXPORTED).count() == 1
 
 
-def test_a_running_export_is_given_to_another_coordinator_asking_for_the_same(study, admin,  # noqa: F811
+def test_a_queued_export_is_given_to_another_coordinator_asking_for_the_same(study, admin,  # noqa: F811
+                                                                            coordinator):
+    job = request_export(admin, study, BOTS)
+    assert start_or_join_export(coordinator, study, BOTS) == Requested(job, under_way=True)
+    assert list(ExportJob.objects.filter(study=study)) == [job]
+
+
+def test_a_running_export_is_not_joined_as_it_may_have_read_its_tables_already(study, admin,  # noqa: F811
                                                                              coordinator):
     job = request_export(admin, study, BOTS)
     ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.RUNNING)
-    assert start_or_join_export(coordinator, study, BOTS) == Requested(job, under_way=True)
-    assert list(ExportJob.objects.filter(study=study)) == [job]
+    again = start_or_join_export(coordinator, study, BOTS)
+    assert not again.under_way and again.job.pk != job.pk
+
+
+def test_an_export_queued_too_long_is_not_joined_as_its_message_may_be_lost(study, admin):  # noqa: F811
+    job = request_export(admin, study, BOTS)
+    ExportJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - JOIN_WITHIN - timedelta(seconds=1))
+    again = start_or_join_export(admin, study, BOTS)
+    assert not again.under_way and again.job.pk != job.pk
 
 
 def test_other_filters_or_another_study_start_an_export_of_their_own(study, admin):  # noqa: F811
@@ -95,20 +111,20 @@ class BrokerDown:
         raise OperationalError("[Errno 111] Connection refused")
 
 
-def test_an_export_whose_task_was_never_sent_fails_saying_so_and_blocks_nothing(study, admin, monkeypatch,  # noqa: F811
-                                                                                 django_capture_on_commit_callbacks):
+@pytest.mark.django_db(transaction=True)  # the request's own commit sends the task, as on a server
+def test_an_export_whose_task_was_never_sent_fails_saying_so_and_blocks_nothing(client, study, admin,  # noqa: F811
+                                                                                 monkeypatch):
     monkeypatch.setattr(tasks, "run_export", BrokerDown)
-    with pytest.raises(OperationalError):
-        with django_capture_on_commit_callbacks(execute=True):
-            job = request_export(admin, study, BOTS)
-    job.refresh_from_db()
+    client.force_login(admin)
+    page = client.post(f"/studies/{study.pk}/exports/", FORM, follow=True).content.decode()
+    job = ExportJob.objects.get(study=study)
     assert job.status == ExportJob.Status.FAILED and job.finished_at is not None
     assert job.error == ("the export could not be sent to the task queue (OperationalError: [Errno 111] Connection "
                          "refused), so nothing will write it; request the export again, and if it fails again, "
                          "tell the site's operator (the broker may be down)")
+    assert f"Export {job.pk} failed: the export could not be sent to the task queue" in page
     monkeypatch.undo()
-    with django_capture_on_commit_callbacks(execute=True):
-        again = start_or_join_export(admin, study, BOTS)
+    again = start_or_join_export(admin, study, BOTS)
     again.job.refresh_from_db()
     assert not again.under_way and again.job.status == ExportJob.Status.DONE
 
@@ -123,15 +139,14 @@ def on_postgres(transactional_db, skip_or_fail):
 
 
 @pytest.fixture
-def tasks_in_process():
-    """The export task runs in-process on commit, as outside service tests: no worker
-    consumes the broker here, and no message is left in it for a later test."""
+def broker_emptied_after():
+    """The export's task goes to the broker for real (no worker consumes it here, so its job
+    stays queued, as a job waiting for a worker does); its message is purged afterwards, so
+    no later test's worker runs it."""
     from config.celery import app
 
-    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
     yield
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+    app.control.purge()
 
 
 def _waiting_for_a_lock(pid: int) -> bool:
@@ -142,7 +157,7 @@ def _waiting_for_a_lock(pid: int) -> bool:
 
 @pytest.mark.services
 def test_a_request_made_while_another_creates_its_job_waits_for_it_and_gets_that_job(on_postgres,
-                                                                                     tasks_in_process):
+                                                                                     broker_emptied_after):
     """The second request starts while the first holds its transaction open, job created
     but not committed (the moment two requests at once both used to find nothing under
     way and both create one).  It must wait on the study's row lock, then find the first's
@@ -178,4 +193,4 @@ def test_a_request_made_while_another_creates_its_job_waits_for_it_and_gets_that
     assert not first.under_way
     assert got == [Requested(first.job, under_way=True)]
     assert list(ExportJob.objects.filter(study=study).values_list("pk", "status")) == [
-        (first.job.pk, ExportJob.Status.DONE)]
+        (first.job.pk, ExportJob.Status.QUEUED)]
