@@ -8,7 +8,8 @@ from django import forms
 from .models import ToolFamily, Trial
 
 WHOLE = re.compile(r"[+-]?[0-9]+")
-CELL = re.compile(r"\S{1,64}-[0-9]{1,9}")  # task ids are file names; seeds are whole numbers
+CELL = re.compile(r"(?P<task>.{1,64})-(?P<seed>[0-9]{1,10})")  # a task id (any text), then its seed
+SEED_MAX = 2 ** 31 - 1  # the seed column's largest
 # Beyond any page there can be (and short enough for int(): a page past the end is shown as the last).
 PAGE_CAP = 10 ** 18
 
@@ -58,9 +59,12 @@ class TrialListForm(_OneProblem):
 
     def clean_cell(self) -> str:
         cell = self.cleaned_data["cell"].strip()
-        if cell and not CELL.fullmatch(cell):
+        if not cell:
+            return ""
+        named = CELL.fullmatch(cell)
+        if named is None or int(named["seed"]) > SEED_MAX:
             raise forms.ValidationError(f"{cell[:40]!r} is not a cell: name one as task-seed, such as steady-7.")
-        return cell
+        return f"{named['task']}-{int(named['seed'])}"  # steady-007 is steady-7, as the list names it
 
     def clean_kind(self) -> str:
         kind = self.cleaned_data["kind"]

@@ -34,6 +34,7 @@ class CellGroup:
     total: int  # the cell's trials in the whole (filtered) list
     trials: list[Trial]  # those on this page
     continued: bool  # the cell's first trials are on an earlier page
+    goes_on: bool  # and its last on a later one
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,15 @@ def trial_list(seen: QuerySet[Trial], *, cell: str = "", kind: str = "", page: i
     totals = {(c["task_id"], c["seed"]): c["n"] for c in
               trials.values("task_id", "seed").annotate(n=Count("id")).order_by()
               .filter(task_id__in={t.task_id for t in rows})}
-    before = trials[current.start_index() - 2] if rows and current.number > 1 else None  # the last trial of the page before
-    groups: list[CellGroup] = []
-    for (key, label), group in groupby(rows, key=lambda t: ((t.task_id, t.seed), t.cell_label)):
-        continued = not groups and before is not None and (before.task_id, before.seed) == key
-        groups.append(CellGroup(label, totals.get(key, 0), list(group), continued))
-    return TrialList(groups, current, _note(page, current), cells, cell, kind, sum(c[2] for c in cells))
+    # The trials either side of the page, to say whether its first and last cells run on past it.
+    before = trials[current.start_index() - 2] if rows and current.has_previous() else None
+    after = trials[current.end_index()] if rows and current.has_next() else None
+    runs = [(cell, list(group)) for cell, group in groupby(rows, key=lambda t: ((t.task_id, t.seed), t.cell_label))]
+    groups = []
+    for i, ((key, label), group) in enumerate(runs):
+        continued = i == 0 and before is not None and (before.task_id, before.seed) == key
+        goes_on = i == len(runs) - 1 and after is not None and (after.task_id, after.seed) == key
+        groups.append(CellGroup(label, totals.get(key, 0), group, continued, goes_on))
+    note = _note(page, current) if rows else ""  # an empty list says why itself
+    return TrialList(groups, current, note, cells, cell, kind, sum(c[2] for c in cells))
 

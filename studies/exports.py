@@ -12,11 +12,11 @@ Five tables, each written as CSV and JSON (a JSON file is a list of row objects)
 * ``aggregates``: the reference figures with their intervals;
 * ``wide``: one row per participant, one column group per cell (convenience only).
 
-Attempt counts: the participants and wide tables count a person's *scored* attempts in
-the export (the export's filters applied), so both say the same number for one person.
+Attempt counts: the participants and wide tables count a person's attempts in the export,
+of any status (the export's filters applied), so both say the same number for one person.
 Practice attempts are never counted there, even when ``include_practice`` lists them in
-the attempts table: a practice attempt is not a scored one (it takes no quota, cannot be
-selected and is not paid), and the wide table's best composite leaves them out too.
+the attempts table: practice takes no quota, cannot be selected and is not paid, and the
+wide table's best composite leaves it out too.
 
 Every table is produced by a generator of dicts whose keys are the codebook's
 columns, in order.  ``codebook.json`` names every column with its type and meaning,
@@ -109,7 +109,7 @@ PARTICIPANT_COLUMNS = (
     ("briefing_acknowledged_at", "datetime", "when the current briefing was acknowledged"),
     ("practice_ended_at", "datetime", "when the first practice shift on the practice task ended"),
     ("returned_at", "datetime", "when the participant left through the return path"),
-    ("attempts", "integer", "scored attempts in this export (the export's filters applied; practice attempts are "
+    ("attempts", "integer", "attempts in this export, of any status (the export's filters applied; practice attempts are "
                             "not counted, even when the export includes them): the wide table's attempts"),
     ("attempts_in_study", "integer", "every attempt of this participant in the study, practice and invalidated "
                                      "ones included, whatever the export's filters: the study page's count"),
@@ -142,17 +142,17 @@ AGGREGATE_COLUMNS = (
     ("seed", "integer", "bootstrap seed"),
 )
 WIDE_CELL_FIELDS = (
-    ("attempts", "integer", "scored attempts by this participant on the cell in this export (practice attempts "
+    ("attempts", "integer", "attempts by this participant on the cell in this export, of any status (practice attempts "
                             "not counted)"),
     ("selected_composite", "decimal", "composite of this participant's selected attempt on the cell"),
-    ("best_composite", "decimal", "best composite of this participant's completed scored attempts on the cell "
+    ("best_composite", "decimal", "best composite of this participant's completed attempts on the cell "
                                   "(practice attempts left out)"),
 )
 WIDE_COLUMNS_FIXED = (
     ("participant_code", "string", "the participant's code"),
     ("participant_label", "string", "the participant's label"),
     ("bot", "boolean", "a scripted bot"),
-    ("attempts", "integer", "scored attempts in this export (the export's filters applied; practice attempts are "
+    ("attempts", "integer", "attempts in this export, of any status (the export's filters applied; practice attempts are "
                             "not counted, even when the export includes them): the participants table's attempts"),
     ("selected_cells", "integer", "cells where this participant holds the selected attempt"),
     ("mean_selected_composite", "decimal", "mean composite over those cells"),
@@ -283,7 +283,7 @@ def wide_rows(study: Study, filters: Filters) -> Iterator[dict]:
         entry = per.setdefault(code, {"row": row, "attempts": []})
         entry["attempts"].append(row)
     for code, entry in sorted(per.items(), key=lambda kv: kv[1]["row"]["participant_label"]):
-        rows = [r for r in entry["attempts"] if not r["practice"]]  # scored attempts, as participant_rows counts
+        rows = [r for r in entry["attempts"] if not r["practice"]]  # practice left out, as participant_rows counts
         selected = [Decimal(r["composite"]) for r in rows if r["selected"] and r["composite"]]
         out = {"participant_code": code, "participant_label": entry["row"]["participant_label"],
                "bot": entry["row"]["bot"], "attempts": len(rows), "selected_cells": len(selected),

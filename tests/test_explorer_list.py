@@ -85,3 +85,23 @@ def test_the_list_reads_no_trial_s_score_or_calibration_cell(researcher, store):
         _text(researcher.get("/explorer/"))
     reads = [q["sql"] for q in queries if '"explorer_trial"."' in q["sql"]]
     assert reads and not any('"explorer_trial"."score"' in sql or '"explorer_trial"."cell"' in sql for sql in reads)
+
+
+def test_a_cell_across_three_pages_says_so_on_the_middle_one(researcher, store, monkeypatch):
+    monkeypatch.setattr(listing, "LIST_SIZE", 2)
+    html = _text(researcher.get("/explorer/?cell=steady-7&page=2"))
+    assert "steady seed 7 <span class=\"x-muted\">· 5 trials, continued from the page before and on the next" in html
+
+
+def test_a_cell_is_named_as_the_list_names_it_whatever_its_seed(researcher, store):
+    big = stored_trial(99, "steady", "0.9")
+    Trial.objects.filter(pk=big.pk).update(seed=2_000_000_000)
+    html = _text(researcher.get("/explorer/?cell=steady-2000000000"))
+    assert '<option value="steady-2000000000" selected>' in html and f'value="{big.pk}"' in html
+    html = _text(researcher.get("/explorer/?cell=steady-007"))
+    assert '<option value="steady-7" selected>' in html
+
+
+def test_an_empty_list_past_its_end_says_only_that_nothing_matched(researcher, store):
+    html = _text(researcher.get("/explorer/?kind=human&page=5"))
+    assert "No trial by a player of kind human has been imported." in html and "past the end" not in html

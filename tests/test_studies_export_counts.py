@@ -1,5 +1,5 @@
 """The participants and wide tables of one export give a person the same attempt count:
-their scored attempts, the export's filters applied, as the codebook says of both.  With
+their attempts that are not practice, the export's filters applied, as the codebook says of both.  With
 practice included, the wide table used to count the person's practice attempts too (and
 could take a practice composite as a cell's best), so the two tables disagreed."""
 import csv
@@ -41,14 +41,14 @@ def test_with_practice_included_both_tables_count_the_scored_attempts(study, adm
     assert (wide["steady_7__attempts"], wide["steady_7__best_composite"]) == ("1", str(scored.composite))
 
 
-def test_the_codebook_says_both_counts_are_the_same_scored_attempts(study):  # noqa: F811
+def test_the_codebook_says_both_counts_are_the_same_attempts(study):  # noqa: F811
     meanings = {(r["table"], r["column"]): r["meaning"] for r in codebook(study)}
     assert meanings[("participants", "attempts")] == (
-        "scored attempts in this export (the export's filters applied; practice attempts are not counted, even "
+        "attempts in this export, of any status (the export's filters applied; practice attempts are not counted, even "
         "when the export includes them): the wide table's attempts")
     assert meanings[("wide", "attempts")] == (
-        "scored attempts in this export (the export's filters applied; practice attempts are not counted, even "
+        "attempts in this export, of any status (the export's filters applied; practice attempts are not counted, even "
         "when the export includes them): the participants table's attempts")
     assert meanings[("wide", "steady_7__best_composite")] == (
-        "best composite of this participant's completed scored attempts on the cell (practice attempts left out) "
+        "best composite of this participant's completed attempts on the cell (practice attempts left out) "
         "(steady/7)")
