@@ -92,6 +92,11 @@ ENDED_BY_OPERATOR = "operator"
 ENDED_BY_SERVER = "server stopped"
 
 
+def _rows(entries: list[dict]) -> list[dict]:
+    """Action-log entries as the call log keeps them."""
+    return [{"tool": e["tool"], "arguments": e["arguments"]} for e in entries]
+
+
 def stop_line(ended_by: str) -> dict:
     return {**STOP, "by": ended_by}
 
@@ -268,10 +273,8 @@ class Session:
     def record(self) -> None:
         """After each call (under the episode's lock): log what the call did; settle at the horizon."""
         with self._lock:
-            log = self.episode.action_log
-            new = log[self._logged:]
-            self._append([{"tool": e["tool"], "arguments": e["arguments"]} for e in new],
-                         sync=any(e.get("op") for e in new))
+            new = self.episode.action_log[self._logged:]
+            self._append(_rows(new), sync=any(e.get("op") for e in new))
             self._logged += len(new)  # only once written: a failed write is tried again with the next call
             ended = self.ended_by_itself()
             if ended is not None and not self.settled and self.auto_settle:
@@ -330,7 +333,9 @@ class Session:
             if self.settled:
                 return self.result  # type: ignore[return-value]
             if not self.episode.over:
-                self._append([stop_line(ended_by)], sync=True)
+                new = self.episode.action_log[self._logged:]  # calls a refused write left out: before the stop
+                self._append([*_rows(new), stop_line(ended_by)], sync=True)
+                self._logged += len(new)
                 self.episode.stop()
                 self.stopped_by = ended_by
             return self._settle(ended_by=self.ended_by_itself() or self.stopped_by or ended_by)

@@ -131,6 +131,25 @@ def test_a_write_the_disk_refuses_is_taken_back_and_written_with_the_next_call(t
     assert restored.episode.ops_left == session.episode.ops_left
 
 
+def test_an_end_after_a_refused_write_logs_the_call_before_its_stop(tmp_path, monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    real_write = os.write
+    refused = {"once": True}
+
+    def full_once(fd, data):
+        if refused.pop("once", False):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    session.episode.call("list_orders", {"page_size": 3})
+    monkeypatch.setattr(os, "write", full_once)
+    with pytest.raises(SessionError, match="its call log could not be written"):
+        session.record()
+    session.end(ended_by="operator")  # the disk takes writes again
+    assert [row.get("tool", "stop") for row in calls_of(session)] == ["list_orders", "stop"]
+
+
 def test_nothing_is_logged_after_a_stop_and_a_restore_ends_at_the_first_stop(tmp_path):
     session = Session.open(TASK, 7, out=None, state_root=tmp_path)
     session.episode.call("list_orders", {"page_size": 3})
