@@ -10,8 +10,6 @@ import pytest
 from django.core.management import CommandError, call_command
 from test_explorer_import import folder, resign  # noqa: F401
 
-from trial_helpers import resign
-
 from environment.artifacts import OBSERVATIONS
 from explorer import folders
 from explorer.importing import ImportStatus, import_trial, import_trials
