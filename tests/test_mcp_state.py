@@ -104,21 +104,27 @@ def test_a_session_whose_log_is_corrupt_is_set_aside(tmp_path):
     assert restarted.set_aside[session.state].startswith("JSONDecodeError: ")
 
 
-def test_a_write_the_disk_refuses_is_taken_back_and_written_with_the_next_call(tmp_path, monkeypatch):
-    hub = state_hub(tmp_path)
-    _token, session = hub.open_session(TASK, 7)
+def _disk_full_for_one_write(monkeypatch, *, torn: bool) -> None:
+    """The next ``os.write`` fails as a full disk does (after writing half its data when
+    ``torn``); later writes go through."""
     real_write = os.write
-    calls = {"n": 0}
+    refused = {"once": True}
 
-    def half_then_full(fd, data):
-        calls["n"] += 1
-        if calls["n"] == 1:
-            real_write(fd, data[: len(data) // 2])  # a torn half line, then the disk is full
+    def full_once(fd, data):
+        if refused.pop("once", False):
+            if torn:
+                real_write(fd, data[: len(data) // 2])
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
+    monkeypatch.setattr(os, "write", full_once)
+
+
+def test_a_write_the_disk_refuses_is_taken_back_and_written_with_the_next_call(tmp_path, monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
     session.episode.call("list_orders", {"page_size": 3})
-    monkeypatch.setattr(os, "write", half_then_full)
+    _disk_full_for_one_write(monkeypatch, torn=True)
     with pytest.raises(SessionError, match="its call log could not be written \\(No space left on device\\)"):
         session.record()
     assert session.state is not None and (session.state / CALLS).read_text() == ""  # taken back whole
@@ -134,16 +140,8 @@ def test_a_write_the_disk_refuses_is_taken_back_and_written_with_the_next_call(t
 def test_an_end_after_a_refused_write_logs_the_call_before_its_stop(tmp_path, monkeypatch):
     hub = state_hub(tmp_path)
     _token, session = hub.open_session(TASK, 7)
-    real_write = os.write
-    refused = {"once": True}
-
-    def full_once(fd, data):
-        if refused.pop("once", False):
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(fd, data)
-
     session.episode.call("list_orders", {"page_size": 3})
-    monkeypatch.setattr(os, "write", full_once)
+    _disk_full_for_one_write(monkeypatch, torn=False)
     with pytest.raises(SessionError, match="its call log could not be written"):
         session.record()
     session.end(ended_by="operator")  # the disk takes writes again
