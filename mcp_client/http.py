@@ -369,10 +369,16 @@ class EpisodeHub:
         return result
 
     def _revoke(self, session: Session) -> None:
+        """Refuse ``session``'s tokens from now on; once it is settled, keep only its record
+        (:class:`~mcp_client.sessions.SettledSession`), so a long-running server does not
+        hold every episode it has served."""
         with self._lock:
             for digest in [d for d, e in self._entries.items() if e.session is session]:
                 del self._entries[digest]
                 self._ended.add(digest)
+            if session.settled and self._sessions.get(session.id) is session:
+                self._sessions[session.id] = session.settled_record()
+                self._by_episode.pop(id(session.episode), None)
         if session.state is not None:
             (session.state / "revoked").touch()
 

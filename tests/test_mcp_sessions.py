@@ -16,12 +16,14 @@ command), real SDK clients.  What is checked:
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import httpx
@@ -33,6 +35,7 @@ from environment.calibration import load_calibration
 from environment.trial import read_actions, run_trial
 from mcp_client.client import episode_client
 from mcp_client.http import EpisodeHub
+from mcp_client.sessions import SettledSession
 
 REPO = Path(__file__).resolve().parent.parent
 CALIBRATION = REPO / "calibration" / "public.json"
@@ -256,6 +259,19 @@ def test_a_hub_told_to_write_no_trial_writes_none_beside_its_state(tmp_path):
     token, session = hub.open_session(TASK, 7)
     hub.end(session.id)
     assert not (tmp_path / "state" / "trials").exists()
+
+
+def test_a_hub_keeps_only_the_record_of_a_session_once_it_settles(tmp_path):
+    hub = EpisodeHub(state=tmp_path / "state", write_trials=False)
+    token, session = hub.open_session(TASK, 7)
+    episode = weakref.ref(session.episode)
+    hub.end(session.id)
+    kept = hub.session(session.id)
+    assert isinstance(kept, SettledSession) and kept.as_json() == session.as_json()
+    assert hub.ended(token) is not None
+    del session
+    gc.collect()
+    assert episode() is None  # the hub let go of the store it served
 
 
 # --- durability ---------------------------------------------------------------------------------------------
