@@ -38,5 +38,6 @@ app.conf.beat_schedule = {
         "task": "studies.notifications.sweep_notices",
         "schedule": float(os.environ.get("STOREBENCH_NOTICE_SWEEP_SECONDS", "300")),
     },
+    "stalled-exports": {"task": "studies.tasks.fail_stalled_exports", "schedule": 600.0},
 }
 app.autodiscover_tasks()

@@ -1,6 +1,8 @@
 """Celery tasks of the studies app.  Each takes ids, is idempotent and is scheduled on commit."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import shared_task
 from django.db import transaction
 from django.utils import timezone
@@ -73,3 +75,17 @@ def run_export(job_id: int) -> str:
         checksums={name: f["sha256"] for name, f in manifest["files"].items()},
     )
     return "done"
+
+
+STALLED_AFTER = timedelta(hours=1)  # an export starts in seconds; one queued this long never will
+STALLED = ("it did not start within an hour: its task was lost, or no worker ran it; request the export again, and "
+           "if it stalls again, tell the site's operator (is a Celery worker running?)")
+
+
+@shared_task
+def fail_stalled_exports() -> int:
+    """Mark failed, saying why, the export jobs queued longer than :data:`STALLED_AFTER`: a job
+    whose message the broker lost stayed "queued" on the page for good.  A delivery that comes
+    after all skips a failed job (:func:`run_export`).  Returns how many were failed."""
+    return ExportJob.objects.filter(status=ExportJob.Status.QUEUED, created_at__lt=timezone.now() - STALLED_AFTER
+                                    ).update(status=ExportJob.Status.FAILED, finished_at=timezone.now(), error=STALLED)

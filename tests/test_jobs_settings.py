@@ -43,7 +43,7 @@ def test_nothing_set_is_the_embedded_default():
     assert s["engine"] == "django.db.backends.sqlite3" and s["name"].endswith("db.sqlite3")
     assert s["layer"] == "channels.layers.InMemoryChannelLayer"
     assert s["eager"] is True and s["broker"] == "memory://localhost/"
-    assert s["queue"] == "celery" and s["beat"] == ["enforce-shift-deadlines", "study-notices"] and s["jobs"]
+    assert s["queue"] == "celery" and s["beat"] == ["enforce-shift-deadlines", "stalled-exports", "study-notices"] and s["jobs"]
 
 
 def test_each_variable_switches_its_part_to_a_server():

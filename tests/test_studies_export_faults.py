@@ -2,8 +2,11 @@
 killed mid-task (SIGKILL, OOM), two deliveries of one export at once (a broker that
 redelivers), and an error nobody expected.  A job must end done or failed with a
 message; it never stays "running" with no task left to finish it."""
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from studies import exports, tasks
 from studies.design import create_study
@@ -133,3 +136,14 @@ def test_a_late_delivery_of_a_superseded_export_leaves_it_failed(job, monkeypatc
     job.refresh_from_db()
     assert job.status == ExportJob.Status.FAILED and job.error.startswith("made before participant leaver withdrew (")
     assert not job_dir(job.pk).exists()
+
+
+def test_an_export_queued_for_over_an_hour_is_failed_saying_why_and_a_late_delivery_skips_it(job):
+    ExportJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - tasks.STALLED_AFTER - timedelta(minutes=1))
+    fresh = ExportJob.objects.create(study=job.study, requested_by=job.requested_by, filters=job.filters)
+    assert tasks.fail_stalled_exports() == 1
+    job.refresh_from_db()
+    assert (job.status, job.error) == (ExportJob.Status.FAILED, tasks.STALLED)
+    assert job.error.startswith("it did not start within an hour")
+    assert ExportJob.objects.get(pk=fresh.pk).status == ExportJob.Status.QUEUED
+    assert tasks.run_export(job.pk) == "skipped"
