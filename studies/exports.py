@@ -41,6 +41,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Count
 
 from environment.csvcells import CODEBOOK_NOTE, safe_cell
@@ -49,7 +50,7 @@ from shifts.models import BriefingAcknowledgement, Shift
 
 from . import reference
 from .figures import Filters, attempts, reference_rows
-from .models import SCORE_FIELDS, AttemptKind, AuditEvent, Study
+from .models import SCORE_FIELDS, AttemptKind, AuditEvent, ExportJob, Study
 
 TABLES = ("attempts", "participants", "events", "aggregates", "wide")
 FORMATS = ("csv", "json")
@@ -385,14 +386,11 @@ def withdrawal_supersedes(study: Study, who: str, when) -> list[int]:
     """A withdrawal takes the person's data out of every export made before it: the
     study's finished or running export jobs are marked failed saying why and what to do,
     and their files are removed once the withdrawal commits.  The ids of those jobs."""
-    from django.db import transaction
-
-    from .models import ExportJob
-
     superseded = list(study.exports.filter(status__in=(ExportJob.Status.DONE, ExportJob.Status.RUNNING))
                       .values_list("pk", flat=True))
     ExportJob.objects.filter(pk__in=superseded).update(
         status=ExportJob.Status.FAILED, error=superseded_by(who, when))
+
     def remove() -> None:
         for pk in superseded:
             shutil.rmtree(job_dir(pk), ignore_errors=True)
