@@ -120,13 +120,18 @@ def _disk_full_for_one_write(monkeypatch, *, torn: bool) -> None:
     monkeypatch.setattr(os, "write", full_once)
 
 
-def test_a_write_the_disk_refuses_is_taken_back_and_written_with_the_next_call(tmp_path, monkeypatch):
-    hub = state_hub(tmp_path)
-    _token, session = hub.open_session(TASK, 7)
+def _a_call_the_disk_refused(tmp_path, monkeypatch, *, torn: bool) -> Session:
+    """A live session whose list_orders call the disk refused to log."""
+    _token, session = state_hub(tmp_path).open_session(TASK, 7)
     session.episode.call("list_orders", {"page_size": 3})
-    _disk_full_for_one_write(monkeypatch, torn=True)
+    _disk_full_for_one_write(monkeypatch, torn=torn)
     with pytest.raises(SessionError, match="its call log could not be written \\(No space left on device\\)"):
         session.record()
+    return session
+
+
+def test_a_write_the_disk_refuses_is_taken_back_and_written_with_the_next_call(tmp_path, monkeypatch):
+    session = _a_call_the_disk_refused(tmp_path, monkeypatch, torn=True)
     assert session.state is not None and (session.state / CALLS).read_text() == ""  # taken back whole
     session.episode.call("list_returns", {})
     session.record()  # the disk takes it again: both calls, in order
@@ -138,12 +143,7 @@ def test_a_write_the_disk_refuses_is_taken_back_and_written_with_the_next_call(t
 
 
 def test_an_end_after_a_refused_write_logs_the_call_before_its_stop(tmp_path, monkeypatch):
-    hub = state_hub(tmp_path)
-    _token, session = hub.open_session(TASK, 7)
-    session.episode.call("list_orders", {"page_size": 3})
-    _disk_full_for_one_write(monkeypatch, torn=False)
-    with pytest.raises(SessionError, match="its call log could not be written"):
-        session.record()
+    session = _a_call_the_disk_refused(tmp_path, monkeypatch, torn=False)
     session.end(ended_by="operator")  # the disk takes writes again
     assert [row.get("tool", "stop") for row in calls_of(session)] == ["list_orders", "stop"]
 
