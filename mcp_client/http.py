@@ -158,7 +158,8 @@ class EpisodeHub:
     a hub created on a folder that already holds sessions resumes them, tokens included
     (the folder keeps each token's SHA-256, never the token); a session settled before
     it started is not replayed, only listed (a :class:`~mcp_client.sessions.SettledSession`)
-    and its token refused saying its episode ended.  ``out``: where settled
+    and its token refused saying its episode ended; one that settles while it runs is
+    swapped for that record too.  ``out``: where settled
     sessions write their trial folders.  Without either, sessions live in memory only and
     settle without writing (a throwaway hub for tests and benchmarks).  ``calibration``
     grades settled sessions (default: the bundled public calibration, else each cell is

@@ -213,6 +213,7 @@ class Session:
     _stop_logged: bool = False  # a stop line was written: the log takes nothing after it
     _fd: int | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
+    _record: SettledSession | None = None  # what it showed when it settled, as ended.json keeps it
 
     # --- durable log -------------------------------------------------------------------------
 
@@ -332,10 +333,13 @@ class Session:
                 self.set_labels(labels)
             if self.settled:
                 return self.result  # type: ignore[return-value]
-            if not self.episode.over:
-                new = self.episode.action_log[self._logged:]  # calls a refused write left out: before the stop
-                self._append([*_rows(new), stop_line(ended_by)], sync=True)
-                self._logged += len(new)
+            # Calls a refused write left out (the call that reached the horizon, perhaps) go in
+            # first, then the stop when the store is stopped here: the log stays the store.
+            running = not self.episode.over
+            new = self.episode.action_log[self._logged:]
+            self._append([*_rows(new), *([stop_line(ended_by)] if running else [])], sync=True)
+            self._logged += len(new)
+            if running:
                 self.episode.stop()
                 self.stopped_by = ended_by
             return self._settle(ended_by=self.ended_by_itself() or self.stopped_by or ended_by)
@@ -345,27 +349,36 @@ class Session:
                   **{key: value for key, value in self.labels.items() if key not in SERVER_LABELS}}
         folder = self.folder
         if folder is None:  # no out folder: nothing is written
-            self.result = {"out": None}
-            self._mark_settled()
-            return self.result
+            return self._mark_settled({"out": None})
         if folder.exists() and self.state is not None:
             # Written by a settlement killed before its settled.json: nobody was answered with it,
             # and settling is deterministic, so it is written again (its wall time aside).
             logger.warning("session %s: its trial folder %s was written before a restart but the session was not "
                            "marked settled; settling it again", self.id, folder)
             shutil.rmtree(folder)
-        self.result = settle(self.episode, folder, policy="mcp session", calibration=self.calibration,
-                             calibration_hash=self.calibration_hash,
-                             wall_seconds=time.perf_counter() - self.started, labels=labels)
-        self._mark_settled()
-        return self.result
+        result = settle(self.episode, folder, policy="mcp session", calibration=self.calibration,
+                        calibration_hash=self.calibration_hash, wall_seconds=time.perf_counter() - self.started,
+                        labels=labels)
+        return self._mark_settled(result)
 
-    def _mark_settled(self) -> None:
+    def _mark_settled(self, result: dict) -> dict:
+        """Settled with ``result``: its record kept (in memory, and as ``ended.json`` then
+        ``settled.json``) and its log closed.  A record the disk refuses leaves it unsettled,
+        in memory as on disk, so that ending it again grades and writes it again."""
+        self.result = result
+        record = SettledSession(self.id, self.as_json(), result)
         if self.state is not None:
-            record = self.settled_record()
-            _write_json(self.state / ENDED, record.view)  # first: a folder with settled.json has ended.json too
-            _write_json(self.state / SETTLED, record.result)
+            try:
+                _write_json(self.state / ENDED, record.view)  # first: a folder with settled.json has ended.json too
+                _write_json(self.state / SETTLED, result)
+            except OSError as exc:
+                self.result = None
+                raise SessionError(f"session {self.id} was graded but could not be marked settled "
+                                   f"({exc.strerror or exc}): free the disk under --state, then end it again (it is "
+                                   "graded again the same way)") from exc
+        self._record = record
         self.close_log()
+        return result
 
     def close_log(self) -> None:
         if self._fd is not None:
@@ -381,16 +394,18 @@ class Session:
                 "reward_composite": None if self.result is None else self.result.get("reward_composite")}
 
     def settled_record(self) -> SettledSession:
-        """What a server keeps of this session once it is settled (see :class:`SettledSession`)."""
-        if self.result is None:
+        """What a server keeps of this session once it is settled (see :class:`SettledSession`):
+        the record its settlement kept, so memory and ``ended.json`` agree even if a call
+        refused after the settlement has grown the action log since."""
+        if self._record is None:
             raise SessionError(f"session {self.id} is not settled yet; end it first")
-        return SettledSession(self.id, self.as_json(), self.result)
+        return self._record
 
 
 @dataclass(frozen=True)
 class SettledSession:
-    """A session settled before this server started: what the server needs of it without its
-    episode.  The operator API lists it (:meth:`as_json`, as the session showed when it settled),
+    """A settled session as a server keeps it, without its episode: one settled before this
+    server started (read from its folder) or while it ran (swapped in when it settled).  The operator API lists it (:meth:`as_json`, as the session showed when it settled),
     refuses labels for it as for any settled session, and answers an end or a settle with its
     score; its token is refused saying its episode has ended (the hub keeps that digest)."""
 
@@ -493,8 +508,9 @@ def restore_session(state: Path, *, out: Path | None, calibration: dict | None =
     session._stop_logged = stopped
     if stopped:  # a log from before stops said who reads as the client's, as it was then settled
         session.stopped_by = str(rows[-1].get("by") or ENDED_BY_CLIENT)
-    if (state / SETTLED).exists():
+    if (state / SETTLED).exists():  # settled by a server from before ended.json: its view is the replay's
         session.result = json.loads((state / SETTLED).read_text())
+        session._record = SettledSession(session.id, session.as_json(), session.result)
     else:
         session._open_log()
     return session, meta.get("token_sha256")

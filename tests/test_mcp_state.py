@@ -148,6 +148,55 @@ def test_an_end_after_a_refused_write_logs_the_call_before_its_stop(tmp_path, mo
     assert [row.get("tool", "stop") for row in calls_of(session)] == ["list_orders", "stop"]
 
 
+def test_when_the_call_that_reached_the_horizon_was_not_logged_the_end_logs_it(tmp_path, monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    for _ in range(session.episode.n_windows - 1):
+        session.episode.call("end_window", {})
+        session.record()
+    session.episode.call("end_window", {})  # the horizon
+    _disk_full_for_one_write(monkeypatch, torn=False)
+    with pytest.raises(SessionError, match="its call log could not be written"):
+        session.record()
+    assert session.episode.over and not session.settled
+    hub.end(session.id)  # what the operator's settle does
+    assert len(calls_of(session)) == len(session.episode.action_log)  # no stop: the store ended by itself
+    (session.state / ENDED).unlink()  # as if killed before its record: the restart replays the log
+    (session.state / SETTLED).unlink()
+    kept = state_hub(tmp_path).session(session.id)
+    assert kept.settled and kept.as_json()["calls"] == len(session.episode.action_log)
+
+
+def test_a_record_the_disk_refuses_leaves_the_session_unsettled_and_ending_it_again_settles_it(tmp_path,
+                                                                                                monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    real_replace = Path.replace
+
+    def full(self, target):
+        if Path(target).name == ENDED:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", full)
+    with pytest.raises(SessionError, match="was graded but could not be marked settled \\(No space left on device\\)"
+                                           ": free the disk under --state, then end it again"):
+        hub.end(session.id)
+    assert not session.settled and not (session.state / SETTLED).exists()
+    monkeypatch.undo()
+    score = hub.end(session.id)
+    assert session.settled and json.loads((session.state / SETTLED).read_text()) == score
+
+
+def test_the_record_a_server_keeps_is_the_one_its_settlement_wrote(tmp_path):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    session.end(ended_by="operator")
+    session.episode.call("store_status", {})  # a call that was waiting behind the end, answered after it
+    assert session.state is not None
+    assert session.settled_record().view == json.loads((session.state / ENDED).read_text())
+
+
 def test_nothing_is_logged_after_a_stop_and_a_restore_ends_at_the_first_stop(tmp_path):
     session = Session.open(TASK, 7, out=None, state_root=tmp_path)
     session.episode.call("list_orders", {"page_size": 3})
