@@ -58,13 +58,16 @@ class TrialList:
         return list(Trial.PlayerKind.choices)
 
 
-def _note(asked: int, page: Page) -> str:
+def page_note(asked: int, page: Page, what: str, within: str = "") -> str:
+    """Why ``page`` is not the page asked for ("" when it is): ``what`` names the paged list
+    ("the action log"), ``within`` what narrows it (" in this family")."""
     if asked == page.number:
         return ""
     if asked < 1:
-        return f"There is no page {asked} of the trial list; it starts at page 1, shown here."
+        return f"There is no page {asked} of {what}; it starts at page 1, shown here."
     last = page.paginator.num_pages
-    return f"The trial list has {last} page{'s' if last != 1 else ''}; page {asked} is past the end, so the last page is shown."
+    return (f"{what[0].upper()}{what[1:]} has {last} page{'s' if last != 1 else ''}{within}; page {asked} is past "
+            "the end, so the last page is shown.")
 
 
 def trial_list(seen: QuerySet[Trial], *, cell: str = "", kind: str = "", page: int = 1) -> TrialList:
@@ -92,6 +95,6 @@ def trial_list(seen: QuerySet[Trial], *, cell: str = "", kind: str = "", page: i
         continued = i == 0 and before is not None and (before.task_id, before.seed) == key
         goes_on = i == len(runs) - 1 and after is not None and (after.task_id, after.seed) == key
         groups.append(CellGroup(label, totals.get(key, 0), group, continued, goes_on))
-    note = _note(page, current) if rows else ""  # an empty list says why itself
+    note = page_note(page, current, "the trial list") if rows else ""  # an empty list says why itself
     return TrialList(groups, current, note, cells, cell, kind, sum(c[2] for c in cells))
 

@@ -23,6 +23,7 @@ from environment.engine import settlement
 
 from . import calibrations
 from .charts import SLOT_COLOURS, Marker, Note, Series, format_value, window_chart
+from .listing import page_note
 from .measures import (
     BY_SLUG,
     MEASURES,
@@ -258,17 +259,6 @@ def _calls(trial: Trial, family: str, page: int) -> Page:
     return current
 
 
-def _page_note(asked: int, calls: Page, family: str) -> str:
-    if asked == calls.number:
-        return ""
-    last = calls.paginator.num_pages
-    if asked < 1:
-        return f"There is no page {asked} of the action log; it starts at page 1, shown here."
-    return (f"The action log has {last} page{'s' if last != 1 else ''}"
-            f"{' in this family' if family else ''}; page {asked} is past the end, so the last "
-            f"page is shown.")
-
-
 def trial_page(trial_id: int, *, seen: QuerySet[Trial], researcher: bool, family: str = "", page: int = 1
                ) -> TrialPage:
     """``page`` may be any whole number: one out of range shows the nearest page and says so."""
@@ -280,7 +270,7 @@ def trial_page(trial_id: int, *, seen: QuerySet[Trial], researcher: bool, family
     return TrialPage(
         trial=trial, components=_components(trial), anchors=_anchors(trial), ladder_svg=_ladder_strip(trial),
         charts=[_trial_chart(trial, rows, m, markers) for m in MEASURES], events=events,
-        failure_modes=_failure_modes(trial), calls=calls, family=family, page_note=_page_note(page, calls, family),
+        failure_modes=_failure_modes(trial), calls=calls, family=family, page_note=page_note(page, calls, "the action log", " in this family" if family else ""),
         business_zero=_d(trial.score.get("business_zero_raw")), business_scale=_d(trial.score.get("business_scale")),
     )
 
