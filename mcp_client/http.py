@@ -51,8 +51,27 @@ works and the printed URL is the real one), opens the listed episodes, prints on
 per episode with its URL and token, and runs uvicorn until interrupted (Ctrl-C or SIGTERM);
 :func:`settle_at_exit` then settles what is open (without ``--state``) and names each
 trial folder written, as the stdio server does.
+
 The benchmark (a store call against a no-op tool over both transports) is in
 :mod:`benchmarks.mcp`.
+
+Stopping with ``--state``.  The state folder's lock (:func:`_held_state`) must not go while
+anything of this server may still write into the folder: a second server taking it then
+would resume, or settle, a session whose last call is still being written.  And uvicorn
+returning does not mean nothing writes any more: a tool call's store work, its log line and
+a settlement run on a worker thread (``anyio.to_thread``, :mod:`mcp_client.server`), as do
+the operator API's open, labels and end (:mod:`mcp_client.operator`), and a thread cannot be
+stopped.  A stopping uvicorn cancels a request still running after ``timeout_graceful_shutdown``
+(2 s): an operator request, or a 2026-era call (answered within its request), stops waiting
+for its thread then, and uvicorn returns while the thread goes on (a handshake-era call runs
+in the SDK's session task, which the app's shutdown waits for, without a bound).  So every
+write into the hub's folders goes through the hub (:meth:`EpisodeHub.after_call`,
+:meth:`~EpisodeHub.open_session`, :meth:`~EpisodeHub.set_labels`, :meth:`~EpisodeHub.end`),
+which counts those in progress; once uvicorn has returned, :meth:`EpisodeHub.stop_writing`
+refuses any new one and waits for those running, up to :data:`WRITES_GRACE` seconds, and the
+lock is released only when the last has finished: at once, or, when the wait gives up (a line
+on the log says so), by the thread that finishes the last write, or with the process (an
+``flock`` goes with it; the CLI's worker threads are not daemons, so it waits for them first).
 """
 
 from __future__ import annotations
@@ -111,6 +130,7 @@ __all__ = ["MCP_PATH", "EpisodeHub", "HubTokenVerifier", "UnknownSession", "Unkn
            "create_app", "episode_provider", "mcp_url", "running", "serve_http", "settle_at_exit"]
 
 MCP_PATH = "/mcp"
+WRITES_GRACE = 30.0  # seconds a stopping server waits for writes in progress (see the module docstring)
 logger = logging.getLogger(__name__)
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _WILDCARD = ("0.0.0.0", "::", "")
@@ -151,6 +171,50 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
+class _Writes:
+    """The hub's writes into its folders in progress, counted so that a stopping server can
+    wait for them before it lets go of its state folder (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._stopped = False
+        self._when_done: list[Callable[[], None]] = []
+
+    @contextlib.contextmanager
+    def one(self) -> Iterator[None]:
+        """Around one write; refused (:class:`SessionError`) once :meth:`stop` was called."""
+        with self._changed:
+            if self._stopped:
+                raise SessionError("the server is stopping and writes nothing more: this is not kept; send it again "
+                                   "once the server is back")
+            self._running += 1
+        try:
+            yield
+        finally:
+            done: list[Callable[[], None]] = []
+            with self._changed:
+                self._running -= 1
+                if not self._running:
+                    done, self._when_done = self._when_done, []
+                self._changed.notify_all()
+            for callback in done:
+                callback()
+
+    def stop(self, timeout: float, then: Callable[[], None]) -> int:
+        """Refuse new writes; wait up to ``timeout`` seconds for those running; run ``then`` once
+        none runs (here, or in the thread that finishes the last).  How many still run."""
+        with self._changed:
+            self._stopped = True
+            self._changed.wait_for(lambda: not self._running, timeout)
+            left = self._running
+            if left:
+                self._when_done.append(then)
+        if not left:
+            then()
+        return left
+
+
 class EpisodeHub:
     """Live episodes, each behind its own bearer token.  Safe to use from several threads.
 
@@ -178,6 +242,7 @@ class EpisodeHub:
         self.set_aside: dict[Path, str] = {}  # session folders not resumed, and why (see _restore)
         self._set_aside_tokens: set[bytes] = set()
         self._lock = threading.Lock()
+        self._writes = _Writes()
         self._numbers = itertools.count(1)
         self.state = None if state is None else Path(state)
         self.out = None if out is None else Path(out)
@@ -255,10 +320,12 @@ class EpisodeHub:
         """Arm ``task`` at ``seed`` as a graded session; return a fresh token for it, and the session."""
         task_id = task if isinstance(task, str) else task.id
         token = secrets.token_urlsafe(32)
-        session = Session.open(task_id, seed, out=self.out,
-                               state_root=None if self.state is None else self.state / "sessions",
-                               labels=labels, calibration=self.calibration, calibration_hash=self.calibration_hash,
-                               token_digest=_digest(token).hex(), fsync=self.fsync)
+        with self._writes.one():
+            session = Session.open(task_id, seed, out=self.out,
+                                   state_root=None if self.state is None else self.state / "sessions",
+                                   labels=labels, calibration=self.calibration,
+                                   calibration_hash=self.calibration_hash, token_digest=_digest(token).hex(),
+                                   fsync=self.fsync)
         with self._lock:
             self._track(session)
             self._entries[_digest(token)] = _Entry(session, f"episode-{session.id}")
@@ -343,9 +410,17 @@ class EpisodeHub:
         """The server's hook after every call (under the episode's lock): log it, settle at the horizon."""
         session = self._by_episode.get(id(episode))
         if session is not None:
-            session.record()
-            if session.settled:
-                self._revoke(session)
+            with self._writes.one():
+                session.record()
+                if session.settled:
+                    self._revoke(session)
+
+    def stop_writing(self, timeout: float, then: Callable[[], None]) -> int:
+        """Refuse every write into the hub's folders from now on (a call's log and settlement, an
+        operator's open, labels or end: :class:`SessionError`) and wait up to ``timeout`` seconds
+        for those in progress; ``then()`` runs once none is left: at once, or in the thread that
+        finishes the last one.  Returns how many were still running when the wait ended."""
+        return self._writes.stop(timeout, then)
 
     def session(self, session_id: str) -> Session | SettledSession:
         with self._lock:
@@ -364,10 +439,18 @@ class EpisodeHub:
         session = self.session(session_id)
         if isinstance(session, SettledSession):  # settled before this server started: its token is refused already
             return session.end(labels)
-        with lock_for(session.episode):
-            result = session.end(labels, ended_by=ENDED_BY_OPERATOR)
-        self._revoke(session)
+        with self._writes.one():
+            with lock_for(session.episode):
+                result = session.end(labels, ended_by=ENDED_BY_OPERATOR)
+            self._revoke(session)
         return result
+
+    def set_labels(self, session_id: str, labels: dict) -> Session | SettledSession:
+        """The operator's labels for a session (see :meth:`Session.set_labels`); the session."""
+        session = self.session(session_id)
+        with self._writes.one():
+            session.set_labels(labels)
+        return session
 
     def _revoke(self, session: Session) -> None:
         """Refuse ``session``'s tokens from now on; once it is settled, keep only its record
@@ -381,7 +464,11 @@ class EpisodeHub:
                 self._sessions[session.id] = session.settled_record()
                 self._by_episode.pop(id(session.episode), None)
         if session.state is not None:
-            (session.state / "revoked").touch()
+            try:
+                (session.state / "revoked").touch()
+            except OSError as exc:  # settled: its settled.json has the next start refuse its token all the same
+                logger.warning("session %s: its revoked marker could not be written (%s)", session.id,
+                               exc.strerror or exc)
 
 
 class HubTokenVerifier:
@@ -634,11 +721,13 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
     ``trials`` is where settled sessions write their folders (default ``STATE/trials``; none
     with ``write_trials=False``);
     ``operator_token`` serves the operator API (a line names its URL, never the token).
+    Once uvicorn has stopped, it waits for calls and operator requests still writing (up to
+    :data:`WRITES_GRACE` seconds) before it lets go of ``state`` (see the module docstring).
     """
     out = out or sys.stdout
     limits = limits or ServerLimits()
     host_security(host, port, allowed_hosts)  # refuse a wildcard bind without host names before binding
-    with _held_state(state):
+    with _held_state(state) as held:
         sock = _bind(host, port)
         bound = sock.getsockname()[1]
         hub = EpisodeHub(state=state, out=trials, fsync=fsync, write_trials=write_trials)
@@ -664,29 +753,56 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
                 _uvicorn_server(app, log_level, limits).run(sockets=[sock])
         finally:
             sock.close()
+            held.handed_over = True  # released by the last write still running, if any
+            left = hub.stop_writing(WRITES_GRACE, then=held.release)
+            if left:
+                logger.error("%d call(s) or operator request(s) were still writing after the server stopped; "
+                             "gave up waiting after %.0f s%s", left, WRITES_GRACE,
+                             f" (the lock on --state {state} is kept until they finish, or until the process "
+                             "ends)" if state is not None else "")
         return hub
 
 
+class _StateLock:
+    """The ``flock`` a server holds on ``STATE/lock`` (none without a state folder)."""
+
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd
+        self._guard = threading.Lock()
+        self.handed_over = False  # released by whom it was handed to (serve_http), not by _held_state
+
+    def release(self) -> None:
+        """Let go of the lock (once; from any thread)."""
+        with self._guard:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # and with it the lock
+
+
 @contextlib.contextmanager
-def _held_state(state: str | Path | None) -> Iterator[None]:
+def _held_state(state: str | Path | None) -> Iterator[_StateLock]:
     """Lock ``state`` for this server while the block runs (nothing to lock without one): two
     servers on one state folder would each resume its sessions and take their tokens, and a
     later start would replay both servers' calls into one store.  The lock is an ``flock`` on
-    ``STATE/lock``, so it also goes with the process if it is killed."""
+    ``STATE/lock``, so it also goes with the process if it is killed.  It is released when the
+    block ends unless the block handed it over (``handed_over``): :func:`serve_http` has it
+    released once no write of its hub runs (see the module docstring)."""
     if state is None:
-        yield
+        yield _StateLock(None)
         return
     Path(state).mkdir(parents=True, exist_ok=True)
     fd = os.open(Path(state) / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    held = _StateLock(fd)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise SessionError(f"--state {state} is in use by another storebench mcp server; stop it first, or give "
                                "this one another --state folder") from None
-        yield
+        yield held
     finally:
-        os.close(fd)  # and with it the lock
+        if not held.handed_over:
+            held.release()
 
 
 @contextlib.contextmanager

@@ -24,7 +24,9 @@ The routes run on the event loop that also carries every episode's MCP traffic, 
 handler that writes to disk or waits for a session's lock (opening, labelling, ending,
 settling: a settlement holds the lock while it grades and writes the trial folder) does
 that on a worker thread (``anyio.to_thread``); the lock, not the thread, orders it against
-the episode's calls.  Listing and reading a session only read memory and stay on the loop.
+the episode's calls.  Each goes through the hub, which counts the writes in progress, so that
+a stopping server waits for them before it lets go of its state folder (:mod:`mcp_client.http`).
+Listing and reading a session only read memory and stay on the loop.
 """
 
 from __future__ import annotations
@@ -130,9 +132,10 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
         return JSONResponse(hub.session(request.path_params["sid"]).as_json())
 
     async def set_labels(request: Request) -> JSONResponse:
-        session = hub.session(request.path_params["sid"])
+        sid = request.path_params["sid"]
+        hub.session(sid)
         labels = await body_of(request)
-        await anyio.to_thread.run_sync(lambda: session.set_labels(labels))
+        session = await anyio.to_thread.run_sync(lambda: hub.set_labels(sid, labels))
         return JSONResponse(session.as_json())
 
     async def end_session(request: Request) -> JSONResponse:

@@ -32,6 +32,15 @@ written last, so a folder that has it has ``ended.json`` too, unless a server fr
 ``ended.json`` settled it: that session is replayed once and its ``ended.json`` written
 then.
 
+A settlement the disk refuses (the trial folder, ``ended.json`` or ``settled.json``: a full
+disk) leaves the session unsettled, in memory as on disk (:meth:`Session._mark_settled`), so
+that settling it again grades and writes it again.  Ended by the operator or the server,
+the refusal is the answer to whoever ended it.  Reached by a call (the horizon, or the
+store suspended), it is not that call's: the call was answered and its line is logged, so
+the agent gets its answer, and the server's log says the session is not settled, why, and
+what to do (free the disk, then end it again; its next call tries again too; a restart on
+the state folder settles it, as it settles any session whose store ended).
+
 Folder names follow the release: ``<task>__s<seed>__<id>``.
 
 Labels and who may set them
@@ -279,7 +288,13 @@ class Session:
             self._logged += len(new)  # only once written: a failed write is tried again with the next call
             ended = self.ended_by_itself()
             if ended is not None and not self.settled and self.auto_settle:
-                self._settle(ended_by=ended)
+                try:
+                    self._settle(ended_by=ended)
+                except StoreBenchError as exc:  # the call stands (module docstring)
+                    logger.error("session %s reached its end (%s) in a call that was answered%s, but it is not "
+                                 "settled: %s%s", self.id, ended, "" if self.state is None else " and logged",
+                                 exc.message, "" if self.state is None else "; a restart of the server on its "
+                                 "--state folder settles it too")
 
     @property
     def over(self) -> bool:
@@ -351,10 +366,11 @@ class Session:
         if folder is None:  # no out folder: nothing is written
             return self._mark_settled({"out": None})
         if folder.exists() and self.state is not None:
-            # Written by a settlement killed before its settled.json: nobody was answered with it,
+            # Written by a settlement killed (or refused) before its settled.json: nobody was answered with it,
             # and settling is deterministic, so it is written again (its wall time aside).
-            logger.warning("session %s: its trial folder %s was written before a restart but the session was not "
-                           "marked settled; settling it again", self.id, folder)
+            logger.warning("session %s: its trial folder %s was written by a settlement that did not mark the "
+                           "session settled (killed before it, or its record refused); settling it again", self.id,
+                           folder)
             shutil.rmtree(folder)
         result = settle(self.episode, folder, policy="mcp session", calibration=self.calibration,
                         calibration_hash=self.calibration_hash, wall_seconds=time.perf_counter() - self.started,

@@ -1,20 +1,26 @@
 """A ``--state`` folder under the faults a real server meets: a kill between writing a trial
 folder and marking the session settled, a session folder that cannot be resumed, a disk
-that refuses a write, lines after a stop, two servers on one folder, and oversized calls;
-and what a restart keeps of a settled session (its record, never a replay of its log)."""
+that refuses a write (a call's log line, or the settlement a call reached), lines after a
+stop, two servers on one folder, a server stopped while a call still writes, and oversized
+calls; and what a restart keeps of a settled session (its record, never a replay of its log)."""
 from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
+import io
 import json
+import logging
 import os
 import socket
+import threading
 from pathlib import Path
 
 import httpx2
 import pytest
 
 from environment.api import arm
+from mcp_client import http
 from mcp_client.client import episode_client
 from mcp_client.http import CannotListen, EpisodeHub, _held_state, create_app, running, serve_http
 from mcp_client.server import MAX_ARGUMENT_BYTES, build_server
@@ -345,3 +351,182 @@ def test_a_call_over_the_size_limit_is_refused_before_the_store():
                                    f"arguments may take at most {MAX_ARGUMENT_BYTES:,} (no tool needs more): nothing "
                                    "was sent to the store")
     assert not small.is_error and [e["tool"] for e in episode.action_log] == ["store_status"]  # the big one: not logged
+
+
+# --- a settlement the disk refuses at the horizon -------------------------------------------------------------
+
+
+def _refuse_replace_onto(monkeypatch, name: str) -> None:
+    """Writing the file ``name`` (moved into place by ``Path.replace``) fails as a full disk does."""
+    real_replace = Path.replace
+
+    def full(self, target):
+        if Path(target).name == name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", full)
+
+
+def test_a_settlement_the_disk_refuses_at_the_horizon_leaves_the_call_its_answer_and_the_session_unsettled(
+        tmp_path, monkeypatch, caplog):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    twin = arm(TASK, 7, record=True)  # the same calls on a store of its own: the answer the call must get
+    for _ in range(session.episode.n_windows - 1):
+        session.episode.call("end_window", {})
+        hub.after_call(session.episode)
+        twin.call("end_window", {})
+    expected = twin.call("end_window", {}).text()
+    _refuse_replace_onto(monkeypatch, ENDED)
+
+    async def the_call_that_reaches_the_horizon():
+        async with episode_client(build_server(lambda: session.episode, after_call=hub.after_call)) as client:
+            return await client.call("end_window", {})
+
+    with caplog.at_level(logging.ERROR, logger="mcp_client.sessions"):
+        answer = asyncio.run(the_call_that_reaches_the_horizon())
+    assert not answer.is_error and answer.text == expected
+    assert session.state is not None and session.episode.over and not session.settled
+    assert not (session.state / SETTLED).exists() and isinstance(hub.session(session.id), Session)
+    assert len(calls_of(session)) == len(session.episode.action_log)  # the call is logged all the same
+    assert caplog.messages == [
+        f"session {session.id} reached its end (horizon) in a call that was answered and logged, but it is not "
+        f"settled: session {session.id} was graded but could not be marked settled (No space left on device): free "
+        "the disk under --state, then end it again (it is graded again the same way); a restart of the server on "
+        "its --state folder settles it too"]
+    monkeypatch.undo()  # the disk has room again
+    session.close_log()
+    restarted = state_hub(tmp_path).session(session.id)
+    assert restarted.settled and restarted.as_json()["calls"] == len(session.episode.action_log)
+
+
+def test_a_revoked_marker_the_disk_refuses_does_not_fail_the_call_that_settled_the_session(tmp_path, monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    real_touch = Path.touch
+
+    def full(self, *args, **kwargs):
+        if self.name == "revoked":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_touch(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "touch", full)
+    for _ in range(session.episode.n_windows):
+        session.episode.call("end_window", {})
+        hub.after_call(session.episode)  # the last one settles the session, then its marker is refused
+    assert session.settled and isinstance(hub.session(session.id), SettledSession)
+    assert session.state is not None and (session.state / SETTLED).exists()
+
+
+# --- a server stopped while a call still writes into its state folder -----------------------------------------
+
+
+def _held_back_record(monkeypatch, tool: str) -> tuple[threading.Event, threading.Event, list[str]]:
+    """``Session.record`` of a call of ``tool`` (its log line) waits until allowed: it sets the first
+    event once it waits, and goes on when the second is set; "written" is noted once it has written."""
+    writing, may_write, done = threading.Event(), threading.Event(), []
+    real_record = Session.record
+
+    def held_back(self):
+        if self.episode.action_log[-1]["tool"] == tool:
+            writing.set()
+            may_write.wait(60)
+        real_record(self)
+        done.append("written")
+
+    monkeypatch.setattr(Session, "record", held_back)
+    return writing, may_write, done
+
+
+def test_a_stopping_hub_waits_for_the_write_in_progress_and_refuses_any_later_one(tmp_path, monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    writing, may_write, order = _held_back_record(monkeypatch, "list_orders")
+    session.episode.call("list_orders", {"page_size": 3})
+    call = threading.Thread(target=hub.after_call, args=(session.episode,))
+    call.start()
+    assert writing.wait(60)
+    left: list[int] = []
+    stopping = threading.Thread(target=lambda: left.append(hub.stop_writing(60, then=lambda: order.append("released"))))
+    stopping.start()
+    may_write.set()
+    call.join(60)
+    stopping.join(60)
+    assert left == [0] and order == ["written", "released"]
+    session.episode.call("list_returns", {})  # answered by a stopping server: not kept
+    for write in (lambda: hub.after_call(session.episode), lambda: hub.end(session.id),
+                  lambda: hub.set_labels(session.id, {"model": "m"}), lambda: hub.open_session(TASK, 8)):
+        with pytest.raises(SessionError, match="the server is stopping and writes nothing more"):
+            write()
+    assert [row["tool"] for row in calls_of(session)] == ["list_orders"] and not session.settled
+    assert [folder.name for folder in (tmp_path / "state" / "sessions").iterdir()] == [session.id]
+
+
+class _Printed(io.StringIO):
+    """What serve_http prints; ``flushed`` is set once it has printed a line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed = threading.Event()
+
+    def flush(self) -> None:
+        super().flush()
+        self.flushed.set()
+
+
+@pytest.mark.slow
+def test_a_server_stopped_while_a_call_writes_keeps_its_state_folder_locked_until_the_write_lands(
+        tmp_path, monkeypatch, caplog):
+    state = tmp_path / "state"
+    uvicorns = []
+    real_uvicorn = http._uvicorn_server
+
+    def kept(*args, **kwargs):
+        uvicorns.append(real_uvicorn(*args, **kwargs))
+        return uvicorns[-1]
+
+    monkeypatch.setattr(http, "_uvicorn_server", kept)
+    # The server gives up waiting at once: the lock must stay all the same, until the write has landed.
+    monkeypatch.setattr(http, "WRITES_GRACE", 0.0, raising=False)
+    writing, may_write, _written = _held_back_record(monkeypatch, "list_orders")
+    printed = _Printed()
+    serving = threading.Thread(target=serve_http, args=("127.0.0.1", 0, [(TASK, 7)]),
+                               kwargs={"out": printed, "state": state, "trials": tmp_path / "trials"})
+    serving.start()
+    assert printed.flushed.wait(60)
+    _task, _seed, _s, url, *_auth, token = printed.getvalue().splitlines()[0].split()
+    failures: list[BaseException] = []
+
+    def agent() -> None:  # the socket listens already: the request waits in its backlog until uvicorn serves
+        async def call():
+            async with episode_client(url, token=token) as client:
+                await client.call("list_orders", {"page_size": 3})
+
+        try:
+            asyncio.run(call())
+        except Exception as exc:  # the server stops under the call: its answer never comes
+            failures.append(exc)
+
+    calling = threading.Thread(target=agent, daemon=True)
+    calling.start()
+    assert writing.wait(60)  # the call is on a worker thread, about to write its log line
+    uvicorns[0].should_exit = True
+    serving.join(60)
+    assert not serving.is_alive()  # serve_http has returned, the call still writing
+    with pytest.raises(SessionError, match="is in use by another storebench mcp server"):
+        with _held_state(state):
+            pass
+    assert "list_orders" not in (next((state / "sessions").iterdir()) / CALLS).read_text()
+    may_write.set()
+    fd = os.open(state / "lock", os.O_RDWR)
+    try:
+        taking = threading.Thread(target=fcntl.flock, args=(fd, fcntl.LOCK_EX))  # returns once the lock is free
+        taking.start()
+        taking.join(60)
+        assert not taking.is_alive()
+        assert "list_orders" in (next((state / "sessions").iterdir()) / CALLS).read_text()
+    finally:
+        os.close(fd)
+    assert ("1 call(s) or operator request(s) were still writing after the server stopped; gave up waiting after "
+            f"0 s (the lock on --state {state} is kept until they finish, or until the process ends)") in caplog.messages
