@@ -14,6 +14,13 @@ checks it against the number of calls that reached the core), under the lock, be
 call is made, so two processes never act on stale state.
 The reply leaves only after the commit; a failure after the episode took the call but
 before the commit drops the cache, so the next call replays what is stored.
+
+On PostgreSQL, when the call's transaction is not inside another one, the call's row is
+stored and the transaction committed in one round trip (``INSERT ...; COMMIT``): nothing
+after the insert touches the database, and Django's commit at the block's end then finds
+the transaction over and sends nothing (psycopg's ``commit()`` on an idle connection).
+Inside an enclosing transaction (a test's, ``ATOMIC_REQUESTS``) the block is a savepoint
+and the commit is left to whoever opened it.
 """
 from __future__ import annotations
 
@@ -81,6 +88,7 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                 live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
         writer = cache.sqlite_writer if connection.vendor == "sqlite" else nullcontext()
         sent = stored = due = False
+        outermost = not connection.in_atomic_block
         try:
             with writer, transaction.atomic():
                 known = _read_locked(shift, call_id, owner)
@@ -99,7 +107,7 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                     if last != live.last_seq:  # another process stored calls
                         live = cache.catch_up(shift, live, last, shift.calls.filter(reached_core=True).count())
                     sent = True
-                    call = _send_and_store(shift, live, tool, arguments, call_id, last + 1)
+                    call = _send_and_store(shift, live, tool, arguments, call_id, last + 1, commit=outermost)
                     if not live.episode.over:
                         announce_call(shift.pk, call.seq, call.store_header)
             stored = sent
@@ -185,26 +193,29 @@ def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
 
 
 @memo
-def _insert_sql(vendor: str) -> tuple[str, tuple]:
+def _insert_sql(vendor: str, commit: bool) -> tuple[str, tuple]:
     meta = ShiftCall._meta
     fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
     q = connection.ops.quote_name
     columns = ", ".join(q(str(f.column)) for f in fields)
     sql = (f"INSERT INTO {q(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})"
-           f" RETURNING {q(str(meta.pk.column))}")
+           f" RETURNING {q(str(meta.pk.column))}{'; COMMIT' if commit else ''}")
     return sql, fields
 
 
-def _insert(call: ShiftCall) -> None:
+def _insert(call: ShiftCall, commit: bool = False) -> None:
     """``call.save()`` of a new call: the same row (each value prepared by its field, the
     creation time set by ``auto_now_add``), one statement built once per process instead
     of the ORM's insert compiled on every call.  The ORM's own save where it would do more
-    (a receiver of the model's save signals, a database that cannot return the new id)."""
+    (a receiver of the model's save signals, a database that cannot return the new id).
+
+    With ``commit`` (the caller's outermost transaction, nothing after this insert to
+    write), PostgreSQL also commits in the same round trip (see the module)."""
     if (not connection.features.can_return_columns_from_insert
             or signals.pre_save.has_listeners(ShiftCall) or signals.post_save.has_listeners(ShiftCall)):
         call.save(force_insert=True)
         return
-    sql, fields = _insert_sql(connection.vendor)
+    sql, fields = _insert_sql(connection.vendor, commit and connection.vendor == "postgresql")
     values = [field.get_db_prep_save(field.pre_save(call, True), connection) for field in fields]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
@@ -214,8 +225,9 @@ def _insert(call: ShiftCall) -> None:
 
 
 def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, call_id: str,
-                    seq: int) -> ShiftCall:
-    """Send the call over the live session and store it; inside the call's transaction."""
+                    seq: int, commit: bool = False) -> ShiftCall:
+    """Send the call over the live session and store it; inside the call's transaction,
+    which the store commits with ``commit`` (see :func:`_insert`)."""
     before = len(live.episode.action_log)
     outcome = live.session.call(tool, arguments)
     reached = len(live.episode.action_log) > before
@@ -226,7 +238,7 @@ def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, 
         header=header.line if header else "", store_header=header.as_dict() if header else None,
         window=live.window if live.window is not None else (header.window if header else None),
     )
-    _insert(call)
+    _insert(call, commit)
     live.applied += reached
     live.records.append(cache.Record(seq, tool, arguments, call.is_error, reached, header,
                                      call.result_text if cache.keeps_text(tool, call.is_error) else "",

@@ -4,12 +4,14 @@ from the database exactly as the ORM would load it."""
 import uuid
 from decimal import Decimal
 
+import psycopg
 import pytest
 from console_helpers import briefed_user
+from django.db import connection, transaction
 from django.db.models import signals
 
 from environment.tasks import get_task
-from shifts import calls, lifecycle
+from shifts import calls, events, lifecycle
 from shifts.models import Shift, ShiftCall
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_console_cache")]
@@ -65,3 +67,40 @@ def test_someone_elses_shift_is_not_found(started):
     other = briefed_user("other", password=False)
     with pytest.raises(Shift.DoesNotExist):
         calls.make_call(Shift(pk=shift.pk), "store_status", {}, uuid.uuid4().hex, owner=other.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_inside_an_enclosing_transaction_is_undone_with_it(started):
+    """The call's block is then a savepoint: the store must not commit the enclosing work."""
+    user, shift = started
+    call_id = uuid.uuid4().hex
+    with pytest.raises(RuntimeError, match="undo"), transaction.atomic():
+        Shift.objects.filter(pk=shift.pk).update(release="marker")
+        calls.make_call(Shift(pk=shift.pk), "store_status", {}, call_id, owner=user.pk)
+        raise RuntimeError("undo")
+    assert not ShiftCall.objects.filter(call_id=call_id).exists()
+    assert Shift.objects.get(pk=shift.pk).release != "marker"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outermost_call_is_stored_and_announced_after_its_commit(started, monkeypatch):
+    user, shift = started
+    sent = []
+    monkeypatch.setattr(events, "_send", lambda shift_id, message: sent.append(
+        (shift_id, message["seq"], connection.in_atomic_block)))
+    statements = []
+
+    def record(execute, sql, params, many, context):
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        made = calls.make_call(Shift(pk=shift.pk), "store_status", {}, uuid.uuid4().hex, owner=user.pk)
+    assert sent == [(shift.pk, made.call.seq, False)]
+    assert ShiftCall.objects.filter(pk=made.call.pk, call_id=made.call.call_id).exists()
+    insert = next(sql for sql in statements if sql.startswith("INSERT"))
+    if connection.vendor == "postgresql":  # stored and committed in one round trip
+        assert insert.endswith("; COMMIT")
+        assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    else:
+        assert "COMMIT" not in insert
