@@ -17,6 +17,7 @@ from environment.engine import Episode
 from environment.engine.ledger import Account
 from environment.engine.state import OrderState, ReturnState
 from environment.tasks import get_task
+from environment.tools.format import StoreHeader, store_header
 from environment.tools.registry import REGISTRY, Family
 from environment.world import load_world
 from environment.world.model import SupplyRole
@@ -265,6 +266,14 @@ def test_header_tracks_the_window_and_operations(ep):
     m = HEADER.match(result.header)
     assert int(m.group(2)) == 2 and int(m.group(3)) == ep.n_windows
     assert int(m.group(4)) == ep.task.ops_per_window - 1 and int(m.group(5)) == ep.task.ops_per_window
+
+
+def test_a_stored_header_is_every_field_in_order_and_reads_back(ep):
+    ep.call("end_window")
+    header = store_header(ep)
+    assert header.as_dict() == dataclasses.asdict(header)
+    assert list(header.as_dict()) == [field.name for field in dataclasses.fields(header)]
+    assert StoreHeader.from_dict(header.as_dict()) == header
 
 
 # --- paging ---------------------------------------------------------------------------------------------

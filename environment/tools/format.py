@@ -9,7 +9,7 @@ value built here is the store's.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from .. import simtime
@@ -76,7 +76,9 @@ class StoreHeader:
                 f" | rating {self.rating}" + (" | store closed" if self.closed else ""))
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``dataclasses.asdict`` of the header, without its deep copy (every field is immutable):
+        stored with every console call."""
+        return {name: getattr(self, name) for name in _HEADER_FIELDS}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StoreHeader:
@@ -84,6 +86,9 @@ class StoreHeader:
                    ops_left=int(data["ops_left"]), ops_total=int(data["ops_total"]),
                    cash_cents=int(data["cash_cents"]), net_assets_cents=int(data["net_assets_cents"]),
                    rating=str(data["rating"]), closed=bool(data["closed"]))
+
+
+_HEADER_FIELDS = tuple(field.name for field in fields(StoreHeader))
 
 
 def store_header(ep: Episode) -> StoreHeader:
