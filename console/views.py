@@ -320,16 +320,21 @@ _CSRF_FAIR = 256 - 256 % len(CSRF_ALLOWED_CHARS)  # random bytes below this map 
 
 
 def _csrf_token(request: HttpRequest) -> str:
-    """``get_token(request)``: the CSRF secret under a fresh mask, and the cookie marked to
-    be sent again.  The mask is drawn from one ``os.urandom`` read instead of Django's 32
-    ``SystemRandom`` choices (a system call each, on every tool call's reply); it is as
-    uniform (bytes that would favour some characters are drawn again) and masks the
-    secret exactly as ``django.middleware.csrf._mask_cipher_secret`` does, so Django
-    unmasks it to the same secret.  Without a secret yet, Django's own ``get_token``."""
+    """``get_token(request)``: the CSRF secret under a fresh mask.  The mask is drawn from
+    one ``os.urandom`` read instead of Django's 32 ``SystemRandom`` choices (a system call
+    each, on every tool call's reply); it is as uniform (bytes that would favour some
+    characters are drawn again) and masks the secret exactly as
+    ``django.middleware.csrf._mask_cipher_secret`` does, so Django unmasks it to the same
+    secret.  Without a secret yet, Django's own ``get_token``.
+
+    Unlike ``get_token``, a secret that came with the request's cookie does not have the
+    cookie sent again: a tool call's reply only extended its year-long life (a header
+    written on every call), and the page that made the call had it set already.  A secret
+    the middleware has just made (the request's cookie was missing or malformed) is still
+    sent: the middleware marked it so."""
     secret = request.META.get("CSRF_COOKIE")
     if not secret:
         return get_token(request)
-    request.META["CSRF_COOKIE_NEEDS_UPDATE"] = True  # what get_token does with an existing secret
     chars, count = CSRF_ALLOWED_CHARS, len(CSRF_ALLOWED_CHARS)
     mask: list[int] = []
     while len(mask) < CSRF_SECRET_LENGTH:
