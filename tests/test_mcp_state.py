@@ -173,18 +173,23 @@ def test_when_the_call_that_reached_the_horizon_was_not_logged_the_end_logs_it(t
     assert kept.settled and kept.as_json()["calls"] == len(session.episode.action_log)
 
 
-def test_a_record_the_disk_refuses_leaves_the_session_unsettled_and_ending_it_again_settles_it(tmp_path,
-                                                                                                monkeypatch):
-    hub = state_hub(tmp_path)
-    _token, session = hub.open_session(TASK, 7)
+def _refuse_replace_onto(monkeypatch, name: str) -> None:
+    """Writing the file ``name`` (moved into place by ``Path.replace``) fails as a full disk does."""
     real_replace = Path.replace
 
     def full(self, target):
-        if Path(target).name == ENDED:
+        if Path(target).name == name:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_replace(self, target)
 
     monkeypatch.setattr(Path, "replace", full)
+
+
+def test_a_record_the_disk_refuses_leaves_the_session_unsettled_and_ending_it_again_settles_it(tmp_path,
+                                                                                                monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    _refuse_replace_onto(monkeypatch, ENDED)
     with pytest.raises(SessionError, match="was graded but could not be marked settled \\(No space left on device\\)"
                                            ": free the disk under --state, then end it again"):
         hub.end(session.id)
@@ -354,18 +359,6 @@ def test_a_call_over_the_size_limit_is_refused_before_the_store():
 
 
 # --- a settlement the disk refuses at the horizon -------------------------------------------------------------
-
-
-def _refuse_replace_onto(monkeypatch, name: str) -> None:
-    """Writing the file ``name`` (moved into place by ``Path.replace``) fails as a full disk does."""
-    real_replace = Path.replace
-
-    def full(self, target):
-        if Path(target).name == name:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_replace(self, target)
-
-    monkeypatch.setattr(Path, "replace", full)
 
 
 def test_a_settlement_the_disk_refuses_at_the_horizon_leaves_the_call_its_answer_and_the_session_unsettled(
