@@ -16,11 +16,12 @@ The reply leaves only after the commit; a failure after the episode took the cal
 before the commit drops the cache, so the next call replays what is stored.
 
 On PostgreSQL, when the call's transaction is not inside another one, the call's row is
-stored and the transaction committed in one round trip (``INSERT ...; COMMIT``): nothing
-after the insert touches the database, and Django's commit at the block's end then finds
-the transaction over and sends nothing (psycopg's ``commit()`` on an idle connection).
-Inside an enclosing transaction (a test's, ``ATOMIC_REQUESTS``) the block is a savepoint
-and the commit is left to whoever opened it.
+stored and the transaction committed in one round trip (``INSERT ...; COMMIT``): the
+insert is the transaction's last statement (the shift's event is registered before it),
+only the cache's own bookkeeping follows it, and Django's commit at the block's end then
+finds the transaction over and sends nothing (psycopg's ``commit()`` on an idle
+connection).  Inside an enclosing transaction (a test's, ``ATOMIC_REQUESTS``, autocommit
+turned off) the block is a savepoint and the commit is left to whoever opened it.
 """
 from __future__ import annotations
 
@@ -88,7 +89,9 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                 live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
         writer = cache.sqlite_writer if connection.vendor == "sqlite" else nullcontext()
         sent = stored = due = False
-        outermost = not connection.in_atomic_block
+        # The call's block opens the transaction only outside any other (in one, or with
+        # autocommit off, it is a savepoint of the caller's transaction, which is not its to commit).
+        outermost = connection.get_autocommit() and not connection.in_atomic_block
         try:
             with writer, transaction.atomic():
                 known = _read_locked(shift, call_id, owner)
@@ -108,8 +111,6 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                         live = cache.catch_up(shift, live, last, shift.calls.filter(reached_core=True).count())
                     sent = True
                     call = _send_and_store(shift, live, tool, arguments, call_id, last + 1, commit=outermost)
-                    if not live.episode.over:
-                        announce_call(shift.pk, call.seq, call.store_header)
             stored = sent
         except IntegrityError:
             # Stored concurrently by a writer that bypassed the lock: the stored call (if it
@@ -238,7 +239,9 @@ def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, 
         header=header.line if header else "", store_header=header.as_dict() if header else None,
         window=live.window if live.window is not None else (header.window if header else None),
     )
-    _insert(call, commit)
+    if not live.episode.over:
+        announce_call(shift.pk, seq, call.store_header)  # before the insert, which may end the transaction
+    _insert(call, commit)  # the last statement of the call's transaction (see the module)
     live.applied += reached
     live.records.append(cache.Record(seq, tool, arguments, call.is_error, reached, header,
                                      call.result_text if cache.keeps_text(tool, call.is_error) else "",
