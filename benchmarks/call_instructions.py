@@ -2,7 +2,7 @@
 speed does not move.
 
 The realistic mode's CPU figures (:mod:`benchmarks.realistic`) move with the machine: the
-same commit measured 3.0 and 4.8 ms a call on one machine an hour apart, as its speed
+same commit measured 3.1 and 4.8 ms a call on one machine an hour apart, as its speed
 drifted (``sum(range(1000))`` in 10 µs, then 13).  Callgrind counts the instructions a
 process executes instead, which are the same for the same code, inputs and environment
 whatever else the machine is doing; so two commits can be set side by side to a fraction
@@ -11,7 +11,10 @@ of a percent, on any machine, busy or not.
 What is counted: the site's ASGI application (``config.asgi``, as the server runs it, the
 worker thread and the event loop both) answering a participant's tool calls of the realistic
 mix, in one process, on the database the settings name (``DATABASE_URL``; migrate it
-first).  Uvicorn's HTTP parsing is left out, and so are PostgreSQL's and Redis's own work
+first), with the production settings a server runs on (debug off unless ``DJANGO_DEBUG``
+says otherwise) over plain HTTP (``STOREBENCH_PLAIN_HTTP=1``, as the realistic mode's
+server: behind a proxy that ends TLS); call ids are drawn from a seeded generator, so the
+two runs make the same calls.  Uvicorn's HTTP parsing is left out, and so are PostgreSQL's and Redis's own work
 (other processes).  The process runs twice under callgrind, once making ``warm`` calls and
 once ``warm + calls``: the difference over ``calls`` is what one call costs, start-up, the
 world's loading and the first, colder calls cancelling out.  The same for a no-op request
@@ -20,8 +23,8 @@ world's loading and the first, colder calls cancelling out.  The same for a no-o
 An instruction count is not a time: it leaves out cache misses and system calls' own
 work, so it sets code against code, not against a millisecond target.
 
-``python -m benchmarks.call_instructions [--calls 100] [--warm 30] [--json]`` (about a
-minute and a half per run under callgrind, four runs).
+``python -m benchmarks.call_instructions [--calls 100] [--warm 30] [--json]`` (four runs
+under callgrind, about 70 s each on 2026-12-04's machine).
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import urllib.parse
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,14 +72,15 @@ def per_request(fewer: int, more: int, extra: int) -> int:
 
 # --- the counted process ---------------------------------------------------------------------------
 
-def drive(kind: str, requests: int, seed: int = 7) -> int:
+def drive(kind: str, requests: int, seed: int = 7) -> Counter[int]:
     """Make ``requests`` requests of ``kind`` through the site's ASGI application, as one
-    signed-in participant of a fresh practice shift; how many were answered 200."""
+    signed-in participant of a fresh practice shift; how many were answered with each status."""
     from config.asgi import application  # first: it sets Django up
 
     # isort: split
     from django.conf import settings
     from django.contrib.auth import get_user_model
+    from django.contrib.sessions.backends.cached_db import SessionStore
     from django.middleware.csrf import _get_new_csrf_string
     from django.utils import timezone
 
@@ -87,19 +92,20 @@ def drive(kind: str, requests: int, seed: int = 7) -> int:
     user = get_user_model()(username=f"instructions-{uuid.uuid4().hex[:12]}")
     user.set_unusable_password()  # no password hash: it is not what is counted
     user.save()
-    shift = None
+    shift = session_key = None
     try:
         BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
         shift = begin_shift(assign_shift(user, TASK, SEED, practice=True))
         csrf = _get_new_csrf_string()
-        cookie = f"{settings.SESSION_COOKIE_NAME}={_session_for(user)}; {settings.CSRF_COOKIE_NAME}={csrf}".encode()
+        session_key = _session_for(user)
+        cookie = f"{settings.SESSION_COOKIE_NAME}={session_key}; {settings.CSRF_COOKIE_NAME}={csrf}".encode()
         rng = random.Random(seed)
         path = f"/shifts/{shift.pk}/call/" if kind == "call" else "/healthz"
 
         async def one() -> int:
             if kind == "call":
                 tool, arguments = rng.choices(MOVES, WEIGHTS)[0]
-                body = urllib.parse.urlencode({"tool": tool, "call_id": uuid.uuid4().hex,
+                body = urllib.parse.urlencode({"tool": tool, "call_id": uuid.UUID(int=rng.getrandbits(128)).hex,
                                                **{f"arg_{k}": str(v) for k, v in arguments.items()}}).encode()
                 method, headers = "POST", [(b"hx-request", b"true"), (b"x-csrftoken", csrf.encode()),
                                            (b"content-type", b"application/x-www-form-urlencoded")]
@@ -126,15 +132,26 @@ def drive(kind: str, requests: int, seed: int = 7) -> int:
             await application(scope, receive, send)
             return int(sent[0]["status"])
 
-        async def all_of_them() -> int:
-            return sum([await one() == 200 for _ in range(requests)])
+        async def all_of_them() -> Counter[int]:
+            return Counter([await one() for _ in range(requests)])
 
         return asyncio.run(all_of_them())
     finally:
         if shift is not None:
             cache.evict(shift.pk)
             shift.delete()  # and its calls
+        if session_key is not None:
+            SessionStore(session_key).delete()
         user.delete()
+
+
+def unanswered(kind: str, requests: int, statuses: Counter[int]) -> str:
+    """What went wrong when not every request was answered 200 ("" when every one was)."""
+    if statuses[200] == requests:
+        return ""
+    seen = ", ".join(f"{count} answered {status}" for status, count in sorted(statuses.items()))
+    return (f"only {statuses[200]} of {requests} {kind} requests were answered 200 ({seen}): a 301 is the redirect to "
+            "HTTPS (set STOREBENCH_PLAIN_HTTP=1), a 403 a refused sign-in or CSRF token")
 
 
 # --- the runs under callgrind ----------------------------------------------------------------------
@@ -145,9 +162,11 @@ def count(kind: str, requests: int, run: Callable[..., subprocess.CompletedProce
     if valgrind is None:
         raise InstructionCountError("valgrind is not installed (Debian: apt-get install valgrind); the realistic "
                                     "mode (manage.py bench_console --realistic) measures CPU time without it")
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env.setdefault("STOREBENCH_PLAIN_HTTP", "1")  # see the module: a redirect to HTTPS is not what is counted
     done = run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
                 "benchmarks.call_instructions", "--drive", kind, str(requests)],
-               cwd=REPO, env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+               cwd=REPO, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise InstructionCountError(f"the counted run of {requests} {kind} requests failed (exit {done.returncode}):\n"
                                     + "\n".join(done.stderr.splitlines()[-15:]))
@@ -159,7 +178,7 @@ def measure(calls: int, warm: int, progress: Callable[[str], None] = lambda _m: 
     for kind in KINDS:
         runs = []
         for n in (warm, warm + calls):
-            progress(f"{kind}: {n} requests under callgrind (about a minute and a half)")
+            progress(f"{kind}: {n} requests under callgrind (about a minute)")
             runs.append(count(kind, n))
         figures[f"{kind}_instructions"] = per_request(runs[0], runs[1], calls)
     figures["ratio"] = round(figures["call_instructions"] / figures["noop_instructions"], 1)
@@ -178,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.drive:
         kind, n = args.drive
-        answered = drive(kind, int(n))
-        if answered != int(n):
-            print(f"only {answered} of {n} {kind} requests were answered 200", file=sys.stderr)
+        problem = unanswered(kind, int(n), drive(kind, int(n)))
+        if problem:
+            print(problem, file=sys.stderr)
             return 1
         return 0
     if args.calls < 1 or args.warm < 1:

@@ -2,9 +2,11 @@
 real tool calls through the site's ASGI application, its arithmetic and its refusals say
 what went wrong, and on PostgreSQL a real run under callgrind gives a count."""
 import subprocess
+from collections import Counter
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
 
 from benchmarks import call_instructions as ci
 
@@ -39,9 +41,18 @@ def test_a_counted_run_that_fails_says_so_with_its_last_lines(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("kind", ci.KINDS)
-def test_the_counted_process_makes_every_request_and_leaves_nobody_behind(kind):
-    assert ci.drive(kind, 4) == 4  # each answered 200: a refused CSRF or a server error would not be
+def test_the_counted_process_makes_every_request_and_leaves_nothing_behind(kind):
+    sessions = Session.objects.count()
+    assert ci.drive(kind, 4) == {200: 4}  # a refused CSRF token, a redirect or a server error would not be
     assert not get_user_model().objects.filter(username__startswith="instructions-").exists()
+    assert Session.objects.count() == sessions
+
+
+def test_requests_not_answered_200_are_named_by_status():
+    assert ci.unanswered("call", 3, Counter({200: 3})) == ""
+    assert ci.unanswered("call", 3, Counter({301: 2, 200: 1})) == (
+        "only 1 of 3 call requests were answered 200 (1 answered 200, 2 answered 301): a 301 is the redirect to "
+        "HTTPS (set STOREBENCH_PLAIN_HTTP=1), a 403 a refused sign-in or CSRF token")
 
 
 def test_bad_counts_are_refused_naming_the_options(capsys):

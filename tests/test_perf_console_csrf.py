@@ -71,7 +71,6 @@ def test_a_token_from_a_reply_is_accepted_on_the_next_call(user, shift):
     assert refused.status_code == 403
 
 
-
 def test_a_secret_the_middleware_just_made_is_still_sent():
     request = RequestFactory().post("/")
     request.COOKIES[settings.CSRF_COOKIE_NAME] = "not a secret"
