@@ -186,8 +186,8 @@ class _Writes:
         """Around one write; refused (:class:`SessionError`) once :meth:`stop` was called."""
         with self._changed:
             if self._stopped:
-                raise SessionError("the server is stopping and writes nothing more: this is not kept; send it again "
-                                   "once the server is back")
+                raise SessionError("the server is stopping and writes nothing more: this may not be kept; send it "
+                                   "again once the server is back if it is not")
             self._running += 1
         try:
             yield
@@ -754,7 +754,11 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
         finally:
             sock.close()
             held.handed_over = True  # released by the last write still running, if any
-            left = hub.stop_writing(WRITES_GRACE, then=held.release)
+            try:
+                left = hub.stop_writing(WRITES_GRACE, then=held.release)
+            except BaseException:  # interrupted while waiting (a second Ctrl-C): the lock is not left held
+                held.release()
+                raise
             if left:
                 logger.error("%d call(s) or operator request(s) were still writing after the server stopped; "
                              "gave up waiting after %.0f s%s", left, WRITES_GRACE,

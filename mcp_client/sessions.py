@@ -371,7 +371,12 @@ class Session:
             logger.warning("session %s: its trial folder %s was written by a settlement that did not mark the "
                            "session settled (killed before it, or its record refused); settling it again", self.id,
                            folder)
-            shutil.rmtree(folder)
+            try:
+                shutil.rmtree(folder)
+            except OSError as exc:
+                raise SessionError(f"session {self.id} could not be settled: its earlier trial folder {folder} could "
+                                   f"not be removed ({exc.strerror or exc}); remove it, then end the session "
+                                   "again") from exc
         result = settle(self.episode, folder, policy="mcp session", calibration=self.calibration,
                         calibration_hash=self.calibration_hash, wall_seconds=time.perf_counter() - self.started,
                         labels=labels)

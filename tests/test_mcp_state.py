@@ -20,7 +20,7 @@ import httpx2
 import pytest
 
 from environment.api import arm
-from mcp_client import http
+from mcp_client import http, sessions
 from mcp_client.client import episode_client
 from mcp_client.http import CannotListen, EpisodeHub, _held_state, create_app, running, serve_http
 from mcp_client.server import MAX_ARGUMENT_BYTES, build_server
@@ -358,6 +358,26 @@ def test_a_call_over_the_size_limit_is_refused_before_the_store():
     assert not small.is_error and [e["tool"] for e in episode.action_log] == ["store_status"]  # the big one: not logged
 
 
+
+def test_an_earlier_trial_folder_that_cannot_be_removed_leaves_the_session_unsettled_saying_so(tmp_path, monkeypatch):
+    hub = state_hub(tmp_path)
+    _token, session = hub.open_session(TASK, 7)
+    assert session.folder is not None
+    session.folder.mkdir(parents=True)  # left by a settlement killed before its settled.json
+
+    def busy(path, *args, **kwargs):
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(sessions.shutil, "rmtree", busy)
+    with pytest.raises(SessionError, match=f"session {session.id} could not be settled: its earlier trial folder "
+                                           f".* could not be removed \\(Device or resource busy\\); remove it, then "
+                                           "end the session again"):
+        hub.end(session.id)
+    assert not session.settled
+    monkeypatch.undo()
+    hub.end(session.id)
+    assert session.settled and (session.state / SETTLED).exists()
+
 # --- a settlement the disk refuses at the horizon -------------------------------------------------------------
 
 
@@ -481,7 +501,7 @@ def test_a_server_stopped_while_a_call_writes_keeps_its_state_folder_locked_unti
 
     monkeypatch.setattr(http, "_uvicorn_server", kept)
     # The server gives up waiting at once: the lock must stay all the same, until the write has landed.
-    monkeypatch.setattr(http, "WRITES_GRACE", 0.0, raising=False)
+    monkeypatch.setattr(http, "WRITES_GRACE", 0.0)
     writing, may_write, _written = _held_back_record(monkeypatch, "list_orders")
     printed = _Printed()
     serving = threading.Thread(target=serve_http, args=("127.0.0.1", 0, [(TASK, 7)]),
@@ -514,7 +534,7 @@ def test_a_server_stopped_while_a_call_writes_keeps_its_state_folder_locked_unti
     may_write.set()
     fd = os.open(state / "lock", os.O_RDWR)
     try:
-        taking = threading.Thread(target=fcntl.flock, args=(fd, fcntl.LOCK_EX))  # returns once the lock is free
+        taking = threading.Thread(target=fcntl.flock, args=(fd, fcntl.LOCK_EX), daemon=True)  # returns once the lock is free
         taking.start()
         taking.join(60)
         assert not taking.is_alive()
