@@ -31,11 +31,11 @@ from typing import Any, overload
 from . import __version__
 from .engine import Episode
 from .engine.settlement import Score
-from .errors import StoreBenchError
+from .errors import ErrorCode, StoreBenchError
 
 
 class ArtifactError(StoreBenchError):
-    code = "artifact_error"
+    code = ErrorCode.ARTIFACT_ERROR
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

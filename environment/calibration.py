@@ -26,7 +26,7 @@ from typing import Any
 from .anchors import ANCHORS, run_policy
 from .engine import Episode
 from .engine.settlement import Score, business_normalized, compose, score
-from .errors import StoreBenchError
+from .errors import ErrorCode, StoreBenchError
 from .tasks import Task, get_task
 from .world.model import World
 
@@ -43,7 +43,7 @@ class CalibrationError(StoreBenchError):
     (may be empty) what to do at the command line; the message is both.  A file's problem
     names it in ``details["path"]``."""
 
-    code = "calibration_invalid"
+    code = ErrorCode.CALIBRATION_INVALID
 
     def __init__(self, problem: str, advice: str = "", **details: Any) -> None:
         super().__init__(f"{problem}; {advice}" if advice else problem, **details)

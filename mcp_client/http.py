@@ -110,6 +110,7 @@ from environment.errors import StoreBenchError
 from environment.suite import public_calibration
 from environment.tasks import Task
 
+from .codes import ServerErrorCode
 from .limits import ServerLimits, limit_sessions_per_token
 from .operator import OPERATOR_PATH, operator_routes
 from .server import LogLevel, build_server, lock_for
@@ -147,7 +148,7 @@ class UnknownToken(KeyError):
 
 
 class UnknownSession(SessionError):
-    code = "unknown_session"
+    code = ServerErrorCode.UNKNOWN_SESSION
 
 
 @dataclass(frozen=True)
@@ -629,7 +630,7 @@ def mcp_url(host: str, port: int) -> str:
 class CannotListen(StoreBenchError):
     """The address cannot be listened on: an unknown host, or a port in use."""
 
-    code = "cannot_listen"
+    code = ServerErrorCode.CANNOT_LISTEN
 
 
 def _bind(host: str, port: int) -> socket.socket:

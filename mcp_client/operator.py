@@ -43,6 +43,8 @@ from starlette.routing import Route
 
 from environment.errors import StoreBenchError
 
+from .codes import ServerErrorCode
+
 __all__ = ["OPERATOR_PATH", "operator_routes"]
 
 OPERATOR_PATH = "/operator"
@@ -55,7 +57,11 @@ REFUSED = ("the operator API refused the request (401): send the operator token 
 
 
 class BodyTooLarge(StoreBenchError):
-    code = "body_too_large"
+    code = ServerErrorCode.BODY_TOO_LARGE
+
+
+# The HTTP status of a refusal by its code; any other refusal is the request's fault (400).
+_STATUS_OF: dict[str, int] = {ServerErrorCode.UNKNOWN_SESSION: 404, ServerErrorCode.BODY_TOO_LARGE: 413}
 
 
 def _no_constant(name: str) -> float:
@@ -102,13 +108,13 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
     def guarded(handler):
         async def endpoint(request: Request) -> JSONResponse:
             if not authorised(request):
-                return JSONResponse({"error": {"code": "unauthorised", "message": REFUSED}},
+                return JSONResponse({"error": {"code": ServerErrorCode.UNAUTHORISED, "message": REFUSED}},
                                     status_code=401, headers={"WWW-Authenticate": "Bearer"})
             try:
                 return await handler(request)
             except StoreBenchError as exc:
-                status = {"unknown_session": 404, BodyTooLarge.code: 413}.get(getattr(exc, "code", ""), 400)
-                return _error(status, getattr(exc, "code", "invalid_request"), exc.message)
+                status = _STATUS_OF.get(exc.code, 400)
+                return _error(status, exc.code or ServerErrorCode.INVALID_REQUEST, exc.message)
 
         return endpoint
 

@@ -85,6 +85,8 @@ from environment.engine import Episode
 from environment.errors import StoreBenchError
 from environment.trial import play_actions, settle
 
+from .codes import ServerErrorCode
+
 __all__ = ["CALLS", "ENDED", "META", "SERVER_LABELS", "SETTLED", "Session", "SessionError", "SettledSession",
            "check_labels", "new_session_id", "read_meta", "read_settled", "restore_session", "session_folder_name",
            "write_ended"]
@@ -115,7 +117,7 @@ def is_stop(row: dict) -> bool:
 
 
 class SessionError(StoreBenchError):
-    code = "session_error"
+    code = ServerErrorCode.SESSION_ERROR
 
 
 def _already_settled(session_id: str) -> SessionError:

@@ -1,8 +1,11 @@
 """Every error code the core and its adapters use is a member of the one enum."""
 import ast
+import importlib
+import pkgutil
 from pathlib import Path
 
-from environment.errors import ErrorCode
+from environment.errors import ErrorCode, StoreBenchError
+from mcp_client.codes import ServerErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,3 +41,26 @@ def test_the_scan_sees_a_code_missing_from_the_enum(tmp_path):
     planted.write_text('raise ToolError("made_up_code", "no")\n')
     assert {code for code, _ in _codes_in(planted)} == {"made_up_code"}
     assert "made_up_code" not in ErrorCode.__members__.values()
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def test_every_error_class_of_the_core_and_the_server_carries_an_enum_member():
+    for package in ("environment", "mcp_client"):
+        for module in pkgutil.walk_packages([str(ROOT / package)], prefix=f"{package}."):
+            if not module.name.endswith("__main__"):
+                importlib.import_module(module.name)
+    classes = _subclasses(StoreBenchError)
+    assert len(classes) > 10, "the walk found few error classes: the checker is broken"
+    bare = {f"{cls.__module__}.{cls.__qualname__}": cls.code for cls in classes
+            if not isinstance(cls.code, (ErrorCode, ServerErrorCode))}
+    assert bare == {}, f"error classes whose code is a bare string, not an ErrorCode or ServerErrorCode: {bare}"
+
+
+def test_the_servers_codes_are_not_the_cores():
+    assert set(ServerErrorCode) & set(ErrorCode) == set()

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..engine import Episode
 from ..engine.episode import ToolResult
-from ..errors import StoreBenchError
+from ..errors import ErrorCode, StoreBenchError
 
 
 def data_of(result: ToolResult) -> dict[str, Any]:
@@ -539,7 +539,7 @@ CHECKS: dict[str, Callable[[], Policy]] = {"diligence": Diligence}
 
 
 class UnknownPolicy(StoreBenchError):
-    code = "unknown_policy"
+    code = ErrorCode.UNKNOWN_POLICY
 
 
 def get_anchor(name: str | None) -> Policy:

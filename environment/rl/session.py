@@ -420,9 +420,9 @@ class Session:
             tool = None
             charged: ToolResult = ep.call(CHARGE_TOOL, {"malformed_action": _excerpt(action)})
             header = charged.header
-            if charged.error and charged.error.get("code") == "store_closed":
+            if charged.error and charged.error.get("code") == ErrorCode.STORE_CLOSED:
                 body = {"error": charged.error}
-                code = "store_closed"
+                code = ErrorCode.STORE_CLOSED
             else:
                 body = {"error": {"code": malformed.code, "message": malformed.message}}
                 code = malformed.code

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import StoreBenchError
+from ..errors import ErrorCode, StoreBenchError
 from .model import Channel, Competitor, Event, EventKind, Task
 
 FILES = Path(__file__).with_name("files")
@@ -27,7 +27,7 @@ PRACTICE = "practice"
 
 
 class TaskFileError(StoreBenchError):
-    code = "task_file_invalid"
+    code = ErrorCode.TASK_FILE_INVALID
 
 
 class _Reject(Exception):

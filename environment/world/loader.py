@@ -15,7 +15,7 @@ import gzip
 import json
 from pathlib import Path
 
-from ..errors import StoreBenchError
+from ..errors import ErrorCode, StoreBenchError
 from .codec import canonical_bytes, content_hash, from_document
 from .model import World
 
@@ -25,7 +25,7 @@ _cache: dict[str, tuple[World, str]] = {}
 
 
 class WorldHashMismatch(StoreBenchError):
-    code = "world_hash_mismatch"
+    code = ErrorCode.WORLD_HASH_MISMATCH
 
 
 def recorded_hash() -> str:
