@@ -3,8 +3,9 @@
 Views validate their input and call one function here.  Nothing is recomputed
 from trial folders: a trial page is the trial row, its windows (one query), its
 events and one page of its action log, with result previews cut in the database.
-The task's events (with their timing and channel) are passed on only when the
-caller says the viewer is a researcher (see :mod:`explorer.access`).
+Every page is a researcher's (:mod:`explorer.access`), so the task's events (with their
+timing and channel) are always shown; which trials a researcher may see is the caller's
+``seen``.
 """
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ class TrialPage:
     anchors: list[dict]
     ladder_svg: str
     charts: list[Chart]
-    events: list[TrialEvent] | None  # None: not shown to this viewer
+    events: list[TrialEvent]
     failure_modes: list[FailureMode]
     calls: Page
     family: str
@@ -91,7 +92,7 @@ class ComparePage:
     table: Table
     display: list[tuple[str, str, list[str]]]
     charts: list[Chart]
-    events: list[TrialEvent] | None
+    events: list[TrialEvent]
 
 
 @dataclass
@@ -163,10 +164,6 @@ def _ladder_strip(trial: Trial) -> str:
                              "kind": "this trial", "label": trial.player}])
 
 
-def _events(trials: list[Trial], researcher: bool) -> list[TrialEvent] | None:
-    return _task_events(trials) if researcher else None
-
-
 def _task_events(trials: list[Trial]) -> list[TrialEvent]:
     # The same task fires the same events; a trial that stopped early saw fewer of them.
     by_index: dict[int, TrialEvent] = {}
@@ -178,9 +175,9 @@ def _task_events(trials: list[Trial]) -> list[TrialEvent]:
     return events
 
 
-def _markers(events: list[TrialEvent] | None) -> list[Marker]:
+def _markers(events: list[TrialEvent]) -> list[Marker]:
     return [Marker(e.window, e.tag, e.channel, f"{e.tag} {e.channel}: {e.kind.replace('_', ' ')} at {e.at} "
-                   f"(start of window {e.window}). {e.detail}".strip()) for e in events or []]
+                   f"(start of window {e.window}). {e.detail}".strip()) for e in events]
 
 
 def _windows(trial: Trial) -> list[dict]:
@@ -259,13 +256,12 @@ def _calls(trial: Trial, family: str, page: int) -> Page:
     return current
 
 
-def trial_page(trial_id: int, *, seen: QuerySet[Trial], researcher: bool, family: str = "", page: int = 1
-               ) -> TrialPage:
+def trial_page(trial_id: int, *, seen: QuerySet[Trial], family: str = "", page: int = 1) -> TrialPage:
     """``page`` may be any whole number: one out of range shows the nearest page and says so."""
     trial = get_object_or_404(seen, pk=trial_id)
     calls = _calls(trial, family, max(page, 1))
     rows = _windows(trial)
-    events = _events([trial], researcher)
+    events = _task_events([trial])
     markers = _markers(events)
     return TrialPage(
         trial=trial, components=_components(trial), anchors=_anchors(trial), ladder_svg=_ladder_strip(trial),
@@ -275,9 +271,9 @@ def trial_page(trial_id: int, *, seen: QuerySet[Trial], researcher: bool, family
     )
 
 
-def trial_chart(trial_id: int, slug: str, *, seen: QuerySet[Trial], researcher: bool) -> str:
+def trial_chart(trial_id: int, slug: str, *, seen: QuerySet[Trial]) -> str:
     trial = get_object_or_404(seen, pk=trial_id)
-    return _trial_chart(trial, _windows(trial), BY_SLUG[slug], _markers(_events([trial], researcher))).svg
+    return _trial_chart(trial, _windows(trial), BY_SLUG[slug], _markers(_task_events([trial]))).svg
 
 
 def components_table(trial_id: int, *, seen: QuerySet[Trial]) -> Table:
@@ -387,10 +383,10 @@ def _compare_display(trials: list[Trial]) -> list[tuple[str, str, list[str]]]:
     return [(label, style, [_shown(getattr(t, attr), style) for t in trials]) for attr, label, style in COMPARED]
 
 
-def compare_page(ids: list[int], *, seen: QuerySet[Trial], researcher: bool) -> ComparePage:
+def compare_page(ids: list[int], *, seen: QuerySet[Trial]) -> ComparePage:
     trials = _compared(ids, seen)
     rows = [_windows(t) for t in trials]
-    events = _events(trials, researcher)
+    events = _task_events(trials)
     markers = _markers(events)
     return ComparePage(
         trials=trials, slots=[(SLOTS[i], SLOT_COLOURS[i], t) for i, t in enumerate(trials)],
@@ -399,9 +395,9 @@ def compare_page(ids: list[int], *, seen: QuerySet[Trial], researcher: bool) -> 
     )
 
 
-def compare_chart(ids: list[int], slug: str, *, seen: QuerySet[Trial], researcher: bool) -> str:
+def compare_chart(ids: list[int], slug: str, *, seen: QuerySet[Trial]) -> str:
     trials = _compared(ids, seen)
-    markers = _markers(_events(trials, researcher))
+    markers = _markers(_task_events(trials))
     return _compare_chart(trials, [_windows(t) for t in trials], BY_SLUG[slug], markers).svg
 
 

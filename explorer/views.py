@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from . import listing, services
-from .access import is_researcher, researcher_required, visible_trials
+from .access import researcher_required, visible_trials
 from .forms import ActionLogForm, CompareForm, TrialListForm
 from .measures import BY_SLUG
 from .tables import Table
@@ -36,8 +36,8 @@ def _svg(body: str, filename: str) -> HttpResponse:
 
 
 def _page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
-    """Render an explorer page; every page's header says whether the viewer is a researcher."""
-    return render(request, template, {**context, "researcher": is_researcher(request.user)}, status=status)
+    """Render an explorer page."""
+    return render(request, template, context, status=status)
 
 
 def _problem(request: HttpRequest, heading: str, problem: str, back: str, back_label: str, trail: str = ""
@@ -74,8 +74,7 @@ def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return _problem(request, "Cannot show this action log", form.problem(),
                         reverse("explorer:trial", args=[pk]) + "#actions", f"Back to trial {pk}'s action log",
                         trail=f"trial {pk}")
-    page = services.trial_page(pk, seen=visible_trials(request.user), researcher=is_researcher(request.user),
-                               family=form.cleaned_data["family"],
+    page = services.trial_page(pk, seen=visible_trials(request.user), family=form.cleaned_data["family"],
                                page=1 if form.cleaned_data["page"] is None else form.cleaned_data["page"])
     return _page(request, "explorer/trial.html", {"page": page, "trial": page.trial})
 
@@ -83,8 +82,7 @@ def trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 @require_GET
 def trial_chart(request: HttpRequest, pk: int, measure: str) -> HttpResponse:
-    svg = services.trial_chart(pk, _measure(measure), seen=visible_trials(request.user),
-                               researcher=is_researcher(request.user))
+    svg = services.trial_chart(pk, _measure(measure), seen=visible_trials(request.user))
     return _svg(svg, f"trial-{pk}-{measure}.svg")
 
 
@@ -113,8 +111,6 @@ def trial_actions(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
 @researcher_required
 @require_GET
 def trial_events(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    if not is_researcher(request.user):
-        return HttpResponse("The task's events are shown to researchers only.", status=403, content_type="text/plain")
     return _table(services.events_table(pk, seen=visible_trials(request.user)), fmt)
 
 
@@ -139,8 +135,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     if ids is None:
         return _page(request, "explorer/compare.html", {"problem": problem}, status=400)
     try:
-        page = services.compare_page(ids, seen=visible_trials(request.user),
-                                     researcher=is_researcher(request.user))
+        page = services.compare_page(ids, seen=visible_trials(request.user))
     except services.CompareRefused as exc:
         return _page(request, "explorer/compare.html", {"problem": str(exc)}, status=400)
     query = "&".join(f"trial={pk}" for pk in ids)
@@ -154,8 +149,7 @@ def compare_chart(request: HttpRequest, measure: str) -> HttpResponse:
     if ids is None:
         return HttpResponse(problem, status=400, content_type="text/plain")
     try:
-        svg = services.compare_chart(ids, _measure(measure), seen=visible_trials(request.user),
-                                     researcher=is_researcher(request.user))
+        svg = services.compare_chart(ids, _measure(measure), seen=visible_trials(request.user))
     except services.CompareRefused as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain")
     return _svg(svg, f"compare-{'-'.join(map(str, ids))}-{measure}.svg")
