@@ -445,7 +445,9 @@ def test_at_400_wide_nothing_scrolls_the_page_sideways_and_the_store_header_stay
     quick(c, "list_returns")
     too_wide["workspace"] = page.evaluate("() => document.documentElement.scrollWidth")
     page.evaluate("() => window.scrollTo(0, document.getElementById('inbox').offsetTop)")
-    top = page.locator("#store-header").bounding_box()["y"]
+    # read in one step in the page: the call's live push may swap the header in meanwhile, and a
+    # locator that found the old one then measures a detached element (no box)
+    top = page.evaluate("() => document.getElementById('store-header').getBoundingClientRect().top")
     page.goto(f"/shifts/{shift}/history/")
     too_wide["history"] = page.evaluate("() => document.documentElement.scrollWidth")
     page.goto(f"/shifts/{shift}/")
