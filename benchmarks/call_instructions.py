@@ -79,25 +79,16 @@ def drive(kind: str, requests: int, seed: int = 7) -> Counter[int]:
 
     # isort: split
     from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.contrib.sessions.backends.cached_db import SessionStore
+    from django.contrib.auth.hashers import make_password
     from django.middleware.csrf import _get_new_csrf_string
-    from django.utils import timezone
 
-    from benchmarks.realistic import BRIEFING_VERSION, MOVES, SEED, TASK, WEIGHTS, _session_for
-    from shifts import cache
-    from shifts.lifecycle import assign_shift, begin_shift
-    from shifts.models import BriefingAcknowledgement
+    from benchmarks.realistic import MOVES, WEIGHTS, participant, remove
 
-    user = get_user_model()(username=f"instructions-{uuid.uuid4().hex[:12]}")
-    user.set_unusable_password()  # no password hash: it is not what is counted
-    user.save()
-    shift = session_key = None
+    # no password hash: it is not what is counted
+    people = [participant(f"instructions-{uuid.uuid4().hex[:12]}", make_password(None))]
     try:
-        BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-        shift = begin_shift(assign_shift(user, TASK, SEED, practice=True))
+        _user, shift, session_key = people[0]
         csrf = _get_new_csrf_string()
-        session_key = _session_for(user)
         cookie = f"{settings.SESSION_COOKIE_NAME}={session_key}; {settings.CSRF_COOKIE_NAME}={csrf}".encode()
         rng = random.Random(seed)
         path = f"/shifts/{shift.pk}/call/" if kind == "call" else "/healthz"
@@ -137,12 +128,7 @@ def drive(kind: str, requests: int, seed: int = 7) -> Counter[int]:
 
         return asyncio.run(all_of_them())
     finally:
-        if shift is not None:
-            cache.evict(shift.pk)
-            shift.delete()  # and its calls
-        if session_key is not None:
-            SessionStore(session_key).delete()
-        user.delete()
+        remove(people)
 
 
 def unanswered(kind: str, requests: int, statuses: Counter[int]) -> str:

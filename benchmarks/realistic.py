@@ -48,11 +48,13 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import make_password
+from django.contrib.sessions.backends import cached_db
 from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.middleware.csrf import _get_new_csrf_string
 from django.utils import timezone
 
+from shifts import cache
 from shifts.briefing import BRIEFING_VERSION
 from shifts.lifecycle import assign_shift, begin_shift
 from shifts.models import BriefingAcknowledgement, Shift, ShiftCall
@@ -105,16 +107,29 @@ def _session_for(user: AbstractBaseUser) -> str:
     return str(session.session_key)
 
 
+def participant(username: str, password: str) -> tuple[AbstractBaseUser, Shift, str]:
+    """A participant who has read the briefing, with a started practice shift of the bench's
+    cell and a signed-in session: the user, the shift and the session's key.  ``password``
+    is stored as given (a hash, or ``make_password(None)``'s unusable one)."""
+    user = get_user_model().objects.create(username=username, password=password)
+    BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+    shift = begin_shift(assign_shift(user, TASK, SEED, practice=True))
+    return user, shift, _session_for(user)
+
+
+def remove(people: list[tuple[Any, Shift, str]]) -> None:
+    """Delete what :func:`participant` made: the shifts (their calls and this process's live
+    episodes with them), the sessions and the users."""
+    for _user, shift, key in people:
+        cache.evict(shift.pk)
+        cached_db.SessionStore(key).delete()  # its row, and the copy a server cached on reading it
+    Shift.objects.filter(participant__in=[user for user, _s, _k in people]).delete()
+    get_user_model().objects.filter(pk__in=[user.pk for user, _s, _k in people]).delete()
+
+
 def _setup(participants: int, run: str) -> list[tuple[Any, Shift, str]]:
-    User = get_user_model()
     hashed = make_password(uuid.uuid4().hex)  # one hash for all: hashing is not what is measured
-    people: list[tuple[AbstractBaseUser, Shift, str]] = []
-    for index in range(participants):
-        user = User.objects.create(username=f"bench-{run}-{index:03d}", password=hashed)
-        BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-        shift = begin_shift(assign_shift(user, TASK, SEED, practice=True))
-        people.append((user, shift, _session_for(user)))
-    return people
+    return [participant(f"bench-{run}-{index:03d}", hashed) for index in range(participants)]
 
 
 def _database_url() -> str:
@@ -322,9 +337,7 @@ def run(participants: int, workers: int, duration: float, think: float, seed: in
         people.extend(_setup(participants, run_id))
         return _serve_and_drive(people, workers, duration, think, seed, run_id, pages)
     finally:
-        users = [u for u, _s, _k in people]
-        Shift.objects.filter(participant__in=users).delete()
-        get_user_model().objects.filter(pk__in=[u.pk for u in users]).delete()
+        remove(people)
 
 
 def _serve_and_drive(people, workers: int, duration: float, think: float, seed: int, run_id: str,
