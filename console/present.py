@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
@@ -42,8 +42,7 @@ _NOT_MONEY = frozenset({"rating", "defect_returns_per_100_sold"})
 _YEARS = frozenset({"founded"})
 
 
-@dataclass(frozen=True)
-class Cell:
+class Cell(NamedTuple):
     text: str
     sort: str  # what the column sorts by: a number as text, or the text itself
     kind: str  # "money" | "time" | "hours" | "id" | "number" | "text" | "bool" | "list"
@@ -135,10 +134,14 @@ def _label(key: str) -> str:
     return key.replace("_", " ")
 
 
-def _money_text(value: str) -> str:
-    amount = Decimal(value)
-    sign = "-" if amount < 0 else ""
-    return f"{sign}${abs(amount):,.2f}"
+def _money(value: str) -> tuple[str, str]:
+    """A money string's (``-1234.50``, as :data:`_MONEY` matches) text, ``-$1,234.50``, and
+    sort key, read off its digits (``-0.00`` is not negative)."""
+    whole, cents = value.split(".")
+    cents = cents[:2]  # _MONEY's "$" also matches before a final newline
+    units = abs(int(whole))
+    negative = whole[0] == "-" and bool(units or cents != "00")
+    return f"{'-' if negative else ''}${units:,}.{cents}", _sort_key(negative, f"{units:017d}.{cents}00")
 
 
 def cell(key: str, value: Any, dated: bool = False) -> Cell:
@@ -156,7 +159,7 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
         return Cell(f"{value:,}" if grouped else str(value), _num_sort(value), "number")
     if isinstance(value, str):
         if _MONEY.match(value) and key not in _NOT_MONEY:
-            return Cell(_money_text(value), _num_sort(Decimal(value)), "money")
+            return Cell(*_money(value), "money")
         if _DECIMAL.match(value):  # a figure sent as text (a rate to four places): a number, not words
             return Cell(value, _num_sort(Decimal(value)), "number")
         when = _TIME.match(value)
@@ -168,7 +171,7 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
         return Cell(value, value.lower(), "text")
     if isinstance(value, list):
         if value and key not in _NOT_MONEY and all(isinstance(v, str) and _MONEY.match(v) for v in value):
-            return Cell(", ".join(_money_text(v) for v in value), str(len(value)), "list")
+            return Cell(", ".join(_money(v)[0] for v in value), str(len(value)), "list")
         if all(isinstance(v, (str, int)) for v in value):
             return Cell(", ".join(str(v) for v in value), str(len(value)), "list")
         return Cell(f"{len(value)} rows", f"{len(value):08d}", "list")
@@ -178,12 +181,23 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
     return Cell(str(value), str(value), "text")
 
 
+_NINES = str.maketrans("0123456789", "9876543210")
+
+
+def _sort_key(negative: bool, magnitude: str) -> str:
+    """A key that sorts numbers as text, from the sign and the zero-padded magnitude
+    (``00000000000000012.3400``): ``1`` and the magnitude, or for a negative number ``0``
+    and the magnitude's nines' complement (a larger magnitude sorts first)."""
+    return "0" + magnitude.translate(_NINES) if negative else "1" + magnitude
+
+
 def _num_sort(value) -> str:
-    """A key that sorts numbers as text: sign, then zero-padded magnitude."""
+    """:func:`_sort_key` of a number: an int's magnitude written out directly, anything
+    else's through ``Decimal`` to four places."""
+    if type(value) is int:
+        return _sort_key(value < 0, f"{abs(value):017d}.0000")
     number = Decimal(str(value))
-    magnitude = f"{abs(number):022.4f}"
-    return ("0" + "".join(chr(ord("9") - int(c) + ord("0")) if c.isdigit() else c for c in magnitude)
-            if number < 0 else "1" + magnitude)
+    return _sort_key(number < 0, f"{abs(number):022.4f}")
 
 
 # --- row actions -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ change to a template must be made here too (that test says where they differ).
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import Any
 
 from django.template import Context
@@ -27,6 +28,7 @@ from shifts.results import CallResult, read_as_of, window_minutes
 
 from .present import URGENT_HOURS, Card, Presentation, Table
 from .templatetags.console_tags import (
+    _MARK_SHIFT,
     _forms_of,
     call_detail_url,
     compact_json,
@@ -63,6 +65,13 @@ def _url(name: str, *args: Any) -> str:
 
 def _url_of_call(shift_pk: int, seq: Any) -> str:
     return conditional_escape(call_detail_url(shift_pk, seq))
+
+
+def _urls_of_calls(shift_pk: int) -> Callable[[Any], str]:
+    """:func:`_url_of_call` of ``shift_pk`` for a panel's many calls: the URL is made once,
+    with a mark for the call number (its last part), which each call's number replaces."""
+    head, _mark, tail = _url_of_call(shift_pk, _MARK_SHIFT).rpartition(str(_MARK_SHIFT))
+    return lambda seq: f"{head}{int(seq)}{tail}"
 
 
 def csrf_input(token: str) -> str:
@@ -286,6 +295,7 @@ def cached_html(cached: list, header: Any, shift_pk: int, oob: bool = False) -> 
         out.append('\n    <div class="cached-scroll"><table class="data compact">\n'
                    "      <thead><tr><th>View</th><th>Read at (store time)</th><th>Action</th></tr></thead>\n"
                    "      <tbody>\n      ")
+        url_of_call = _urls_of_calls(shift_pk)
         for view in cached:
             stale = bool(header) and view.window < header.window
             row_id = _v(view.tool) + ("" if view.newest else f"-{_v(view.seq)}")
@@ -296,7 +306,7 @@ def cached_html(cached: list, header: Any, shift_pk: int, oob: bool = False) -> 
                 f"          <td>{_v(view.read_at)} · W{_v(view.window)}"
                 f'{_EARLIER if stale else ""}</td>\n'
                 f'          <td><a href="?call={_v(view.seq)}" class="reread"'
-                f' hx-get="{_url_of_call(shift_pk, view.seq)}" hx-target="#result"'
+                f' hx-get="{url_of_call(view.seq)}" hx-target="#result"'
                 ' hx-swap="innerHTML">Re-read</a></td>\n        </tr>\n      ')
         out.append("\n      </tbody>\n    </table></div>\n  ")
     else:

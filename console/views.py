@@ -357,7 +357,9 @@ def _to_workspace(request: HttpRequest, shift: Shift, seq: int | None = None) ->
 @require_POST
 def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
     # The ownership check is made by the call's own locked read (one query fewer per call).
-    shift = Shift(pk=pk)
+    # The id given by position, Shift's first field: by keyword, the model first looks for
+    # every other field among the keywords (an exception caught for each, on every call).
+    shift = Shift(pk)
     form = tool_forms().get(request.POST.get("tool", ""))
     if form is None:
         return HttpResponseBadRequest(f"Unknown tool {request.POST.get('tool', '')!r}.")

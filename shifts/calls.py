@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache as memo
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models import signals
 from django.utils import timezone
 
@@ -87,11 +87,12 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
                 raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours") from None
             if shift.status == Shift.Status.ACTIVE:  # a call to any other shift is refused: no replay
                 live = cache.rebuild(shift)  # before the transaction: a restart's replay holds no lock
-        writer = cache.sqlite_writer if connection.vendor == "sqlite" else nullcontext()
+        db = connections[DEFAULT_DB_ALIAS]  # ``connection``, looked up once (each use of the proxy is a lookup)
+        writer = cache.sqlite_writer if db.vendor == "sqlite" else nullcontext()
         sent = stored = due = False
         # The call's block opens the transaction only outside any other (in one, or with
         # autocommit off, it is a savepoint of the caller's transaction, which is not its to commit).
-        outermost = connection.get_autocommit() and not connection.in_atomic_block
+        outermost = db.get_autocommit() and not db.in_atomic_block
         try:
             with writer, transaction.atomic():
                 known = _read_locked(shift, call_id, owner)
@@ -174,20 +175,21 @@ def _read_locked(shift: Shift, call_id: str, owner: int | None = None) -> dict:
     takes its snapshot after the lock is held).  Raw SQL, converted as the ORM converts
     each column, because this runs on every call and the ORM is slow to build
     correlated subqueries (and a model instance for a row that is copied onto ``shift``)."""
-    lock, read = _locked_read_sql(connection.vendor)
-    with connection.cursor() as cursor:
+    db = connections[DEFAULT_DB_ALIAS]
+    lock, read = _locked_read_sql(db.vendor)
+    with db.cursor() as cursor:
         if lock:
             cursor.execute(f"{lock}; {read}", [shift.pk, call_id, shift.pk])
             cursor.nextset()
         else:
             cursor.execute(read, [call_id, shift.pk])
         row = cursor.fetchone()
-    fields, owner_place = _row_plan(connection.vendor)
+    fields, owner_place = _row_plan(db.vendor)
     if row is None or (owner is not None and row[owner_place] != owner):
         raise Shift.DoesNotExist(f"shift {shift.pk} does not exist or is not yours")
     for value, (attname, col, converters) in zip(row, fields, strict=False):
         for converter in converters:
-            value = converter(value, col, connection)
+            value = converter(value, col, db)
         setattr(shift, attname, value)
     last, mine = row[len(fields):]
     return {"last": last, "mine": mine}
@@ -212,17 +214,18 @@ def _insert(call: ShiftCall, commit: bool = False) -> None:
 
     With ``commit`` (the caller's outermost transaction, nothing after this insert to
     write), PostgreSQL also commits in the same round trip (see the module)."""
-    if (not connection.features.can_return_columns_from_insert
+    db = connections[DEFAULT_DB_ALIAS]
+    if (not db.features.can_return_columns_from_insert
             or signals.pre_save.has_listeners(ShiftCall) or signals.post_save.has_listeners(ShiftCall)):
         call.save(force_insert=True)
         return
-    sql, fields = _insert_sql(connection.vendor, commit and connection.vendor == "postgresql")
-    values = [field.get_db_prep_save(field.pre_save(call, True), connection) for field in fields]
-    with connection.cursor() as cursor:
+    sql, fields = _insert_sql(db.vendor, commit and db.vendor == "postgresql")
+    values = [field.get_db_prep_save(field.pre_save(call, True), db) for field in fields]
+    with db.cursor() as cursor:
         cursor.execute(sql, values)
         call.pk = cursor.fetchone()[0]
     call._state.adding = False
-    call._state.db = connection.alias
+    call._state.db = db.alias
 
 
 def _send_and_store(shift: Shift, live: cache.Live, tool: str, arguments: dict, call_id: str,

@@ -1,6 +1,6 @@
 import html
 import json
-import uuid
+import os
 from functools import lru_cache
 
 from django import template
@@ -10,11 +10,11 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
-from console import endpage
+from console import endpage, present
 from console.present import URGENT_HOURS
 from shifts import results
 from shifts.clock import hms
-from shifts.models import Shift
+from shifts.models import Shift, ShiftCall
 
 register = template.Library()
 
@@ -52,7 +52,13 @@ def read_as_of(call, shift) -> tuple[str, int] | None:
 def new_call_id(context) -> str:
     """A fresh client-side id for one rendering of a tool form (double submits share it);
     a mark in place of it when the form is rendered to be kept (:func:`tool_form`)."""
-    return _CALL_ID_MARK if context.get(_KEEPING) else uuid.uuid4().hex
+    return _CALL_ID_MARK if context.get(_KEEPING) else _fresh_call_id()
+
+
+def _fresh_call_id() -> str:
+    """A fresh call id: 128 random bits as 32 hex digits, as ``uuid.uuid4().hex`` writes one
+    (without building a UUID: a reply has a form, and so an id, per row action)."""
+    return os.urandom(16).hex()
 
 
 _CALL_ID_MARK, _CSRF_MARK, _KEEPING = "\x00call-id\x00", "\x00csrf\x00", "_keeping_tool_form"
@@ -97,7 +103,7 @@ def tool_form(context, form, oob=False) -> SafeString:
     return mark_safe(kept.replace(f'action="{marked_url}"', f'action="{url}"')
                      .replace(f'hx-post="{marked_url}"', f'hx-post="{url}"')
                      .replace(_CSRF_INPUT, CsrfTokenNode().render(context))
-                     .replace(_CALL_ID_MARK, uuid.uuid4().hex))
+                     .replace(_CALL_ID_MARK, _fresh_call_id()))
 
 
 @register.filter
@@ -112,10 +118,20 @@ def _escape(value) -> str:
 
 
 def _cell_content(cell) -> str:
-    text = _escape(cell.text)
+    text = html.escape(cell.text)
     if cell.copy:
         return f'<button type="button" class="copy" data-copy="{text}" title="Copy {text}">{text}</button>'
     return text
+
+
+def _cells_html(cells) -> str:
+    """:func:`row_cells`' markup.  A cell's text and sort key are ``str`` (escaped as the
+    template escapes a ``str``); its kind is one of :func:`console.present.cell`'s names,
+    which need no escaping."""
+    out = []
+    for cell in cells:
+        out.append(f'<td data-sort="{html.escape(cell.sort)}" class="k-{cell.kind}">{_cell_content(cell)}</td>')
+    return "".join(out)
 
 
 @register.filter
@@ -123,8 +139,7 @@ def row_cells(cells) -> SafeString:
     """A table row's cells (:class:`console.present.Cell`), escaped as the template
     would: a row has a dozen cells and a result a hundred rows, so this loop is written
     out here rather than as template nodes (the same markup, several times cheaper)."""
-    return mark_safe("".join(f'<td data-sort="{_escape(c.sort)}" class="k-{_escape(c.kind)}">'
-                             f"{_cell_content(c)}</td>" for c in cells))
+    return mark_safe(_cells_html(cells))
 
 
 @register.filter
@@ -158,7 +173,7 @@ def _row_action(context, action, target, csrf: str, url: str) -> str:
             f' data-tool="{tool}"{confirm_attrs}>\n'
             f"  {csrf}\n"
             f'  <input type="hidden" name="tool" value="{tool}">\n'
-            f'  <input type="hidden" name="call_id" value="{uuid.uuid4().hex}">\n'
+            f'  <input type="hidden" name="call_id" value="{_fresh_call_id()}">\n'
             f"  {fixed}\n"
             f"  {inputs}\n"
             f"  {late}\n"
@@ -196,7 +211,7 @@ def table_rows(context, table) -> SafeString:
     parts = _form_parts(context) if has_actions and active else None  # worked out once, not once a row
     out = []
     for row in table.rows:
-        key = _value(row.key, context)
+        key = html.escape(row.key)  # a row's key is a str (console.present._row_key)
         out.append(f'\n      <tr data-key="{key}" tabindex="-1" class="'
                    f'{"done" if row.done else "urgent" if row.urgent else ""}">\n        ')
         if has_actions:
@@ -210,7 +225,7 @@ def table_rows(context, table) -> SafeString:
                 out.append(f"\n            {pick}\n            {_forms_of(context, row.actions, row.key, parts)}"
                            '\n            <span class="row-status" aria-live="polite"></span>\n          ')
             out.append("\n        </td>")
-        out.append(f"\n        {row_cells(row.cells)}\n      </tr>\n    ")
+        out.append(f"\n        {_cells_html(row.cells)}\n      </tr>\n    ")
     return mark_safe("".join(out))
 
 
@@ -264,9 +279,6 @@ def present_call(call, calls=None):
     supply sources the shift has read (two small queries, only for those results).
     ``calls``, the shift's calls as the caller knows them all (records or stored calls),
     says which of them are supply reads: with none, inventory rows need no query."""
-    from console import present
-    from shifts.models import ShiftCall
-
     if call is None:
         return None
     # A call just made is the shift's latest (shifts.calls marks it): no query for later calls.
@@ -275,12 +287,12 @@ def present_call(call, calls=None):
                                  tool__in=list(present.DONE_WORDS)).only("seq", "tool", "arguments", "is_error"))
     sources = {}
     if call.tool == "list_inventory":
-        reads = ShiftCall.objects.filter(shift_id=call.shift_id, seq__lt=call.seq, is_error=False,
-                                         tool__in=present.SOURCE_TOOLS).order_by("seq")
-        if calls is not None:
-            seqs = [c.seq for c in calls if c.seq < call.seq and not c.is_error and c.tool in present.SOURCE_TOOLS]
-            reads = reads.filter(seq__in=seqs) if seqs else ShiftCall.objects.none()
-        sources = present.known_sources(reads)
+        seqs = None if calls is None else [
+            c.seq for c in calls if c.seq < call.seq and not c.is_error and c.tool in present.SOURCE_TOOLS]
+        if seqs is None or seqs:  # the caller's calls name no supply read: nothing to query
+            reads = ShiftCall.objects.filter(shift_id=call.shift_id, seq__lt=call.seq, is_error=False,
+                                             tool__in=present.SOURCE_TOOLS).order_by("seq")
+            sources = present.known_sources(reads if seqs is None else reads.filter(seq__in=seqs))
     horizon_end = None
     if call.tool in present.SOURCE_TOOLS:
         horizon_end = _horizon_end(call.shift_id)

@@ -1,0 +1,60 @@
+"""A cell's money text and sort key, read off the digits, against ``Decimal``'s arithmetic.
+
+``console.present`` writes a money string's text and every number's sort key without
+``Decimal`` where it can (a result has some fifty cells); these tests hold those figures
+to what ``Decimal`` gives for the same value, and the keys to the numbers' own order.
+"""
+import random
+from decimal import Decimal
+
+import pytest
+
+from console.present import _money, _num_sort, cell
+
+MONEY = ["0.00", "-0.00", "-0.50", "0.05", "5.00", "-5.00", "12.50", "0123.45", "-0123.45", "999.99",
+         "1000.00", "-1000.00", "1234567.89", "-1234567.89", "100000000000000000000.01", "12.50\n"]
+
+
+def decimal_text(value: str) -> str:
+    amount = Decimal(value)
+    return f"{'-' if amount < 0 else ''}${abs(amount):,.2f}"
+
+
+def decimal_key(value) -> str:
+    number = Decimal(str(value))
+    magnitude = f"{abs(number):022.4f}"
+    if number < 0:
+        return "0" + "".join(str(9 - int(c)) if c.isdigit() else c for c in magnitude)
+    return "1" + magnitude
+
+
+@pytest.mark.parametrize("value", MONEY)
+def test_a_money_string_reads_as_decimal_writes_it(value):
+    assert _money(value) == (decimal_text(value), decimal_key(Decimal(value)))
+
+
+def test_money_strings_of_every_size_and_sign_read_as_decimal_writes_them():
+    rng = random.Random(7)
+    for _ in range(2000):
+        value = f"{rng.choice(['', '-'])}{rng.randrange(10 ** rng.randrange(1, 19))}.{rng.randrange(100):02d}"
+        assert _money(value) == (decimal_text(value), decimal_key(Decimal(value))), value
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, 7, -7, 1234, -1234, 10 ** 16, -(10 ** 16), 10 ** 25, -(10 ** 25),
+                                   0.5, -0.5, 6.2, -6.25, 1e-5, 3.14159])
+def test_a_number_sorts_by_the_key_decimal_gives(value):
+    assert _num_sort(value) == decimal_key(value)
+
+
+def test_keys_sort_as_the_numbers_do_whatever_their_kind():
+    rng = random.Random(11)
+    ints = [rng.randrange(-10 ** 9, 10 ** 9) for _ in range(300)]
+    money = [f"{rng.choice(['', '-'])}{rng.randrange(10 ** 7)}.{rng.randrange(100):02d}" for _ in range(300)]
+    keyed = [(_num_sort(i), Decimal(i)) for i in ints] + [(_money(m)[1], Decimal(m)) for m in money]
+    assert [number for _key, number in sorted(keyed)] == sorted(number for _key, number in keyed)
+
+
+def test_cells_of_money_and_whole_numbers_carry_those_texts_and_keys():
+    assert cell("refundable", "-1234.50") == ("-$1,234.50", decimal_key("-1234.50"), "money", False)
+    assert cell("units", -12) == ("-12", decimal_key(-12), "number", False)
+    assert cell("rating", "4.60").kind == "number"  # not money, though it has two decimals
