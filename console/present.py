@@ -33,9 +33,10 @@ from .toolforms import json_problems
 
 URGENT_HOURS = 12.0  # one window of the standard 12-hour clock
 _MONEY = re.compile(r"^-?\d+\.\d{2}$")
-_DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
-_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)Z$")
-_ID = re.compile(r"^(ORD|RET|PRD|SP|VND|PO|CUS|ANN)-[A-Za-z0-9-]+$")
+# What a text value is, in one match: money (two decimals), a decimal number, a store time
+# ("2026-08-01T06:10Z") or an id, tried in that order (each alternative whole, to its "$").
+_TEXT_KIND = re.compile(r"(?P<money>-?\d+\.\d{2})$|(?P<number>-?\d+(?:\.\d+)?)$"
+                        r"|(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\dZ)$|(?P<id>(?:ORD|RET|PRD|SP|VND|PO|CUS|ANN)-[A-Za-z0-9-]+)$")
 # Keys whose numbers are not money even when they look like it.
 _NOT_MONEY = frozenset({"rating", "defect_returns_per_100_sold"})
 # Keys whose whole numbers are years, written without a thousands separator.
@@ -158,15 +159,15 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
         grouped = isinstance(value, int) and key not in _YEARS
         return Cell(f"{value:,}" if grouped else str(value), _num_sort(value), "number")
     if isinstance(value, str):
-        if _MONEY.match(value) and key not in _NOT_MONEY:
+        found = _TEXT_KIND.match(value)
+        kind = found.lastgroup if found else None
+        if kind == "money" and key not in _NOT_MONEY:
             return Cell(*_money(value), "money")
-        if _DECIMAL.match(value):  # a figure sent as text (a rate to four places): a number, not words
+        if kind == "money" or kind == "number":  # a figure sent as text (a rate to four places)
             return Cell(value, _num_sort(Decimal(value)), "number")
-        when = _TIME.match(value)
-        if when:
-            date = f"{when[1]}-{when[2]}-{when[3]}" if dated else f"{when[2]}-{when[3]}"
-            return Cell(f"{date} {when[4]}:{when[5]}", value, "time")
-        if _ID.match(value):
+        if kind == "time":  # 2026-08-01T06:10Z
+            return Cell(f"{value[0:10] if dated else value[5:10]} {value[11:16]}", value, "time")
+        if kind == "id":
             return Cell(value, value, "id", copy=True)
         return Cell(value, value.lower(), "text")
     if isinstance(value, list):

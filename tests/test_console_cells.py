@@ -58,3 +58,24 @@ def test_cells_of_money_and_whole_numbers_carry_those_texts_and_keys():
     assert cell("refundable", "-1234.50") == ("-$1,234.50", decimal_key("-1234.50"), "money", False)
     assert cell("units", -12) == ("-12", decimal_key(-12), "number", False)
     assert cell("rating", "4.60").kind == "number"  # not money, though it has two decimals
+
+
+@pytest.mark.parametrize(("key", "value", "dated", "text", "kind"), [
+    ("paid", "115.20", False, "$115.20", "money"),
+    ("rating", "4.60", False, "4.60", "number"),  # two decimals, but not money
+    ("rate", "0.8125", False, "0.8125", "number"),
+    ("units", "12", False, "12", "number"),
+    ("amount", "12.345", False, "12.345", "number"),  # money's two decimals and no more
+    ("placed_at", "2026-08-01T06:10Z", False, "08-01 06:10", "time"),
+    ("placed_at", "2026-08-01T06:10Z", True, "2026-08-01 06:10", "time"),
+    ("placed_at", "2026-08-01 06:10", False, "2026-08-01 06:10", "text"),  # not the store's time format
+    ("order_id", "ORD-103315", False, "ORD-103315", "id"),
+    ("order_id", "XYZ-103315", False, "XYZ-103315", "text"),  # not a prefix the store uses
+    ("title", "Linen shirt", False, "Linen shirt", "text"),
+    ("note", "12.50 and more", False, "12.50 and more", "text"),  # a number only as a whole
+])
+def test_a_text_value_is_read_as_money_a_number_a_time_an_id_or_words(key, value, dated, text, kind):
+    got = cell(key, value, dated=dated)
+    assert (got.text, got.kind, got.copy) == (text, kind, kind == "id")
+    assert got.sort == (decimal_key(value) if kind in ("money", "number") else
+                        value.lower() if kind == "text" else value)
