@@ -137,12 +137,17 @@ def _label(key: str) -> str:
 
 def _money(value: str) -> tuple[str, str]:
     """A money string's (``-1234.50``, as :data:`_MONEY` matches) text, ``-$1,234.50``, and
-    sort key, read off its digits (``-0.00`` is not negative)."""
+    sort key: read off its digits (``-0.00`` is not negative) where ``Decimal``'s 28 digits
+    hold it exactly, as ``Decimal`` writes it beyond (it rounds there)."""
     whole, cents = value.split(".")
-    cents = cents[:2]  # _MONEY's "$" also matches before a final newline
-    units = abs(int(whole))
-    negative = whole[0] == "-" and bool(units or cents != "00")
-    return f"{'-' if negative else ''}${units:,}.{cents}", _sort_key(negative, f"{units:017d}.{cents}00")
+    if len(whole) > _EXACT_DIGITS - 2:
+        amount = Decimal(value)
+        return (f"{'-' if amount < 0 else ''}${abs(amount):,.2f}",
+                _sort_key(amount < 0, f"{abs(Decimal(str(amount))):022.4f}"))
+    units, hundredths = abs(int(whole)), int(cents)  # int() as Decimal(): any script's digits; a final newline
+    negative = whole[0] == "-" and bool(units or hundredths)
+    return (f"{'-' if negative else ''}${units:,}.{hundredths:02d}",
+            _sort_key(negative, f"{units:017d}.{hundredths:02d}00"))
 
 
 def cell(key: str, value: Any, dated: bool = False) -> Cell:
@@ -182,20 +187,23 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
     return Cell(str(value), str(value), "text")
 
 
-_NINES = str.maketrans("0123456789", "9876543210")
+_EXACT_DIGITS = 28  # Decimal's default precision: abs() rounds a number with more digits
+# A negative number's digit d is written as the character ord("i") - d ("0" as "i", "9" as
+# "`"): a larger magnitude sorts first, as it must among negative numbers.
+_NEGATED = str.maketrans("0123456789", "ihgfedcba`")
 
 
 def _sort_key(negative: bool, magnitude: str) -> str:
     """A key that sorts numbers as text, from the sign and the zero-padded magnitude
-    (``00000000000000012.3400``): ``1`` and the magnitude, or for a negative number ``0``
-    and the magnitude's nines' complement (a larger magnitude sorts first)."""
-    return "0" + magnitude.translate(_NINES) if negative else "1" + magnitude
+    (``00000000000000012.3400``): ``1`` and the magnitude, or ``0`` and the magnitude
+    with each digit negated (:data:`_NEGATED`)."""
+    return "0" + magnitude.translate(_NEGATED) if negative else "1" + magnitude
 
 
 def _num_sort(value) -> str:
-    """:func:`_sort_key` of a number: an int's magnitude written out directly, anything
-    else's through ``Decimal`` to four places."""
-    if type(value) is int:
+    """:func:`_sort_key` of a number to four places: an int's magnitude written out directly
+    where ``Decimal`` holds it exactly, anything else through ``Decimal``."""
+    if type(value) is int and -10 ** _EXACT_DIGITS < value < 10 ** _EXACT_DIGITS:
         return _sort_key(value < 0, f"{abs(value):017d}.0000")
     number = Decimal(str(value))
     return _sort_key(number < 0, f"{abs(number):022.4f}")

@@ -1,8 +1,10 @@
-"""A cell's money text and sort key, read off the digits, against ``Decimal``'s arithmetic.
+"""A cell's money text and sort key, read off the digits, against the ``Decimal`` arithmetic
+that wrote them before.
 
 ``console.present`` writes a money string's text and every number's sort key without
 ``Decimal`` where it can (a result has some fifty cells); these tests hold those figures
-to what ``Decimal`` gives for the same value, and the keys to the numbers' own order.
+to what the ``Decimal`` formulas below (the presentation's own until 2026-12-05) give for
+the same value, byte for byte, and the keys to the numbers' own order.
 """
 import random
 from decimal import Decimal
@@ -12,7 +14,9 @@ import pytest
 from console.present import _money, _num_sort, cell
 
 MONEY = ["0.00", "-0.00", "-0.50", "0.05", "5.00", "-5.00", "12.50", "0123.45", "-0123.45", "999.99",
-         "1000.00", "-1000.00", "1234567.89", "-1234567.89", "100000000000000000000.01", "12.50\n"]
+         "1000.00", "-1000.00", "1234567.89", "-1234567.89", "100000000000000000000.01", "12.50\n",
+         "12.\u0663\u0664", "-\uff11\uff12.\uff15\uff10",  # digits of other scripts, as \d and Decimal read them
+         "99999999999999999999999999.99", "-999999999999999999999999999.99", "1" * 40 + ".99"]  # past 28 digits
 
 
 def decimal_text(value: str) -> str:
@@ -23,9 +27,8 @@ def decimal_text(value: str) -> str:
 def decimal_key(value) -> str:
     number = Decimal(str(value))
     magnitude = f"{abs(number):022.4f}"
-    if number < 0:
-        return "0" + "".join(str(9 - int(c)) if c.isdigit() else c for c in magnitude)
-    return "1" + magnitude
+    return ("0" + "".join(chr(ord("9") - int(c) + ord("0")) if c.isdigit() else c for c in magnitude)
+            if number < 0 else "1" + magnitude)
 
 
 @pytest.mark.parametrize("value", MONEY)
@@ -36,11 +39,12 @@ def test_a_money_string_reads_as_decimal_writes_it(value):
 def test_money_strings_of_every_size_and_sign_read_as_decimal_writes_them():
     rng = random.Random(7)
     for _ in range(2000):
-        value = f"{rng.choice(['', '-'])}{rng.randrange(10 ** rng.randrange(1, 19))}.{rng.randrange(100):02d}"
+        value = f"{rng.choice(['', '-'])}{rng.randrange(10 ** rng.randrange(1, 32))}.{rng.randrange(100):02d}"
         assert _money(value) == (decimal_text(value), decimal_key(Decimal(value))), value
 
 
 @pytest.mark.parametrize("value", [0, 1, -1, 7, -7, 1234, -1234, 10 ** 16, -(10 ** 16), 10 ** 25, -(10 ** 25),
+                                   10 ** 28 - 1, -(10 ** 28 - 1), 10 ** 28 + 1, -(10 ** 30 + 7),
                                    0.5, -0.5, 6.2, -6.25, 1e-5, 3.14159])
 def test_a_number_sorts_by_the_key_decimal_gives(value):
     assert _num_sort(value) == decimal_key(value)
