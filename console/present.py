@@ -188,6 +188,7 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
 
 
 _EXACT_DIGITS = 28  # Decimal's default precision: abs() rounds a number with more digits
+_EXACT_BOUND = 10 ** _EXACT_DIGITS
 # A negative number's digit d is written as the character ord("i") - d ("0" as "i", "9" as
 # "`"): a larger magnitude sorts first, as it must among negative numbers.
 _NEGATED = str.maketrans("0123456789", "ihgfedcba`")
@@ -203,7 +204,7 @@ def _sort_key(negative: bool, magnitude: str) -> str:
 def _num_sort(value) -> str:
     """:func:`_sort_key` of a number to four places: an int's magnitude written out directly
     where ``Decimal`` holds it exactly, anything else through ``Decimal``."""
-    if type(value) is int and -10 ** _EXACT_DIGITS < value < 10 ** _EXACT_DIGITS:
+    if type(value) is int and -_EXACT_BOUND < value < _EXACT_BOUND:
         return _sort_key(value < 0, f"{abs(value):017d}.0000")
     number = Decimal(str(value))
     return _sort_key(number < 0, f"{abs(number):022.4f}")
