@@ -28,9 +28,9 @@ from shifts.results import CallResult, read_as_of, window_minutes
 
 from .present import URGENT_HOURS, Card, Presentation, Table
 from .templatetags.console_tags import (
-    _MARK_SHIFT,
     _forms_of,
     call_detail_url,
+    call_detail_urls,
     compact_json,
     new_call_id,
     shift_url,
@@ -68,10 +68,9 @@ def _url_of_call(shift_pk: int, seq: Any) -> str:
 
 
 def _urls_of_calls(shift_pk: int) -> Callable[[Any], str]:
-    """:func:`_url_of_call` of ``shift_pk`` for a panel's many calls: the URL is made once,
-    with a mark for the call number (its last part), which each call's number replaces."""
-    head, _mark, tail = _url_of_call(shift_pk, _MARK_SHIFT).rpartition(str(_MARK_SHIFT))
-    return lambda seq: f"{head}{int(seq)}{tail}"
+    """:func:`_url_of_call` of ``shift_pk`` for a panel's many calls (the URL reversed once)."""
+    url = call_detail_urls(shift_pk)
+    return lambda seq: conditional_escape(url(seq))
 
 
 def csrf_input(token: str) -> str:

@@ -1,7 +1,9 @@
 import html
 import json
 import os
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 from django import template
 from django.template.base import render_value_in_context
@@ -32,13 +34,19 @@ def shift_url(name: str, *args) -> str:
     return _reversed(get_script_prefix(), get_urlconf(), name, args)
 
 
+def call_detail_urls(shift_pk: int) -> Callable[[Any], str]:
+    """:func:`call_detail_url` of ``shift_pk`` for any call number: the URL is reversed once
+    with :data:`_MARK_SHIFT` for the call number, its last part, which is then filled in."""
+    head, _mark, tail = shift_url("console:shift_call_detail", shift_pk, _MARK_SHIFT).rpartition(str(_MARK_SHIFT))
+    return lambda seq: f"{head}{int(seq)}{tail}"
+
+
 @register.simple_tag
 def call_detail_url(shift_pk: int, seq: int) -> str:
-    """``{% shift_url 'console:shift_call_detail' shift_pk seq %}``, remembered per shift: the
-    URL is reversed once with :data:`_MARK_SHIFT` for the call number, its last part, which is
-    then filled in (every reply names a new call number, which ``shift_url`` would reverse afresh)."""
-    head, _mark, tail = shift_url("console:shift_call_detail", shift_pk, _MARK_SHIFT).rpartition(str(_MARK_SHIFT))
-    return f"{head}{int(seq)}{tail}"
+    """``{% shift_url 'console:shift_call_detail' shift_pk seq %}``, remembered per shift
+    (:func:`call_detail_urls`: every reply names a new call number, which ``shift_url`` would
+    reverse afresh)."""
+    return call_detail_urls(shift_pk)(seq)
 
 
 @register.simple_tag
