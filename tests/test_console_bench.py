@@ -82,6 +82,7 @@ def test_the_realistic_mode_serves_participants_with_think_time_and_loses_nothin
     assert result["solo_cpu_ratio"] == round(result["server_cpu_ms_per_solo_call_median"]
                                              / result["server_cpu_ms_per_solo_noop_median"], 1)
     assert 0 <= result["slow_call_seconds"] <= result["slow_calls"] <= result["calls"]
+    assert result["driver_gc_max_ms"] >= 0
     assert not get_user_model().objects.filter(username__startswith="bench-").exists()
 
 
@@ -105,3 +106,19 @@ def test_slow_calls_are_counted_with_the_seconds_they_were_sent_in():
     assert slow_calls(began_at, latencies_ms, bound_ms=1000.0) == (0, 0)
     with pytest.raises(ValueError):
         slow_calls(began_at, latencies_ms[:-1])  # one start per call
+
+
+def test_the_drivers_own_collector_skips_what_was_set_up_and_times_each_pause():
+    """The bench's latencies are the driving process's clocks: its own collections must not
+    walk what it set up (a second-long pause counted as slow calls), and each is timed."""
+    import gc
+
+    from benchmarks.realistic import own_collector_frozen
+
+    set_up = [[i] for i in range(1000)]  # objects the collector tracks, made before the run
+    callbacks = list(gc.callbacks)
+    with own_collector_frozen() as pauses:
+        assert gc.get_freeze_count() >= len(set_up)
+        gc.collect()
+        assert len(pauses) == 1 and 0 <= pauses[0] < 60
+    assert gc.get_freeze_count() == 0 and gc.callbacks == callbacks

@@ -203,9 +203,11 @@ class Command(BaseCommand):
     def _slow(result: dict) -> str:
         if not result["slow_calls"]:
             return f"no call over {realistic.SLOW_MS:.0f} ms"
+        pause = result["driver_gc_max_ms"]
+        own = f"; the bench's own longest collector pause was {pause} ms" if pause >= realistic.OWN_PAUSE_MS else ""
         return (f"{result['slow_calls']} calls over {realistic.SLOW_MS:.0f} ms, sent within "
                 f"{result['slow_call_seconds']} distinct seconds (bunched in a few: a stall every server process "
-                "shared, such as the database's disk flushing its log)")
+                f"shared, such as the database's disk flushing its log{own})")
 
     def _measure(self, users, shifts, calls) -> dict:
         clients = []
