@@ -744,9 +744,13 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
         for session in resumed:
             print(f"{session.episode.task.id} seed {session.episode.seed}  {url}  session {session.id}, resumed: "
                   "its token is the one printed when it was opened", file=out, flush=True)
-        for task, seed in still_to_open(episodes, resumed):
+        opening = still_to_open(episodes, resumed)
+        for task, seed in opening:
             token, episode = hub.open(task, seed)
             print(f"{episode.task.id} seed {seed}  {url}  Authorization: Bearer {token}", file=out, flush=True)
+        if not resumed and not opening:  # no line above named the MCP endpoint
+            print(f"MCP  {url}  (no episode yet: opening one on {OPERATOR_PATH}/sessions answers with its token)",
+                  file=out, flush=True)
         if operator_token:
             print(f"operator API  {url[:-len(MCP_PATH)]}{OPERATOR_PATH}/sessions", file=out, flush=True)
         try:

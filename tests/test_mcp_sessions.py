@@ -61,13 +61,15 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mcp_client", "mcp", "--http", "--port", "0", "--state", str(state),
              "--operator-token", OPERATOR], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = ""
+        line, printed = "", []
         while "operator API" not in line:
             line = self.process.stdout.readline()
             if not line:
                 raise RuntimeError(f"the server did not start: {self.process.stderr.read()}")
+            printed.append(line)
         self.operator = line.split()[-1]
         self.mcp = self.operator.replace("/operator/sessions", "/mcp")
+        self.printed = printed  # what the start printed, the operator API's line last
         self.http = httpx.Client(headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=120)
         for _ in range(400):
             try:
@@ -141,6 +143,11 @@ def test_a_stdio_session_leaves_a_labelled_graded_folder(tmp_path):
 
 
 # --- HTTP: the operator API -----------------------------------------------------------------------------------
+
+
+def test_a_server_with_no_episode_yet_names_its_mcp_endpoint(server_factory):
+    server = server_factory()
+    assert [line.split()[:2] for line in server.printed[:-1]] == [["MCP", server.mcp]]
 
 
 def test_operator_api_needs_its_own_token(server_factory):
@@ -290,6 +297,7 @@ def test_a_sigkilled_server_resumes_every_live_session(server_factory, tmp_path)
     first.kill()
 
     second = server_factory()
+    assert not any(line.startswith("MCP  ") for line in second.printed)  # each resumed session's line names it
     listed = {s["id"]: s for s in second.http.get(second.operator).json()["sessions"]}
     assert set(listed) == {a["id"], b["id"], settled["id"]}
     assert listed[settled["id"]]["settled"] and not listed[a["id"]]["settled"]
