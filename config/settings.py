@@ -97,7 +97,7 @@ if not SECRET_KEY:
         raise SettingsRefused(
             "DJANGO_SECRET_KEY is not set. A deployment needs its own secret: set "
             "DJANGO_SECRET_KEY to a long random value (for example the output of "
-            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`), or set "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(50))'`), or set "
             "DJANGO_DEBUG=1 for local development only (`make run` does)."
         )
     SECRET_KEY = "dev-insecure-storebench-secret-key-for-debug-only"
@@ -108,7 +108,7 @@ elif not DEBUG and _weak_secret(SECRET_KEY):
         f"DJANGO_SECRET_KEY is too weak to sign sessions and invitation links ({len(SECRET_KEY)} characters, "
         f"{len(set(SECRET_KEY))} different): give at least {SECRET_KEY_MIN_LENGTH} characters with at least "
         f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} different ones, not starting with {SECRET_KEY_INSECURE_PREFIX!r}, "
-        "for example the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
+        "for example the output of `python3 -c 'import secrets; print(secrets.token_urlsafe(50))'`."
     )
 # `manage.py load_demo` (known passwords, a superuser admin/admin) only where the
 # process started in debug; decided here, from the environment, once.

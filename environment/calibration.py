@@ -27,6 +27,7 @@ from .anchors import ANCHORS, run_policy
 from .engine import Episode
 from .engine.settlement import Score, business_normalized, compose, score
 from .errors import ErrorCode, StoreBenchError
+from .suite import PUBLIC_CALIBRATION
 from .tasks import Task, get_task
 from .world.model import World
 
@@ -167,7 +168,7 @@ def write_calibration(doc: dict[str, Any], path: str | Path) -> str:
     return digest
 
 
-WHICH_FILE = ("give a file written by `storebench calibrate` (the shipped one is calibration/public.json), or "
+WHICH_FILE = (f"give a file written by `storebench calibrate` (the shipped one is {PUBLIC_CALIBRATION}), or "
               "leave the option out to calibrate the cell on the spot where the command allows it")
 
 

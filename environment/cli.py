@@ -359,29 +359,24 @@ def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
         return {"task": task, "seed": seed, "out": out, "error": exc.message}
 
 
-def _cell_names(names: list[str]) -> str:
-    """The first five cells' names, then how many more."""
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-
 def _cmd_batch(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
     from .calibration import cell_of
-    from .orchestration import batch_summary, plan_batch
+    from .orchestration import batch_summary, plan_batch, some_of
 
     # Everything is checked before anything is created: a refused batch leaves no --out behind.
     cells = plan_batch(args.tasks, args.seeds, args.out, policy=args.policy, actions=args.actions)
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     writable_folder(args.out, "--out")
     if calibration is None:
-        named = _cell_names([f"{c.task} seed {c.seed}" for c in cells])
+        named = some_of([f"{c.task} seed {c.seed}" for c in cells], 5)
         which = f"the cell {named} is" if len(cells) == 1 else f"each of the {len(cells)} cells ({named}) is"
         print(f"storebench: no --calibration, so {which} calibrated on the spot", file=sys.stderr)
     else:
         missing = [f"{c.task} seed {c.seed}" for c in cells if cell_of(calibration, c.task, c.seed) is None]
         if missing:
-            print(f"storebench: not in {args.calibration}, so calibrated on the spot: {_cell_names(missing)}",
+            print(f"storebench: not in {args.calibration}, so calibrated on the spot: {some_of(missing, 5)}",
                   file=sys.stderr)
     jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
     started = time.perf_counter()

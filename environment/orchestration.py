@@ -160,10 +160,17 @@ def check_replacing(out: str | Path, cells: Sequence[tuple[str, int]], *, replac
     calibrated = set(cells)
     dropped = [cell for cell in kept if cell not in calibrated]
     if dropped:
-        named = ", ".join(f"{task} seed {seed}" for task, seed in dropped[:3])
-        more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+        named = some_of([f"{task} seed {seed}" for task, seed in dropped], 3)
         raise CalibrationError(f"--out {path} holds {len(kept)} cells and this run calibrates {len(cells)}: writing it "
-                               f"would drop {len(dropped)} ({named}{more})", how, path=str(path))
+                               f"would drop {len(dropped)} ({named})", how, path=str(path))
+
+
+def some_of(names: list[str], shown: int) -> str:
+    """``names`` joined, or the first ``shown`` and how many more (never "and 1 more": that
+    one is named instead)."""
+    if len(names) <= shown + 1:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
 
 
 def failed_path(out: str | Path) -> Path:

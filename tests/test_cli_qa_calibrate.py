@@ -86,8 +86,8 @@ def test_a_run_of_fewer_cells_than_the_file_holds_is_refused_before_any_cell_run
     assert code == 2 and out.read_bytes() == before
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"storebench: --out {out} holds 5 cells and this run calibrates 1: writing it would drop 4 (steady seed 7, "
-        f"steady seed 11, steady seed 13 and 1 more); write this run to a file of its own (a new --out), or pass "
-        f"--replace to replace {out} with this run's cells only")
+        f"steady seed 11, steady seed 13, counter-punch seed 7); write this run to a file of its own (a new --out), "
+        f"or pass --replace to replace {out} with this run's cells only")
 
 
 def test_replace_writes_a_run_of_fewer_cells_over_the_file(capsys, monkeypatch, tmp_path):
@@ -113,3 +113,12 @@ def test_a_run_of_fewer_cells_than_workers_says_why_it_used_fewer(capsys, monkey
                  "--workers", "2"])
     assert code == 0
     assert " with 1 worker(s) (one per cell: --workers 2 asked for more)" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_a_list_of_cells_is_cut_short_only_by_two_or_more():
+    from environment.orchestration import some_of
+
+    names = [f"steady seed {seed}" for seed in (7, 11, 13, 17, 19)]
+    assert some_of(names[:3], 3) == "steady seed 7, steady seed 11, steady seed 13"
+    assert some_of(names[:4], 3) == "steady seed 7, steady seed 11, steady seed 13, steady seed 17"  # not "1 more"
+    assert some_of(names, 3) == "steady seed 7, steady seed 11, steady seed 13 and 2 more"

@@ -38,7 +38,7 @@ def test_a_missing_secret_is_one_line_that_says_what_to_set_and_no_traceback(tmp
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "manage.py: DJANGO_SECRET_KEY is not set. A deployment needs its own secret: set DJANGO_SECRET_KEY to a long "
-        "random value (for example the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'`), or "
+        "random value (for example the output of `python3 -c 'import secrets; print(secrets.token_urlsafe(50))'`), or "
         "set DJANGO_DEBUG=1 for local development only (`make run` does)."]
 
 

@@ -61,6 +61,8 @@ def test_a_two_cell_job_writes_two_graded_trial_folders_and_a_summary(tmp_path, 
     assert job.params["out"] == str(tmp_path / "out" / f"job-{job.pk}")
     printed = capsys.readouterr().out
     assert "[2/2] done" in printed and '"trials": 2' in printed
+    assert printed.splitlines()[0] == f"job {job.pk}: 2 model trials"
+    assert printed.splitlines()[-1] == f"trial folders in {tmp_path / 'out' / f'job-{job.pk}'}"
 
 
 def test_the_key_comes_from_the_named_variable_as_a_bearer_token_and_is_stored_nowhere(tmp_path, monkeypatch):

@@ -186,7 +186,8 @@ def test_retry_plays_again_only_the_failed_cells_in_the_same_job_and_folder(tmp_
     assert Path(json.loads(again.result_json)["out"]).parent == Path(job.params["out"]) / f"{TASK}-11-agent"
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == f"job {job.pk}: 3 model trials, playing again the 1 that failed: {TASK}/11"
-    assert printed[-2] == "[3/3] done" and json.loads(printed[-1]) == job.summary
+    assert printed[-3] == "[3/3] done" and json.loads(printed[-2]) == job.summary
+    assert printed[-1] == f"trial folders in {job.result_path}" and Path(job.result_path) == root
 
 
 def test_a_late_message_of_a_retried_cell_plays_nothing_more(tmp_path, capsys):

@@ -214,7 +214,7 @@ def test_run_batch_no_wait_says_the_job_and_does_not_follow_it(tmp_path, capsys)
     call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "absentee",
                  "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"), "--no-wait")
     job = Job.objects.get()
-    assert capsys.readouterr().out == f"job {job.pk}: 1 trials\n"
+    assert capsys.readouterr().out == f"job {job.pk}: 1 trial\n"
 
 
 def test_run_batch_command_writes_the_trials(tmp_path, capsys):
@@ -222,6 +222,7 @@ def test_run_batch_command_writes_the_trials(tmp_path, capsys):
                  "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"))
     printed = capsys.readouterr().out
     assert "[1/1] done" in printed and '"trials": 1' in printed
+    assert printed.splitlines()[-1] == f"trial folders in {tmp_path / 'trials'}"
     assert (tmp_path / "trials" / "counter-punch-7-absentee" / "score.json").is_file()
     with pytest.raises(CommandError, match="neither --policy nor --actions given: give one"):
         call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "--out", str(tmp_path / "x"))

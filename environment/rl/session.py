@@ -110,6 +110,7 @@ from ..calibration import calibrate_cell, cell_of, load_calibration
 from ..engine import Episode, ToolResult
 from ..engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
 from ..errors import ErrorCode, StoreBenchError, check_seed
+from ..suite import PUBLIC_CALIBRATION
 from ..tasks import PUBLIC_SEEDS, Task, all_tasks, get_task
 from ..tools.registry import REGISTRY
 from ..world import load_world
@@ -120,8 +121,6 @@ CHARGE_TOOL = "finance_summary"
 #: per-window dollars, terminal shaped business, terminal official composite.
 REWARD_MODES = ("dense-relative", "dense", "shaped", "composite")
 DEFAULT_REWARD = "dense-relative"
-#: The calibration shipped with the repository (absent from an installed wheel).
-PUBLIC_CALIBRATION = Path(__file__).resolve().parents[2] / "calibration" / "public.json"
 #: What a step's observation may contain: printable ASCII and newlines.  Tool results are
 #: JSON, so any other character is written as a JSON ``\\uXXXX`` escape.
 OBSERVATION_CHARSET = "\n" + "".join(chr(c) for c in range(32, 127))

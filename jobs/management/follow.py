@@ -34,11 +34,11 @@ def raise_if_failed(job: Job) -> None:
         raise CommandError(f"job {job.pk} failed: {job.error}")
 
 
-def submitted(job: Job, what: str, options: dict, write) -> Job | None:
-    """What every submitting command does next: say the job's id and size (``what``: "cells",
-    "model trials"), then with ``--no-wait`` stop there (None), else :func:`follow` it to its
-    end (the ended job, failed or not)."""
-    write(f"job {job.pk}: {job.total} {what}")
+def submitted(job: Job, noun: str, options: dict, write, detail: str = "") -> Job | None:
+    """What every submitting command does next: say the job's id and size (``noun`` in the
+    singular: "cell", "model trial"; then ``detail``), then with ``--no-wait`` stop there
+    (None), else :func:`follow` it to its end (the ended job, failed or not)."""
+    write(f"job {job.pk}: {job.total} {noun}{'' if job.total == 1 else 's'}{detail}")
     if options.get("no_wait"):
         return None
     return follow(job, options["timeout"], write)

@@ -80,16 +80,17 @@ class Command(BaseCommand):
         try:
             if options["retry"] is not None:
                 job, cells = self._retry(options)
-                what = f"model trials, playing again the {len(cells)} that failed: {', '.join(cells)}"
+                detail = f", playing again the {len(cells)} that failed: {', '.join(cells)}"
             else:
-                job, what = self._submit(options), "model trials"
+                job, detail = self._submit(options), ""
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
-        followed = submitted(job, what, options, self.stdout.write)
+        followed = submitted(job, "model trial", options, self.stdout.write, detail)
         if followed is None:
             return
         if followed.status != Job.Status.FAILED:
             self.stdout.write(json.dumps(followed.summary))
+            self.stdout.write(f"trial folders in {followed.result_path}")
         elif followed.summary:  # some cells failed: show what the others did
             self.stdout.write(json.dumps(followed.summary))
             where = (f"the done cells are in {followed.result_path}; " if followed.done

@@ -37,10 +37,12 @@ class Command(BaseCommand):
                                actions=options["actions"], calibration=options["calibration"])
         except (StoreBenchError, ValueError) as exc:
             raise CommandError(getattr(exc, "message", None) or str(exc)) from exc
-        followed = submitted(job, "trials", options, self.stdout.write)
+        followed = submitted(job, "trial", options, self.stdout.write)
         if followed is None:
             return
         # A failed job stores no summary: print its done trials' (their folders stay), then the error.
         failed = followed.status == Job.Status.FAILED
         self.stdout.write(json.dumps(summary(followed) if failed else followed.summary))
+        if not failed:
+            self.stdout.write(f"trial folders in {followed.result_path}")
         raise_if_failed(followed)

@@ -35,7 +35,7 @@ class Command(BaseCommand):
             job = submit_calibration(options["tasks"], options["seeds"], options["out"])
         except StoreBenchError as exc:
             raise CommandError(exc.message) from exc
-        followed = submitted(job, "cells", options, self.stdout.write)
+        followed = submitted(job, "cell", options, self.stdout.write)
         if followed is None:
             return
         raise_if_failed(followed)  # no file was written: nothing more to say
