@@ -1,5 +1,6 @@
+"""``python -m environment ...``: the core's commands of ``storebench`` (no ``mcp`` or ``agent``)."""
 import sys
 
-from .cli import main
+from .cli import build_parser, main
 
-sys.exit(main())
+sys.exit(main(parser=build_parser(prog="python -m environment")))

@@ -86,6 +86,17 @@ def trial_folders_in(folder: Path) -> list[Path]:
         return []
 
 
+def refuse_a_lone_batch_folder(folders: list[Path]) -> None:
+    """One folder given that holds trial folders and no trial's own files (a batch's ``--out``):
+    the caller meant the trials in it.  :class:`ArtifactError` saying so, before any verdict
+    on it (a batch folder neither reproduces nor fails to)."""
+    if len(folders) != 1:
+        return
+    folder = Path(folders[0])
+    if not any((folder / name).is_file() for name in ("score.json", "manifest.json")) and trial_folders_in(folder):
+        raise ArtifactError(not_a_trial_folder(folder / "score.json"))
+
+
 def not_a_trial_folder(path: Path) -> str:
     """Why the trial file ``path`` cannot be read when it does not exist: its folder holds trial
     folders (a batch's output, say), or is perhaps no trial folder at all."""

@@ -408,8 +408,10 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from .artifacts import refuse_a_lone_batch_folder
     from .replay import replay
 
+    refuse_a_lone_batch_folder(args.dirs)
     results = [replay(folder) for folder in args.dirs]
     if args.json:
         _print_json({"all_match": all(r.matches for r in results), "trials": [r.as_json() for r in results]})
@@ -540,9 +542,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
+    from .artifacts import refuse_a_lone_batch_folder
     from .calibration import load_calibration
     from .grading import regrade
 
+    refuse_a_lone_batch_folder(args.dirs)
     calibration, digest = load_calibration(args.calibration)
     results = [regrade(folder, calibration, digest) for folder in args.dirs]
     if args.json:
@@ -614,12 +618,18 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # --- parser ------------------------------------------------------------------------
 
 
-def build_parser(extend: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+CORE_ONLY = ("The core's commands only (pure Python, no MCP): the installed `storebench` command has these "
+             "and also mcp and agent.")
+
+
+def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "storebench") -> argparse.ArgumentParser:
     """The ``storebench`` parser; ``extend(subparsers)`` adds the commands that live above the
-    core (``mcp``, ``agent``: :mod:`mcp_client.cli`, the console entry point)."""
+    core (``mcp``, ``agent``: :mod:`mcp_client.cli`, the console entry point).  Under another
+    ``prog`` (``python -m environment``) its description says it has the core's commands only."""
+    description = "StoreBench: run, grade and inspect the Ostrelle live-commerce environment."
     parser = argparse.ArgumentParser(
-        prog="storebench",
-        description="StoreBench: run, grade and inspect the Ostrelle live-commerce environment.",
+        prog=prog,
+        description=description if prog == "storebench" else f"{description} {CORE_ONLY}",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 

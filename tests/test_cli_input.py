@@ -166,3 +166,16 @@ def test_world_export_refuses_a_name_that_says_no_json(capsys, tmp_path):
     err = refusal(capsys, "world", "export", tmp_path / "new" / "w.txt")
     assert f"the export path {tmp_path / 'new' / 'w.txt'} names neither a .json nor a .json.gz file" in err
     assert not (tmp_path / "new").exists()  # refused before its folder was made
+
+
+def test_python_m_environment_names_itself_and_says_it_has_the_cores_commands_only():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "environment", "--help"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], check=True)
+    assert done.stdout.startswith("usage: python -m environment ")
+    assert "the installed `storebench` command has these and also mcp and agent" in " ".join(done.stdout.split())
+    listed = [line.split()[0] for line in done.stdout.split("COMMAND\n", 1)[1].split("\n\n")[0].splitlines()
+              if line.startswith("    ") and not line.startswith("      ")]
+    assert "world" in listed and "regrade" in listed and "mcp" not in listed and "agent" not in listed

@@ -127,18 +127,21 @@ def parent(trial, tmp_path) -> Path:
     return tmp_path / "batch"
 
 
-def test_replay_of_a_folder_of_trial_folders_says_to_pass_them(parent, capsys):
-    code, out, _err = run(capsys, "replay", parent)
-    assert code == 1
-    assert out == (f"{parent}: DOES NOT REPLAY (0 calls)\n    cannot read the trial: {parent} holds 2 trial folders, "
-                   f"not one trial's files: pass them (e.g. {parent}/*)\n")
+@pytest.mark.parametrize("command", [["replay"], ["regrade", "--calibration", CALIBRATION]])
+def test_replay_and_regrade_of_a_folder_of_trial_folders_refuse_it_saying_to_pass_them(parent, capsys, command):
+    """As analyze: the caller's mistake, refused before any verdict (a batch folder neither
+    reproduces nor fails to)."""
+    code, out, err = run(capsys, command[0], parent, *command[1:])
+    assert (code, out) == (2, "")
+    assert err == f"storebench: {parent} holds 2 trial folders, not one trial's files: pass them (e.g. {parent}/*)\n"
 
 
-def test_regrade_of_a_folder_of_trial_folders_says_to_pass_them(parent, capsys):
-    code, out, _err = run(capsys, "regrade", parent, "--calibration", CALIBRATION)
+def test_a_folder_of_trial_folders_among_others_gets_its_verdict_beside_theirs(parent, capsys):
+    code, out, _err = run(capsys, "regrade", parent / "a", parent, "--calibration", CALIBRATION)
     assert code == 1
-    assert out == (f"{parent}: cannot be graded - DOES NOT REPRODUCE\n    {parent} holds 2 trial folders, not one "
-                   f"trial's files: pass them (e.g. {parent}/*)\n")
+    assert out.splitlines()[0].endswith(" - reproduces")
+    assert out.splitlines()[1:] == [f"{parent}: cannot be graded - DOES NOT REPRODUCE",
+                                    f"    {parent} holds 2 trial folders, not one trial's files: pass them (e.g. {parent}/*)"]
 
 
 def test_analyze_of_a_folder_of_trial_folders_says_to_pass_them(parent, capsys):
