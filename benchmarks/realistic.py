@@ -310,13 +310,14 @@ def own_collector_frozen() -> Iterator[list[float]]:
     minute's run with 200 open pages, and every call then in flight was counted as more
     than 150 ms slow, a stall the servers never saw (their own request times were short)."""
     pauses: list[float] = []
-    began = [0.0]
+    began: list[float | None] = [None]
 
     def timed(phase: str, _info: dict) -> None:
         if phase == "start":
             began[0] = time.perf_counter()
-        else:
+        elif began[0] is not None:  # a stop whose start came before the callback was added is not timed
             pauses.append(time.perf_counter() - began[0])
+            began[0] = None
 
     gc.collect()
     gc.freeze()

@@ -748,7 +748,7 @@ def serve_http(host: str, port: int, episodes: Iterable[tuple[str | Task, int]],
         for task, seed in opening:
             token, episode = hub.open(task, seed)
             print(f"{episode.task.id} seed {seed}  {url}  Authorization: Bearer {token}", file=out, flush=True)
-        if not resumed and not opening:  # no line above named the MCP endpoint
+        if operator_token and not resumed and not opening:  # no line above named the MCP endpoint
             print(f"MCP  {url}  (no episode yet: opening one on {OPERATOR_PATH}/sessions answers with its token)",
                   file=out, flush=True)
         if operator_token:

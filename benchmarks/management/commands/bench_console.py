@@ -204,10 +204,11 @@ class Command(BaseCommand):
         if not result["slow_calls"]:
             return f"no call over {realistic.SLOW_MS:.0f} ms"
         pause = result["driver_gc_max_ms"]
-        own = f"; the bench's own longest collector pause was {pause} ms" if pause >= realistic.OWN_PAUSE_MS else ""
+        own = (f" (the bench's own longest collector pause was {pause} ms: its latencies include it)"
+               if pause >= realistic.OWN_PAUSE_MS else "")
         return (f"{result['slow_calls']} calls over {realistic.SLOW_MS:.0f} ms, sent within "
                 f"{result['slow_call_seconds']} distinct seconds (bunched in a few: a stall every server process "
-                f"shared, such as the database's disk flushing its log{own})")
+                f"shared, such as the database's disk flushing its log){own}")
 
     def _measure(self, users, shifts, calls) -> dict:
         clients = []
