@@ -142,8 +142,7 @@ def _money(value: str) -> tuple[str, str]:
     whole, cents = value.split(".")
     if len(whole) > _EXACT_DIGITS - 2:
         amount = Decimal(value)
-        return (f"{'-' if amount < 0 else ''}${abs(amount):,.2f}",
-                _sort_key(amount < 0, f"{abs(Decimal(str(amount))):022.4f}"))
+        return f"{'-' if amount < 0 else ''}${abs(amount):,.2f}", _num_sort(amount)
     units, hundredths = abs(int(whole)), int(cents)  # int() as Decimal(): any script's digits; a final newline
     negative = whole[0] == "-" and bool(units or hundredths)
     return (f"{'-' if negative else ''}${units:,}.{hundredths:02d}",
