@@ -18,7 +18,7 @@ from environment.tools.format import StoreHeader
 from shifts.briefing import acknowledgement, practice_completed, refusal_to_start
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
-from shifts.ending import end_if_due, end_shift, is_due
+from shifts.ending import PARTICIPANT_REASON, end_if_due, end_shift, is_due
 from shifts.errors import ShiftError, StartRefused
 from shifts.installed import task_of
 from shifts.lifecycle import OPENING_CALL_ID, begin_shift
@@ -156,7 +156,7 @@ def end_when_due(shift: Shift) -> Overview:
 def end_by_participant(shift: Shift) -> Overview:
     end_if_due(shift)
     if shift.is_open:
-        end_shift(shift, "ended by the participant")
+        end_shift(shift, PARTICIPANT_REASON)
     return shift_overview(shift)
 
 

@@ -38,7 +38,7 @@ from environment.tools import REGISTRY
 from environment.tools.format import store_header
 
 from . import cache
-from .ending import end_if_due, end_shift, is_due
+from .ending import STORE_CLOSED, end_if_due, end_shift, is_due
 from .errors import ShiftNotActive, ShiftPaused
 from .events import announce_call
 from .models import Shift, ShiftCall
@@ -130,7 +130,7 @@ def make_call(shift: Shift, tool: str, arguments: dict, call_id: str, owner: int
         records = list(live.records)
         call.is_latest = True  # nothing was stored after it when its transaction committed
         if live.episode.over:
-            end_shift(shift, f"store closed: {live.episode.end_reason}")
+            end_shift(shift, f"{STORE_CLOSED}{live.episode.end_reason}")
         return Called(call, True, records)
 
 

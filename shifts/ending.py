@@ -32,6 +32,19 @@ from .timeline import series_of
 logger = logging.getLogger(__name__)
 
 DEADLINE_REASON = "deadline"
+PARTICIPANT_REASON = "ended by the participant"
+STORE_CLOSED = "store closed: "  # then the core's reason ("horizon reached")
+TEAM_REASON = "ended by the study team"
+
+
+def shown_to_participant(reason: str) -> str:
+    """Why a shift ended, as its participant is shown it: the shift's own reasons (the
+    deadline, the participant's end, the store's close) as stored; any other (a study's:
+    a platform fault, a forced end or an invalidation, each carrying the coordinator's
+    note, which may name the task or seed) as :data:`TEAM_REASON` alone."""
+    if not reason or reason in (DEADLINE_REASON, PARTICIPANT_REASON) or reason.startswith(STORE_CLOSED):
+        return reason
+    return TEAM_REASON
 
 
 def end_shift(shift: Shift, reason: str, now=None) -> Shift:

@@ -98,6 +98,14 @@ def quota_used(cell: Cell) -> int:
     return cell.attempts.filter(kind=AttemptKind.FIRST, is_practice=False, status__in=QUOTA_STATUSES).count()
 
 
+def _full(cell: Cell) -> str:
+    bots = cell.attempts.filter(kind=AttemptKind.FIRST, is_practice=False, status__in=QUOTA_STATUSES,
+                                is_bot=True).count()
+    held = f", {bots} of them by rehearsal bots" if bots else ""
+    return (f"cell {cell.key} is full: {cell.quota} of {cell.quota} places taken{held}; raise its quota on the "
+            "study page to assign it again")
+
+
 def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = AttemptKind.FIRST,
                    practice: bool = False, replaces: Attempt | None = None, coach=None, note: str = "") -> Attempt:
     """The attempt and its console shift; callers check permissions and write the audit event."""
@@ -120,7 +128,11 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
     with transaction.atomic():
         # Lock order: the cell, then the participant (every caller takes them this way).
         cell = Cell.objects.select_for_update().select_related("study").get(pk=cell.pk)
-        Participant.objects.select_for_update().filter(pk=participant.pk).first()
+        locked = Participant.objects.select_for_update().filter(pk=participant.pk).first()
+        if locked is not None and (locked.withdrawn_at is not None or locked.returned_at is not None):
+            left = (f"withdrew on {locked.withdrawn_at:%Y-%m-%d}" if locked.withdrawn_at is not None
+                    else f"returned the study on {locked.returned_at:%Y-%m-%d}")
+            raise StudyError(f"participant {participant.label} {left}; no cell is assigned to them")
         existing = _open_attempt(participant, cell)
         if existing is not None:
             raise StudyError(_open_refusal(participant, cell, existing))
@@ -129,7 +141,7 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
             if seen is not None:
                 raise StudyError(seen_refusal(participant, cell, seen))
         if kind == AttemptKind.FIRST and not practice and quota_used(cell) >= cell.quota:
-            raise StudyError(f"cell {cell.key} is full: {cell.quota} of {cell.quota} attempts assigned")
+            raise StudyError(_full(cell))
         number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
         shift = assign_shift(participant.user, cell.task_id, cell.seed, practice=practice)
         attempt = Attempt.objects.create(

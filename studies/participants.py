@@ -121,10 +121,25 @@ def refuse_staff_account(participant: Participant) -> None:
                          "with their own password")
 
 
+def refuse_link(participant: Participant) -> None:
+    """Refuse an invitation link, issued or accepted, for a participant whom nobody should
+    be signed in as by a link: an account with staff powers (:func:`refuse_staff_account`),
+    a scripted bot (its shifts are played by a script, which gives no consent: a person
+    signed in as it would play scored shifts without one) or a withdrawn participant."""
+    refuse_staff_account(participant)
+    if participant.is_bot:
+        raise StudyError(f"{participant.label} is a scripted bot: its shifts are played by a script, and an "
+                         "invitation link would let a person play them as the bot, without consent; invite a "
+                         "person instead")
+    if participant.withdrawn_at is not None:
+        raise StudyError(f"{participant.label} withdrew from the study on {participant.withdrawn_at:%Y-%m-%d}; "
+                         "no invitation link is issued or accepted for them")
+
+
 def invite(actor, participant: Participant, max_age_seconds: int = DEFAULT_MAX_AGE) -> IssuedInvitation:
     study = participant.study
     require(actor, study, Action.MANAGE)
-    refuse_staff_account(participant)
+    refuse_link(participant)
     if not 60 <= max_age_seconds <= 90 * 24 * 3600:
         raise StudyError(f"an invitation lasts between 60 seconds and 90 days, not {counted(max_age_seconds, 'second')}")
     invitation = Invitation.objects.create(participant=participant, nonce=secrets.token_urlsafe(18),
@@ -221,7 +236,7 @@ def accept(token: str, query: dict):
     invitation = Invitation.objects.select_for_update().select_related("participant__study").get(pk=invitation.pk)
     participant = invitation.participant
     refuse_if_used(invitation)
-    refuse_staff_account(participant)
+    refuse_link(participant)
     ids = external_ids_from(query)
     if participant.user is None:
         User = get_user_model()

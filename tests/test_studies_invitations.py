@@ -6,7 +6,7 @@ from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, study  # 
 
 from studies import assignment, attempts, participants
 from studies.completion import completion_code
-from studies.errors import InvitationUsed
+from studies.errors import InvitationUsed, StudyError
 from studies.models import AttemptStatus, AuditAction, AuditEvent
 
 
@@ -75,3 +75,36 @@ def test_the_code_is_shown_on_the_participants_page(client, study, admin, bot, b
     client.force_login(bot.user)
     html = client.get("/studies/me/").content.decode()
     assert faulted.completion_code in html and "not by you" in html
+
+
+def test_no_link_is_issued_for_a_scripted_bot(study, admin, bot):
+    with pytest.raises(StudyError, match="bot-1 is a scripted bot: its shifts are played by a script"):
+        participants.invite(admin, bot)
+    assert not bot.invitations.exists()
+
+
+def test_a_link_issued_before_a_withdrawal_signs_nobody_in(issued, admin):
+    from studies import bulk
+
+    bulk.withdraw(admin, issued.invitation.participant, "asked to leave")
+    with pytest.raises(StudyError, match=r"A withdrew from the study on \d{4}-\d\d-\d\d; no invitation link"):
+        participants.accept(issued.token, {})
+    issued.invitation.participant.refresh_from_db()
+    with pytest.raises(StudyError, match="A withdrew from the study"):
+        participants.invite(admin, issued.invitation.participant)
+    browser = Client()
+    response = browser.post(f"/studies/join/{issued.token}/")
+    assert response.status_code in (400, 403) and "withdrew from the study" in response.content.decode()
+    assert browser.get("/studies/me/").status_code == 302
+
+
+def test_the_study_page_offers_no_invitation_for_a_bot_or_a_withdrawn_person(client, study, admin, bot):
+    from studies import bulk
+
+    person = participants.add_participant(admin, study, "Gone")
+    bulk.withdraw(admin, person, "asked to leave")
+    participants.add_participant(admin, study, "Here")
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/").content.decode()
+    assert 'name="invite-Here"' in html
+    assert 'name="invite-bot-1"' not in html and 'name="invite-Gone"' not in html

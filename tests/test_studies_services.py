@@ -254,7 +254,7 @@ def test_database_refuses_two_selected_attempts_in_a_cell(study, admin, bot, bot
 
 def test_quota_is_enforced(study, admin, bot, bot2, cell):
     assignment.assign(admin, bot, cell)
-    with pytest.raises(StudyError, match="cell steady/7 is full: 1 of 1 attempts assigned"):
+    with pytest.raises(StudyError, match="cell steady/7 is full: 1 of 1 places taken, 1 of them by rehearsal bots; raise its quota"):
         assignment.assign(admin, bot2, cell)
 
 
@@ -550,3 +550,12 @@ def test_bot_skills_order_their_scores(study, admin, cell):
         person = bots.add_bot(admin, study, f"bot-{skill}")
         scores[skill] = bots.play(assignment.assign(admin, person, cell), skill).composite
     assert scores["idle"] < scores["novice"] < scores["clerk"] < scores["expert"]
+
+
+def test_a_withdrawn_participant_is_not_assigned_a_cell_by_hand(study, admin, bot, cell):
+    from studies import bulk
+
+    bulk.withdraw(admin, bot, "asked to leave")
+    with pytest.raises(StudyError, match=r"participant bot-1 withdrew on \d{4}-\d\d-\d\d; no cell is assigned to them"):
+        assignment.assign(admin, bot, cell)
+    assert not bot.attempts.exists()

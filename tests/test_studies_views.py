@@ -4,7 +4,7 @@ import re
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
-from test_studies_support import admin, bot, cell, coordinator, make_user, other_study, study  # noqa: F401
+from test_studies_support import admin, bot, bot2, cell, coordinator, make_user, other_study, study  # noqa: F401
 
 from studies import assignment, bots, participants
 from studies.design import add_consent_version, add_member
@@ -540,3 +540,29 @@ def test_a_first_link_carries_no_account_warning(coord_client, study, coordinato
     html = coord_client.post(f"/studies/{study.pk}/invite/", {"participant": person.pk, "days": 3},
                              follow=True).content.decode()
     assert "Invitation link for P1: http://testserver/studies/join/" in html and "already has an account" not in html
+
+
+def test_a_participant_sees_a_team_ended_shift_as_such_without_the_coordinators_note(client, study, admin, bot, cell):
+    from shifts.lifecycle import begin_shift
+    from studies import attempts
+
+    attempt = assignment.assign(admin, bot, cell)
+    bots.Bot(attempt, bots.SKILLS["idle"]).onboard()
+    begin_shift(attempt.shift)
+    attempts.force_end(admin, attempt, "rerun on steady seed 7")
+    client.force_login(bot.user)
+    home = client.get("/").content.decode()
+    page = client.get(f"/shifts/{attempt.shift_id}/").content.decode()
+    assert "(ended by the study team)" in home
+    assert "<tr><th>Ended</th><td>ended by the study team</td></tr>" in page
+    assert "steady seed 7" not in home + page and "ended by the coordinator" not in home + page
+
+
+def test_the_assign_form_offers_no_withdrawn_participant(coord_client, study, admin, bot, bot2):
+    from studies import bulk
+
+    bulk.withdraw(admin, bot2, "asked to leave")
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    options = re.findall(r'<option value="\d+">([^<]*)</option>', html.split('<select name="participant">')[1]
+                         .split("</select>")[0])
+    assert options == ["bot-1 (bot)"]

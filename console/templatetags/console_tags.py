@@ -16,6 +16,7 @@ from console import endpage, present
 from console.present import URGENT_HOURS
 from shifts import results
 from shifts.clock import hms
+from shifts.ending import shown_to_participant
 from shifts.models import Shift, ShiftCall
 
 register = template.Library()
@@ -235,6 +236,12 @@ def table_rows(context, table) -> SafeString:
             out.append("\n        </td>")
         out.append(f"\n        {_cells_html(row.cells)}\n      </tr>\n    ")
     return mark_safe("".join(out))
+
+
+@register.filter
+def end_reason_shown(reason: str) -> str:
+    """Why a shift ended, as its participant may see it (:func:`shifts.ending.shown_to_participant`)."""
+    return shown_to_participant(reason)
 
 
 @register.filter
