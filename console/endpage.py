@@ -51,7 +51,8 @@ def _business_words(c: dict) -> str:
     if rise == 0:
         change = f"stayed at {usd(net)} from the opening (cash and deposit) to settlement"
     return (f"Net assets {change}. The opening counts cash and deposit only; the header's net assets also "
-            "counted the stock on hand, so they started higher. Business does not score that change as it is: it places it on the scale "
+            "counted money owed to the store and purchase orders paid for and on their way (receivables and in "
+            "transit), so they started higher. Business does not score that change as it is: it places it on the scale "
             "calibrated for this shift's store, where 0 is the change the same store makes when nobody runs it "
             "(stock on hand keeps selling, money owed keeps coming in) and 1 the change the best scripted "
             "reference store makes. A rise no larger than a store left alone makes scores 0. "

@@ -335,7 +335,11 @@ def inbox_html(inbox: Any, page: Page, oob: bool = False) -> str:
         if done:
             action = f'\n              <span class="tag free">refund sent (#{_v(done)})</span>\n            '
         elif r.get("status", "") == "open" and page.active:
-            action = (f'\n              <form class="refund-form" method="post" action="{page.call_url}"\n'
+            declined = inbox.declined.get(return_id)
+            said = (f'<span class="tag declined">refund #{_v(declined[0])} not accepted: still open</span>'
+                    if declined else "")
+            action = (f'\n              {said}\n'
+                      f'              <form class="refund-form" method="post" action="{page.call_url}"\n'
                       f'                    hx-post="{page.call_url}" hx-target="#result" hx-swap="innerHTML"\n'
                       '                    hx-disabled-elt="find button" data-spends="1">\n'
                       f"                {page.csrf}\n"
@@ -343,7 +347,7 @@ def inbox_html(inbox: Any, page: Page, oob: bool = False) -> str:
                       f'                <input type="hidden" name="call_id" value="{new_call_id(page.context)}">\n'
                       f'                <input type="hidden" name="arg_return_id" value="{_field(r, "return_id")}">\n'
                       f'                <input type="text" inputmode="decimal" name="arg_amount"'
-                      f' value="{_field(r, "refundable")}" size="6"'
+                      f' value="{_v(declined[1]) if declined else _field(r, "refundable")}" size="6"'
                       f' aria-label="Refund amount for {_field(r, "return_id")}">\n'
                       '                <button type="submit">Refund</button>\n              </form>\n            ')
         else:

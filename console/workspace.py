@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
@@ -35,7 +36,8 @@ class Inbox:
     status_filter: str
     rows: list  # sorted by escalation deadline, soonest first
     total: int
-    refunded: dict  # return id -> seq of a successful refund_return made after the read
+    refunded: dict  # return id -> seq of the refund_return made after the read that closed the return
+    declined: dict  # return id -> (seq, amount still refundable) of an open return's refunds since the read
 
 
 def _inbox(calls: list, minutes_per_window: int) -> Inbox | None:
@@ -50,12 +52,53 @@ def _inbox(calls: list, minutes_per_window: int) -> Inbox | None:
             continue
         rows = sorted(parsed.data.get("rows", []),
                       key=lambda r: (r.get("escalates_at") or "9999", str(r.get("return_id"))))
-        refunded = {str(c.arguments.get("return_id")): c.seq for c in calls[index + 1:]
-                    if c.tool == "refund_return" and not c.is_error}
+        refunds = _with_texts([c for c in calls[index + 1:] if c.tool == "refund_return" and not c.is_error])
+        refunded, declined = _refunds_since(rows, refunds)
         return Inbox(read_at=read[0], window=read[1],
                      status_filter=str(call.arguments.get("status", "open")), rows=rows,
-                     total=int(parsed.data.get("total", 0)), refunded=refunded)
+                     total=int(parsed.data.get("total", 0)), refunded=refunded, declined=declined)
     return None
+
+
+def _refunds_since(rows: list, refunds: list) -> tuple[dict, dict]:
+    """The refunds made since an inbox's read: those that closed their return (the
+    customer accepted), and, for a return a smaller refund left open, the last such
+    refund and what is still refundable (as read, less what was paid since)."""
+    refunded: dict = {}
+    declined: dict = {}
+    paid: dict[str, Decimal] = {}
+    for c in refunds:
+        return_id = str(c.arguments.get("return_id"))
+        data = result_of(c).data
+        if isinstance(data, dict) and data.get("status") == "open":
+            try:
+                paid[return_id] = paid.get(return_id, Decimal(0)) + Decimal(str(data.get("refunded_now")))
+            except ArithmeticError:
+                continue
+            declined[return_id] = c.seq
+        else:
+            refunded[return_id] = c.seq
+    still = {}
+    for r in rows:
+        return_id = str(r.get("return_id"))
+        if return_id in declined and return_id not in refunded:
+            try:
+                left = max(Decimal(str(r.get("refundable"))) - paid[return_id], Decimal(0))
+            except ArithmeticError:
+                continue
+            still[return_id] = (declined[return_id], f"{left:.2f}")
+    return refunded, still
+
+
+def _with_texts(calls: list) -> list:
+    """``calls`` with their result text read, in one query for the stored ones whose text a
+    page deferred (:func:`_stored_calls`)."""
+    deferred = [c for c in calls if isinstance(c, ShiftCall) and "result_text" in c.get_deferred_fields()]
+    if deferred:
+        texts = dict(ShiftCall.objects.filter(pk__in=[c.pk for c in deferred]).values_list("pk", "result_text"))
+        for c in deferred:
+            c.result_text = texts[c.pk]
+    return calls
 
 
 def _last_header(calls: list) -> StoreHeader | None:

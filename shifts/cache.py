@@ -49,8 +49,13 @@ class Record:
     window: int | None  # the window the call was made in, as ShiftCall.window
 
 
+# The tools whose result text a record keeps: the returns inbox reads the last list of
+# returns and whether each refund since closed its return.
+KEPT_TEXT = ("list_returns", "refund_return")
+
+
 def keeps_text(tool: str, is_error: bool) -> bool:
-    return tool == "list_returns" and not is_error
+    return tool in KEPT_TEXT and not is_error
 
 
 @dataclass
@@ -133,7 +138,7 @@ def _records(rows) -> list[Record]:
 
 
 def _rows(shift: Shift, after: int = 0):
-    inbox_text = Case(When(tool="list_returns", is_error=False, then=F("result_text")),
+    inbox_text = Case(When(tool__in=KEPT_TEXT, is_error=False, then=F("result_text")),
                       default=Value(""), output_field=TextField())
     return (shift.calls.filter(seq__gt=after).order_by("seq").annotate(inbox_text=inbox_text)
             .values_list("seq", "tool", "arguments", "is_error", "reached_core", "store_header", "inbox_text",

@@ -59,6 +59,8 @@ def play(user, shift):
     yield call("get_return", return_id=ret)
     yield call("refund_return", return_id=ret)
     yield call("list_returns", status="all")  # the inbox shows the refund sent
+    others = [r["return_id"] for r in (result_of(returns.call).data or {}).get("rows", []) if r["return_id"] != ret]
+    yield call("refund_return", return_id=others[0] if others else "RET-none", amount="1.00")  # left open
     products = call("list_products", page_size=5)
     yield products
     product = first(products, "product_id") or "PRD-none"

@@ -15,6 +15,13 @@ def test_home_page_renders(client, db):
     assert "Sign in" in body
 
 
+def test_pages_load_htmx_without_the_debug_helper_that_writes_a_refusal_over_the_page(client, db, settings):
+    settings.DEBUG = True  # as make run serves it
+    body = client.get("/").content.decode()
+    assert '<script src="/static/django_htmx/htmx-2.min.js" defer></script>' in body
+    assert "django-htmx.js" not in body
+
+
 def test_healthz(client):
     response = client.get("/healthz")
     assert response.status_code == 200

@@ -2,6 +2,7 @@
 import asyncio
 import html as html_lib
 import re
+from decimal import Decimal
 
 import pytest
 from console_helpers import OPS, call, ops_left
@@ -177,6 +178,20 @@ def test_inbox_sorted_by_escalation_with_refund_in_place(signed_in, shift):
     assert ops_left(html) == OPS - 2
 
 
+def test_a_refund_the_customer_does_not_accept_leaves_the_inbox_row_open_with_what_is_left(signed_in, shift):
+    html = call(signed_in, shift, "list_returns").content.decode()
+    first = re.search(r'<tr id="return-(RET-\d+)">', html).group(1)
+    refundable = Decimal(re.search(rf'name="arg_return_id" value="{first}">\s*<input[^>]*name="arg_amount" '
+                                   r'value="([\d.]+)"', html).group(1))
+    html = call(signed_in, shift, "refund_return", return_id=first, amount="1.00").content.decode()
+    assert "the customer has not accepted this refund as settlement" in html
+    row = re.search(rf'<tr id="return-{first}">.*?</tr>', html, re.S).group(0)
+    assert "refund sent" not in row and "refund #3 not accepted: still open" in row
+    assert f'name="arg_amount" value="{refundable - 1:.2f}"' in row
+    reloaded = re.search(rf'<tr id="return-{first}">.*?</tr>', page(signed_in, shift), re.S).group(0)  # stored calls
+    assert "refund #3 not accepted: still open" in reloaded and f'value="{refundable - 1:.2f}"' in reloaded
+
+
 def test_end_page_explains_the_score_without_threshold_or_calibration_figures(signed_in, shift):
     call(signed_in, shift, "list_orders")
     call(signed_in, shift, "end_window")
@@ -245,8 +260,9 @@ def test_end_page_says_where_net_assets_started_and_why_a_rise_can_score_zero(si
     words = html.split('<tr id="score-business">')[1].split("</tr>")[0]
     assert f"from {opening} at the opening (cash and deposit) to " in words
     assert "A rise no larger than a store left alone makes scores 0." in words
-    # the header and the chart start from net assets with the opening stock; the page says why they differ
-    assert "the header&#x27;s net assets also counted the stock on hand, so they started higher" in words
+    # the header and the chart start from net assets with receivables and money in transit; the page says why
+    assert ("the header&#x27;s net assets also counted money owed to the store and purchase orders paid for and on "
+            "their way (receivables and in transit), so they started higher") in words
 
 
 def test_end_page_labels_the_frozen_store_as_the_store_before_settlement(signed_in, shift):
