@@ -28,7 +28,7 @@ from . import audit
 from .errors import StudyError
 from .models import Attempt, AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
 from .permissions import Action, require
-from .wording import plural
+from .wording import counted, plural
 
 # The console's practice task is played before any scored shift; were it a cell, a
 # participant could be assigned the very store they practised on.
@@ -215,6 +215,13 @@ def add_member(actor, study: Study, user, role: str) -> StudyMembership:
         raise StudyError("no such user")
     if role not in Role.values:
         raise StudyError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}")
+    if role != Role.PARTICIPANT:
+        scored = (Shift.objects.filter(participant=user, is_practice=False).exclude(status=Shift.Status.ENDED)
+                  .count())
+        if scored:
+            raise StudyError(f"{user.get_username()} still has {counted(scored, 'scored shift')} to play or "
+                             f"finish; a {role} role would show them what a participant may not see (pass "
+                             "thresholds, the anchors' play): give it once those shifts have ended")
     membership, created = StudyMembership.objects.get_or_create(study=study, user=user, role=role)
     if not created:
         raise StudyError(f"{user.get_username()} already has the role {role} in this study; nothing was changed")

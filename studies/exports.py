@@ -8,7 +8,7 @@ Five tables, each written as CSV and JSON (a JSON file is a list of row objects)
   briefing and practice times); withdrawn participants are left out of it and of
   every other table;
 * ``events``: one row per audit event, but none about a withdrawn person (the audit
-  log keeps them);
+  log keeps them), nor, unless the filters ask for them, about a bot or a practice attempt;
 * ``aggregates``: the reference figures with their intervals;
 * ``wide``: one row per participant, one column group per cell (convenience only).
 
@@ -63,7 +63,8 @@ ATTEMPT_COLUMNS = (
     ("seed", "integer", "task seed"),
     ("participant_code", "string", "the participant's unguessable code (pseudonym)"),
     ("participant_label", "string", "the coordinator's label for the participant"),
-    ("attempt_number", "integer", "attempt number within the cell (1 = first)"),
+    ("attempt_number", "integer", "attempt number within the cell, counting every participant's attempts on it "
+                                "(1 = the cell's first; the pages' #)"),
     ("kind", "string", "first, coached_retry or reassignment"),
     ("replaces_attempt_id", "integer", "the attempt this one replaces (empty for a first attempt)"),
     ("release", "string", "environment release the shift ran on"),
@@ -122,7 +123,8 @@ EVENT_COLUMNS = (
     ("actor", "string", "username of who did it (empty for the system; (withdrawn) for a withdrawn participant)"),
     ("attempt_id", "integer", "the attempt concerned"),
     ("cell", "string", "the cell concerned (task/seed)"),
-    ("participant_code", "string", "the participant concerned"),
+    ("participant_code", "string", "the participant concerned (events about bots and practice attempts follow "
+                                   "the export's filters, as in attempts)"),
     ("reason", "string", "the reason given"),
     ("detail", "json", "further detail as a JSON object (a withdrawn participant's label reads (withdrawn))"),
 )
@@ -220,19 +222,36 @@ def participant_rows(study: Study, filters: Filters) -> Iterator[dict]:
 WITHDRAWN = "(withdrawn)"
 
 
-def event_rows(study: Study) -> Iterator[dict]:
+def _unnamed(value, labels: set[str]):
+    """``value`` (an event's detail) with each of ``labels`` read as ``(withdrawn)``, in lists and mappings too."""
+    if isinstance(value, str):
+        return WITHDRAWN if value in labels else value
+    if isinstance(value, list):
+        return [_unnamed(v, labels) for v in value]
+    if isinstance(value, dict):
+        return {k: _unnamed(v, labels) for k, v in value.items()}
+    return value
+
+
+def event_rows(study: Study, filters: Filters | None = None) -> Iterator[dict]:
     """The study's audit events, but none about a withdrawn person (theirs, or their
     attempts'); where another event names one (as its actor, or by label in its detail,
-    as a reassignment from them does), the name reads ``(withdrawn)``.  The audit log
+    as a reassignment from them or a bonus file that left them out does), the name reads
+    ``(withdrawn)``.  As the attempts table, without ``filters`` asking for them, no event
+    about a bot (theirs, or their attempts') or about a practice attempt.  The audit log
     itself keeps everything."""
+    filters = filters or Filters()
     withdrawn = study.participants.filter(withdrawn_at__isnull=False)
     users = set(withdrawn.exclude(user=None).values_list("user_id", flat=True))
     labels = set(withdrawn.values_list("label", flat=True))
     events = (AuditEvent.objects.filter(study=study).exclude(participant__in=withdrawn)
               .exclude(attempt__participant__in=withdrawn).select_related("actor", "participant", "cell"))
+    if not filters.include_bots:
+        events = events.exclude(participant__is_bot=True).exclude(attempt__is_bot=True)
+    if not filters.include_practice:
+        events = events.exclude(attempt__is_practice=True)
     for e in events:
-        detail = e.detail if not labels or not isinstance(e.detail, dict) else \
-            {k: WITHDRAWN if isinstance(v, str) and v in labels else v for k, v in e.detail.items()}
+        detail = _unnamed(e.detail, labels) if labels else e.detail
         yield {
             "event_id": e.pk, "at": _iso(e.created_at), "action": e.action,
             "actor": WITHDRAWN if e.actor_id in users else e.actor.get_username() if e.actor else "",
@@ -433,7 +452,7 @@ def _write_into(study: Study, filters: Filters, tmp: Path, progress) -> dict:
     producers = {
         "attempts": lambda: attempt_rows(study, filters),
         "participants": lambda: participant_rows(study, filters),
-        "events": lambda: event_rows(study),
+        "events": lambda: event_rows(study, filters),
         "aggregates": lambda: aggregate_rows(study, filters),
         "wide": lambda: wide_rows(study, filters),
     }

@@ -168,15 +168,18 @@ def errors_text(form: forms.Form) -> str:
                      else " ".join(map(str, errs)) for field, errs in form.errors.items())
 
 
+CODE_FORMAT = "at most 40 letters, digits, '_' or '-'"
+
+
 class EntryForm(forms.Form):
     """The study link and pay rule (amounts in cents/pence)."""
     entry_open = forms.BooleanField(label="Open the study link", required=False)
     completion_url = forms.URLField(label="Completion URL", max_length=300, assume_scheme="https",
                                     initial="https://app.prolific.com/submissions/complete")
     completion_code = forms.RegexField(r"^[A-Za-z0-9_-]{0,40}$", required=False,
-                                       error_messages={"invalid": "letters, digits, '_' or '-' only"})
+                                       error_messages={"invalid": CODE_FORMAT})
     return_code = forms.RegexField(r"^[A-Za-z0-9_-]{0,40}$", required=False,
-                                   error_messages={"invalid": "letters, digits, '_' or '-' only"})
+                                   error_messages={"invalid": CODE_FORMAT})
     base_pay_cents = forms.IntegerField(label="Base pay (pence)", min_value=0, max_value=100_000, initial=0)
     bonus_bands = forms.CharField(max_length=500, required=False, help_text="min_score:pence, e.g. 0.6:50, 0.8:150")
     fault_compensation_cents = forms.IntegerField(label="Fault compensation (pence)", min_value=0, max_value=100_000,

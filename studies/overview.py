@@ -38,7 +38,9 @@ def study_overview(actor, study: Study) -> Overview:
     require(actor, study, Action.VIEW)
     cells = list(study.cells.annotate(
         n_attempts=Count("attempts", filter=Q(attempts__is_practice=False)),
-        n_selected=Count("attempts", filter=Q(attempts__is_selected=True)),
+        # a withdrawn person's selected attempt leaves the figures, as on the leaderboard
+        n_selected=Count("attempts", filter=Q(attempts__is_selected=True,
+                                              attempts__participant__withdrawn_at__isnull=True)),
     ))
     participants = list(study.participants.annotate(n_attempts=Count("attempts")).select_related("consent_version"))
     attempts = list(Attempt.objects.filter(study=study).select_related("cell", "participant", "shift", "study", "coach")
@@ -54,7 +56,7 @@ def study_overview(actor, study: Study) -> Overview:
     return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
-                    selected=sum(1 for a in attempts if a.is_selected), rehearsal=last_outcome(study),
+                    selected=sum(1 for a in attempts if a.is_selected and a.participant.withdrawn_at is None), rehearsal=last_outcome(study),
                     stale_calibration=stale_calibration(study), missing_tasks=missing_task_cells(study))
 
 

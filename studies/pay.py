@@ -146,24 +146,36 @@ def approved(study: Study):
             .order_by("attempt__participant__label", "attempt__cell__task_id", "attempt__cell__seed"))
 
 
-def bonus_file(actor, study: Study) -> tuple[str, list[str]]:
-    """The bulk-bonus text and the labels of paid people without a PROLIFIC_PID (audited)."""
-    require(actor, study, Action.MANAGE)
+def _bonuses(study: Study) -> tuple[dict[str, int], list[str]]:
+    """Approved bonus and compensation pence per PROLIFIC_PID, and the labels of the people
+    owed some who have no PROLIFIC_PID (the bulk-bonus file cannot name them)."""
     totals: dict[str, int] = {}
-    missing: list[str] = []
+    missing: set[str] = set()
     for record in approved(study):
         extra = record.bonus_cents + record.compensation_cents
         if extra == 0:
             continue
         pid = record.attempt.participant.external_ids.get("PROLIFIC_PID")
         if not pid:
-            missing.append(record.attempt.participant.label)
+            missing.add(record.attempt.participant.label)
             continue
         totals[pid] = totals.get(pid, 0) + extra
+    return totals, sorted(missing)
+
+
+def left_out_of_bonus_file(study: Study) -> list[str]:
+    """Who is owed an approved bonus or compensation the bonus file leaves out (no PROLIFIC_PID)."""
+    return _bonuses(study)[1]
+
+
+def bonus_file(actor, study: Study) -> tuple[str, list[str]]:
+    """The bulk-bonus text and the labels of paid people without a PROLIFIC_PID (audited)."""
+    require(actor, study, Action.MANAGE)
+    totals, missing = _bonuses(study)
     text = "".join(f"{pid},{_pounds(cents)}\n" for pid, cents in sorted(totals.items()))
     audit.record(study, actor, AuditAction.BONUS_FILE, people=len(totals), total_cents=sum(totals.values()),
-                 without_pid=sorted(set(missing)) or None)
-    return text, sorted(set(missing))
+                 without_pid=missing or None)
+    return text, missing
 
 
 PAYMENT_COLUMNS = ["participant", "prolific_pid", "cell", "attempt", "wall_seconds", "active_seconds",

@@ -548,7 +548,8 @@ def pay_page(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
     rows = pay.proposals(request.user, study)
     return render(request, "studies/pay.html", {"study": study, "rows": rows,
-                                               "bands": pay.bands_text(study.bonus_bands)})
+                                               "bands": pay.bands_text(study.bonus_bands),
+                                               "without_pid": pay.left_out_of_bonus_file(study)})
 
 
 @login_required
@@ -565,7 +566,11 @@ def pay_approve(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, forms.errors_text(form) or "choose at least one attempt to approve")
         return redirect("studies:pay", pk=study.pk)
     done, refused = 0, []
-    for attempt in Attempt.objects.filter(study=study, pk__in=ids):
+    found = list(Attempt.objects.filter(study=study, pk__in=ids))
+    unknown = sorted(set(ids) - {a.pk for a in found})
+    if unknown:
+        refused.append(f"no attempt {', '.join(map(str, unknown))} in this study: reload the page and choose again")
+    for attempt in found:
         try:
             pay.approve(request.user, attempt, form.cleaned_data["reason"])
             done += 1

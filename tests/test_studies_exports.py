@@ -212,3 +212,21 @@ def test_a_withdrawn_persons_events_leave_the_events_table(played, admin, django
     assert person.code not in text and "asked to leave" not in text
     assert not theirs & {int(r["event_id"]) for r in rows}
     assert "retry" not in [r["action"] for r in rows]  # the module's one coached retry was b0's
+
+
+def test_the_events_table_follows_the_bot_filter_and_unnames_a_withdrawn_person_in_lists(played, admin):
+    from studies import bulk
+    from studies.exports import event_rows
+    from studies.figures import Filters
+
+    assert {r["participant_code"] for r in event_rows(played, Filters(include_bots=True))} - {""}
+    people = {p.code for p in played.participants.filter(is_bot=True)}
+    assert not people & {r["participant_code"] for r in event_rows(played, Filters())}
+    assert not any(r["action"] == "participant_added" and r["participant_code"] in people
+                   for r in event_rows(played, Filters()))
+    person = played.participants.get(label="b0")
+    AuditEvent.objects.create(study=played, actor=admin, action=AuditAction.BONUS_FILE, reason="",
+                              detail={"without_pid": ["b0", "b1"]})
+    bulk.withdraw(admin, person, "asked to leave")
+    (bonus,) = [r for r in event_rows(played, Filters(include_bots=True)) if r["action"] == AuditAction.BONUS_FILE]
+    assert bonus["detail"] == {"without_pid": ["(withdrawn)", "b1"]}

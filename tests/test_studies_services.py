@@ -559,3 +559,15 @@ def test_a_withdrawn_participant_is_not_assigned_a_cell_by_hand(study, admin, bo
     with pytest.raises(StudyError, match=r"participant bot-1 withdrew on \d{4}-\d\d-\d\d; no cell is assigned to them"):
         assignment.assign(admin, bot, cell)
     assert not bot.attempts.exists()
+
+
+def test_no_team_role_goes_to_someone_with_a_scored_shift_still_to_play(study, admin, bot, cell):
+    from studies.design import add_member
+    from studies.models import Role
+
+    attempt = assignment.assign(admin, bot, cell)
+    with pytest.raises(StudyError, match=r"^bot-1-\S+ still has 1 scored shift to play or finish; a researcher role "
+                                         r"would show them what a participant may not see"):
+        add_member(admin, study, bot.user, Role.RESEARCHER)
+    bots.play(attempt, "clerk")
+    assert add_member(admin, study, bot.user, Role.RESEARCHER).role == Role.RESEARCHER

@@ -566,3 +566,68 @@ def test_the_assign_form_offers_no_withdrawn_participant(coord_client, study, ad
     options = re.findall(r'<option value="\d+">([^<]*)</option>', html.split('<select name="participant">')[1]
                          .split("</select>")[0])
     assert options == ["bot-1 (bot)"]
+
+
+def test_a_withdrawn_persons_selected_attempt_is_not_counted_on_the_study_page(coord_client, study, admin, bot,
+                                                                                  cell):
+    from studies import bulk
+
+    attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
+    Attempt.objects.filter(pk=attempt.pk).update(is_selected=True, selection_rule="manual")
+    before = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    assert " · 1 selected · " in before and "<td>steady/7</td>" in before
+    bulk.withdraw(admin, bot, "asked to leave")
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    assert " · 0 selected · " in html
+    row = re.search(r"<tr><td>steady/7</td>(.*?)</tr>", html).group(1)
+    assert row.endswith("<td>0</td>")  # the cells table's Selected column
+    assert "✔ manual <small>(withdrawn: not counted)</small>" in html
+
+
+def test_the_pay_page_names_who_the_bonus_file_leaves_out_and_an_unknown_attempt(coord_client, study, admin, bot,
+                                                                                  cell):
+    from studies import pay
+
+    study.bonus_bands = [["0.0", 50]]
+    study.base_pay_cents = 100
+    study.save()
+    attempt = bots.play(assignment.assign(admin, bot, cell), "clerk")
+    pay.approve(admin, attempt, "played it")
+    html = coord_client.get(f"/studies/{study.pk}/pay/").content.decode()
+    assert ('<p class="warning" id="without-pid">Left out of the bonus file: bot-1, owed an approved bonus or '
+            "compensation but with no PROLIFIC_PID. Pay them another way.</p>") in html
+    response = coord_client.post(f"/studies/{study.pk}/pay/approve/", {"attempt": [str(attempt.pk + 999)],
+                                                                       "reason": "typo"}, follow=True)
+    assert f"no attempt {attempt.pk + 999} in this study: reload the page and choose again" in \
+        response.content.decode()
+
+
+def test_a_completion_code_equal_to_the_return_code_is_refused_and_the_form_kept(coord_client, study):
+    response = coord_client.post(f"/studies/{study.pk}/entry/", {
+        "completion_url": "https://example.org/done", "completion_code": "SAME", "return_code": "SAME",
+        "base_pay_cents": 0, "bonus_bands": "", "fault_compensation_cents": 0, "reason": "set up"}, follow=True)
+    html = response.content.decode()
+    assert ("the completion code and the return code are both &#x27;SAME&#x27;: give the return code another value"
+            in html)
+    assert 'name="completion_code"' in html and 'value="SAME"' in html
+    study.refresh_from_db()
+    assert study.completion_code != "SAME"
+
+
+def test_a_code_over_40_characters_is_refused_saying_the_limit(coord_client, study):
+    response = coord_client.post(f"/studies/{study.pk}/entry/", {
+        "completion_url": "https://example.org/done", "completion_code": "A" * 41, "base_pay_cents": 0,
+        "bonus_bands": "", "fault_compensation_cents": 0, "reason": "set up"}, follow=True)
+    assert "at most 40 letters, digits, &#x27;_&#x27; or &#x27;-&#x27;" in response.content.decode()
+
+
+def test_an_export_with_no_attempt_row_names_every_reason_attempts_are_left_out(client, study, admin):
+    from studies.models import ExportJob
+
+    ExportJob.objects.create(study=study, requested_by=admin, status=ExportJob.Status.DONE, progress=100,
+                             row_counts={"attempts.csv": 0})
+    client.force_login(admin)
+    html = client.get(f"/studies/{study.pk}/exports/").content.decode()
+    assert ("no attempt passed this export's filters: bot, practice and invalid attempts (and coached retries "
+            "when unticked) are left out unless you tick them above and export again, and withdrawn participants' "
+            "attempts always are") in html
