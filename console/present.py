@@ -118,6 +118,8 @@ class Problem:
     reason: str
     details: dict
     reached_store: bool
+    field: str = ""  # the argument the refusal names, for the page to mark: the store's ``field``, else an
+    # argument of the call named among its details (``unknown_product``'s ``product_id``)
 
 
 @dataclass
@@ -179,7 +181,7 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
             return Cell(", ".join(_money(v)[0] for v in value), str(len(value)), "list")
         if all(isinstance(v, (str, int)) for v in value):
             return Cell(", ".join(str(v) for v in value), str(len(value)), "list")
-        return Cell(f"{len(value)} rows", f"{len(value):08d}", "list")
+        return Cell(f"{len(value)} row{'' if len(value) == 1 else 's'}", f"{len(value):08d}", "list")
     if isinstance(value, dict):
         text = ", ".join(f"{_label(k)} {cell(k, v, dated).text}" for k, v in value.items()) or "—"
         return Cell(text, text, "text")
@@ -212,7 +214,8 @@ def _num_sort(value) -> str:
 # --- row actions -------------------------------------------------------------------------------
 
 def _ship(row: dict) -> list[Action]:
-    if row.get("status") != "awaiting_shipment" or not row.get("order_id"):
+    # an order the read found short of stock is not offered (the store would refuse it, spending an operation)
+    if row.get("status") != "awaiting_shipment" or not row.get("order_id") or row.get("in_stock") is False:
         return []
     return [Action("Ship", "fulfill_order", {"order_id": row["order_id"]}, key="s")]
 
@@ -427,7 +430,11 @@ def problem_of(call) -> Problem | None:
                 code, reason = str(error.get("code", "error")), str(error.get("message", ""))
                 if code == "invalid_argument":
                     reason = "; ".join([reason, *_json_help(call)])
-                return Problem(code, reason, dict(error.get("details") or {}), reached_store=True)
+                details = dict(error.get("details") or {})
+                named = details.get("field")
+                if not isinstance(named, str) or not named:
+                    named = next((k for k in details if k in (call.arguments or {})), "")
+                return Problem(code, reason, details, reached_store=True, field=named)
     if not call.reached_core:  # a call stored before every call reached the store (the SDK checked arguments)
         reasons = _argument_problems(text) + _json_help(call)
         return Problem("invalid_argument", "; ".join(reasons) or text, {}, reached_store=False)

@@ -261,8 +261,7 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
                      else "This tool is free: nothing was spent.")
         else:
             spent = "Correct the field and call again."
-        field = problem.details.get("field")  # the argument the store names, for the page to mark
-        named = f' data-field="{_v(field)}"' if field else ""
+        named = f' data-field="{_v(problem.field)}"' if problem.field else ""
         out.append(f'\n      <div class="problem" role="alert"{named}>\n'
                    f"        <p><b>{refused}</b> ({_v(problem.code)}).</p>\n"
                    f'        <p class="reason">{_v(problem.reason)}</p>\n'

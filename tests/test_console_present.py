@@ -320,3 +320,19 @@ def test_an_inventory_reply_reads_supply_results_only_when_the_shift_has_some(si
     call(signed_in, shift, "search_supply_catalog", page_size="5")
     queried = supply_queries(page_size="20")
     assert len(queried) == 1 and '"seq" IN (' in queried[0]
+
+
+def test_an_order_read_short_of_stock_offers_no_ship_button():
+    from console import present
+
+    row = {"status": "awaiting_shipment", "order_id": "ORD-1", "in_stock": True}
+    assert [a.tool for a in present.ROW_ACTIONS["list_orders"](row)] == ["fulfill_order"]
+    assert present.ROW_ACTIONS["list_orders"]({**row, "in_stock": False}) == []
+    assert [a.tool for a in present.ROW_ACTIONS["get_order"]({**row, "in_stock": None})] == ["fulfill_order"]
+
+
+def test_a_list_of_rows_in_a_cell_is_counted_in_the_singular_when_one():
+    from console.present import cell
+
+    assert cell("batches", [{"lot": 1}]).text == "1 row"
+    assert cell("batches", [{"lot": 1}, {"lot": 2}]).text == "2 rows"

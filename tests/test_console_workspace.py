@@ -274,3 +274,9 @@ def test_end_page_hides_the_returns_inbox_that_settlement_emptied(signed_in, shi
     call(signed_in, shift, "list_returns")
     html = ended(signed_in, shift)
     assert 'id="inbox"' not in html and 'href="#inbox"' not in html
+
+
+def test_a_store_refusal_naming_an_argument_in_its_details_marks_that_field(signed_in, shift):
+    html = call(signed_in, shift, "get_product", product_id="PRD-999").content.decode()
+    assert "unknown_product" in html
+    assert '<div class="problem" role="alert" data-field="product_id">' in html

@@ -519,6 +519,9 @@ document.addEventListener("htmx:confirm", function (evt) {
       if (document.activeElement === field) return;
     }
     result.focus({ preventScroll: true });
+    // A result that starts below the fold (the brief open, a long form) is brought into view.
+    var top = result.getBoundingClientRect().top;
+    if (top < 0 || top > window.innerHeight - 120) result.scrollIntoView({ block: "start" });
   });
 })();
 
@@ -557,6 +560,10 @@ document.addEventListener("htmx:confirm", function (evt) {
   function opsLeft() {
     var header = document.getElementById("store-header");
     return header ? parseInt(header.dataset.opsLeft, 10) : NaN;
+  }
+  function sentence(text) {  // the store's reason ends without a full stop; the batch's line goes on after it
+    text = text.trim();
+    return /[.!?]$/.test(text) ? text : text + ".";
   }
   function update(block) {
     var bar = block.querySelector("[data-batch]");
@@ -632,7 +639,7 @@ document.addEventListener("htmx:confirm", function (evt) {
         bar.dataset.running = "";
         status.classList.add("problem");
         var where = result.answered
-          ? (result.text || "refused") + (/before the store/.test(result.text) ? " This call did not reach the store." : " This call reached the store.")
+          ? sentence(result.text || "refused") + (/before the store/.test(result.text) ? " This call did not reach the store." : " This call reached the store.")
           : "No answer from the server: the row shows, from the call record, whether this call reached the store.";
         status.textContent = "Batch stopped at row " + row.dataset.key + " (" + sent + " of " + total + "): " + where +
           " " + (total - sent) + " row" + (total - sent === 1 ? " was" : "s were") + " not sent.";

@@ -275,3 +275,17 @@ def test_starting_a_scored_shift_asks_first_and_a_no_starts_nothing(browser, ser
     start_shift_from_home(page, "scored")
     assert len(questions) == 2
     context.close()
+
+
+def test_a_result_below_the_fold_is_brought_into_view(page, server, login):
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")
+    page.set_viewport_size({"width": 1280, "height": 800})  # the brief open above the result, as on a laptop
+    page.evaluate("window.scrollTo(0, 0)")
+    before = page.evaluate("() => document.getElementById('result').getBoundingClientRect().top")
+    page.click(".quick-reads button[data-tool=list_orders]")
+    page.wait_for_function("() => document.activeElement === document.getElementById('result')")  # settled
+    top = page.evaluate("() => document.getElementById('result').getBoundingClientRect().top")
+    assert -2 <= top <= 800 - 100, (before, top)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 
@@ -129,6 +130,7 @@ def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, l
     page.wait_for_function("() => /Batch stopped/.test(document.querySelector('#result .batch-status').textContent)")
     text = status.inner_text()
     assert f"Batch stopped at row {second} (2 of 3)" in text and "This call reached the store." in text
+    assert re.search(r"[.!?] This call reached the store\.", text), text  # the store's reason ends its sentence
     assert "1 row was not sent" in text
     assert "done" in page.get_attribute(f'#result tr[data-key="{first}"]', "class")
     assert "done" not in (page.get_attribute(f'#result tr[data-key="{third}"]', "class") or "")
