@@ -499,6 +499,11 @@ document.addEventListener("htmx:confirm", function (evt) {
   }
   document.addEventListener("htmx:afterSettle", function (evt) {
     var result = evt.detail.target;
+    if (result && result.classList && result.classList.contains("row-status")) {
+      var told = document.getElementById("said");  // a row action's outcome (and a new window) is read out too
+      if (told) told.textContent = result.textContent.replace(/\s+/g, " ").trim();
+      return;
+    }
     if (!result || result.id !== "result") return;
     unmark();
     var said = document.getElementById("said");

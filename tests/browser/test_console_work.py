@@ -517,3 +517,19 @@ def test_a_batch_whose_warning_is_declined_stops_and_can_be_sent_again(counted, 
     assert "2 rows were not sent" in status.inner_text()
     expect(page.locator("#result button.batch-send")).to_be_enabled()
     assert page.get_attribute("#store-header", "data-ops-left") == "1"
+
+
+def test_a_row_action_that_spends_the_windows_last_operation_says_a_new_window_started(counted, server, login):
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    spend_to_last_operation(server, shift)  # the last call read one order awaiting shipment
+    page.goto(f"/shifts/{shift}/")
+    key = page.locator("#result tr:has(form.row-action[data-tool=fulfill_order])").first.get_attribute("data-key")
+    row = page.locator(f'#result tr[data-key="{key}"]')  # its form goes once it is done
+    row.locator("form.row-action button").click()  # the last operation's question is accepted
+    status = row.locator(".row-status")
+    status.locator(".outcome").wait_for()
+    text = status.inner_text()
+    assert "A new window started: this call moved the store to window 2 of" in text, text
+    assert "shipped (#" in text
+    assert "A new window started" in page.inner_text("#said")  # read out, as a result's marker is
