@@ -96,6 +96,7 @@ class LineEditor:
     supply_product_id: str
     skus: list  # (sku id, size, colour, unit cost text)
     warning: str  # the lead time ends past the horizon, or ""
+    moq: int = 0  # the vendor's minimum units per order as read (0: not given)
 
 
 @dataclass
@@ -373,7 +374,8 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
         lines = LineEditor(str(data["supply_product_id"]),
                            [(r.get("sku_id"), r.get("size"), r.get("colour"), cell("unit_cost", r.get("unit_cost")).text)
                             for r in data["sku_rows"] if isinstance(r, dict)],
-                           late_warning(data.get("lead_days"), timing))
+                           late_warning(data.get("lead_days"), timing),
+                           data["moq"] if type(data.get("moq")) is int and data["moq"] > 0 else 0)
     shown.card = Card(str(data.get("title") or data.get("name") or _label(call.tool)), fields, tables,
                       actions, _row_key(data, 0, call.tool), lines)
     shown.card.done = done.get(shown.card.key, "") if actions else ""

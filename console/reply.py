@@ -182,7 +182,9 @@ def card_html(card: Card, page: Page) -> str:
     out.append(f'\n  <dl class="fields">\n    {_card_fields(card.fields)}\n  </dl>\n  ')
     lines = card.lines
     if lines and page.active:
-        confirm = f' hx-confirm="{_v(lines.warning)}"' if lines.warning else ""
+        confirm = (f' data-moq="{_v(lines.moq)}"' if lines.moq else "") + (
+            f' hx-confirm="{_v(lines.warning)}"' if lines.warning else "")
+        minimum = f" (the vendor's minimum: {_v(lines.moq)})" if lines.moq else ""
         warning = f'<p class="late-warning" role="alert">{_v(lines.warning)}</p>' if lines.warning else ""
         skus = "".join(
             f"\n        <label>{_v(size)} {_v(colour)} <small class=\"muted\">{_v(cost)}</small>\n"
@@ -200,7 +202,9 @@ def card_html(card: Card, page: Page) -> str:
             f"    <fieldset><legend>Purchase order by size and colour ({_v(lines.supply_product_id)})</legend>\n"
             f"      {warning}\n"
             f'      <div class="po-grid">\n      {skus}\n      </div>\n'
-            '      <p><span class="po-total">0</span> units · <button type="submit">Place purchase order</button></p>\n'
+            f'      <p><span class="po-total">0</span> units{minimum} · <button type="submit">Place purchase order'
+            "</button></p>\n"
+            '      <p class="po-short" role="alert" hidden></p>\n'
             "    </fieldset>\n  </form>\n  ")
     out.append("\n  ")
     out.extend(table_html(table, page) for table in card.tables)

@@ -540,15 +540,71 @@ document.addEventListener("htmx:confirm", function (evt) {
     });
     return { lines: out, total: total };
   }
+  // What was typed is kept per supply product for the tab's life, so a refused order (or
+  // another read in between) loses nothing: the editor shown again for it is filled back in.
+  function key(form) {
+    var sp = form.querySelector("input[name=arg_supply_product_id]");
+    return sp ? "po-lines:" + shiftId() + ":" + sp.value : null;
+  }
+  function shiftId() {
+    var top = document.getElementById("shift-top");
+    return top ? top.dataset.shift : "";
+  }
+  function keep(form) {
+    var k = key(form), typed = {};
+    if (!k) return;
+    form.querySelectorAll("input.po-line").forEach(function (box) { if (box.value) typed[box.dataset.sku] = box.value; });
+    try { window.sessionStorage.setItem(k, JSON.stringify(typed)); } catch (e) { /* storage refused: nothing kept */ }
+  }
+  function restore(root) {
+    (root.querySelectorAll ? root : document).querySelectorAll("form.po-lines").forEach(function (form) {
+      var k = key(form), typed = null;
+      try { typed = k ? JSON.parse(window.sessionStorage.getItem(k) || "null") : null; } catch (e) { typed = null; }
+      if (!typed) return;
+      form.querySelectorAll("input.po-line").forEach(function (box) {
+        if (!box.value && typed[box.dataset.sku]) box.value = typed[box.dataset.sku];
+      });
+      form.querySelector(".po-total").textContent = lines(form).total;
+    });
+  }
   document.addEventListener("input", function (evt) {
     var form = evt.target.closest && evt.target.closest("form.po-lines");
-    if (form) form.querySelector(".po-total").textContent = lines(form).total;
+    if (!form) return;
+    form.querySelector(".po-total").textContent = lines(form).total;
+    keep(form);
   });
+  // Under the vendor's minimum the store refuses the order and spends an operation: say so
+  // here instead, before anything is sent (a capturing listener runs before htmx's own).
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (!form.classList || !form.classList.contains("po-lines")) return;
+    var moq = parseInt(form.dataset.moq, 10), total = lines(form).total, short = form.querySelector(".po-short");
+    if (moq > 0 && total < moq) {
+      evt.preventDefault();
+      evt.stopPropagation();
+      if (short) {
+        short.textContent = "This order has " + total + " unit" + (total === 1 ? "" : "s") + "; the vendor's minimum is " +
+          moq + " an order, so the store would refuse it and spend an operation. Add units, then place it.";
+        short.hidden = false;
+      }
+      return;
+    }
+    if (short) short.hidden = true;
+  }, true);
   document.addEventListener("htmx:configRequest", function (evt) {
     var form = evt.detail.elt;
     if (!form || !form.classList || !form.classList.contains("po-lines")) return;
     evt.detail.parameters["arg_lines"] = JSON.stringify(lines(form).lines);
   });
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var form = evt.detail.elt, xhr = evt.detail.xhr;
+    if (!form || !form.classList || !form.classList.contains("po-lines") || !xhr) return;
+    if (/class="outcome" data-ok="1"/.test(xhr.responseText || "")) {  // placed: nothing to keep
+      try { window.sessionStorage.removeItem(key(form)); } catch (e) { /* nothing kept */ }
+    }
+  });
+  document.addEventListener("htmx:load", function (evt) { restore(evt.detail.elt); });
+  document.addEventListener("DOMContentLoaded", function () { restore(document); });
 })();
 
 // Batches of row actions: tick rows, see how many operations they will spend, send. Each

@@ -533,3 +533,33 @@ def test_a_row_action_that_spends_the_windows_last_operation_says_a_new_window_s
     assert "A new window started: this call moved the store to window 2 of" in text, text
     assert "shipped (#" in text
     assert "A new window started" in page.inner_text("#said")  # read out, as a result's marker is
+
+
+def test_an_order_under_the_vendors_minimum_is_stopped_in_the_page_and_what_was_typed_is_kept(
+        counted, server, login):
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    form = page.locator("#tool-supply_product_detail")
+    if not form.is_visible():
+        form.locator("xpath=ancestor::details").locator("summary").click()
+    form.locator("[name=arg_supply_product_id]").fill("SP-0008")
+    detail = answered(page, form.locator("button[type=submit]"))
+    editor = page.locator("#result form.po-lines")
+    moq = int(editor.get_attribute("data-moq"))
+    assert f"(the vendor's minimum: {moq})" in editor.inner_text()
+    boxes = editor.locator("input.po-line")
+    boxes.nth(0).fill("1")
+    boxes.nth(1).fill("1")
+    editor.locator("button[type=submit]").click()
+    short = editor.locator(".po-short")
+    short.wait_for()
+    assert short.inner_text() == (f"This order has 2 units; the vendor's minimum is {moq} an order, so the store "
+                                  "would refuse it and spend an operation. Add units, then place it.")
+    assert seq_shown(page) == detail  # nothing was sent
+    quick(counted, "list_orders")  # another read in between
+    page.click(f'#cached-views [hx-get$="/calls/{detail}/"]')
+    page.wait_for_selector("#result form.po-lines")
+    again = page.locator("#result form.po-lines input.po-line")
+    assert [again.nth(0).input_value(), again.nth(1).input_value()] == ["1", "1"]
+    assert page.inner_text("#result form.po-lines .po-total") == "2"
