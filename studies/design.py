@@ -176,6 +176,9 @@ def create_study(actor, name: str, tasks: list[str], seeds: list[int], *, quota:
     name = name.strip()
     if not name:
         raise StudyError("a study needs a name")
+    clash = Study.objects.filter(name__iexact=name).values_list("name", flat=True).first()
+    if clash is not None:  # the explorer and exports tell studies apart by name
+        raise StudyError(f"a study named {clash!r} already exists; study names must differ by more than case")
     if not tasks or not seeds:
         raise StudyError("a study needs at least one task and one seed")
     for noun, named in (("task", tasks), ("seed", seeds)):

@@ -118,7 +118,7 @@ def test_the_leaderboard_names_a_component_in_words_beside_its_code_name(client,
 def test_the_leaderboard_writes_a_components_shares_with_three_decimals(client, study, admin, selected):
     client.force_login(admin)
     html = client.get(f"/studies/{study.pk}/leaderboard/?include_bots=1").content.decode()
-    row = html[html.index("<tr><td>Component: Reliability "):].split("</tr>")[0]
+    row = html[html.index("<tr><td>Component: Reliability</td>"):].split("</tr>")[0]  # its key, reliability, unsaid
     assert re.search(r'<td class="mono">\d\.\d{3}</td><td class="mono">\[\d\.\d{3}, \d\.\d{3}\]</td>', row)
 
 

@@ -571,3 +571,11 @@ def test_no_team_role_goes_to_someone_with_a_scored_shift_still_to_play(study, a
         add_member(admin, study, bot.user, Role.RESEARCHER)
     bots.play(attempt, "clerk")
     assert add_member(admin, study, bot.user, Role.RESEARCHER).role == Role.RESEARCHER
+
+
+def test_a_study_name_that_differs_only_in_case_is_refused(study, admin):
+    from studies.design import create_study
+
+    with pytest.raises(StudyError, match=r"^a study named 'Study A' already exists; study names must differ by more "
+                                         r"than case$"):
+        create_study(admin, "  study a ", ["steady"], [7])
