@@ -73,8 +73,8 @@ def _refunds_since(rows: list, refunds: list) -> tuple[dict, dict]:
         if isinstance(data, dict) and data.get("status") == "open":
             try:
                 paid[return_id] = paid.get(return_id, Decimal(0)) + Decimal(str(data.get("refunded_now")))
-            except ArithmeticError:
-                continue
+            except ArithmeticError:  # what it paid cannot be read: the form offers the amount as read
+                paid.setdefault(return_id, Decimal(0))
             declined[return_id] = c.seq
         else:
             refunded[return_id] = c.seq

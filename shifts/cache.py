@@ -37,7 +37,7 @@ from .models import Shift
 @dataclass(frozen=True)
 class Record:
     """What the workspace needs of one stored call, kept beside the live episode.
-    ``result_text`` is kept for successful ``list_returns`` calls only (the inbox)."""
+    ``result_text`` is kept for the successful calls of :data:`KEPT_TEXT` only (the inbox)."""
 
     seq: int
     tool: str

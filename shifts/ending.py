@@ -35,14 +35,19 @@ DEADLINE_REASON = "deadline"
 PARTICIPANT_REASON = "ended by the participant"
 STORE_CLOSED = "store closed: "  # then the core's reason ("horizon reached")
 TEAM_REASON = "ended by the study team"
+# A study closes an unstarted shift with these when the participant leaves it: their own doing.
+RETURNED_REASON = "the participant left the study (returned)"
+WITHDREW_REASON = "the participant withdrew"
 
 
 def shown_to_participant(reason: str) -> str:
     """Why a shift ended, as its participant is shown it: the shift's own reasons (the
-    deadline, the participant's end, the store's close) as stored; any other (a study's:
-    a platform fault, a forced end or an invalidation, each carrying the coordinator's
-    note, which may name the task or seed) as :data:`TEAM_REASON` alone."""
-    if not reason or reason in (DEADLINE_REASON, PARTICIPANT_REASON) or reason.startswith(STORE_CLOSED):
+    deadline, the participant's end, the store's close) and the participant's leaving the
+    study as stored; any other (a study's: a platform fault, a forced end or an
+    invalidation, each carrying the coordinator's note, which may name the task or seed) as
+    :data:`TEAM_REASON` alone."""
+    if (not reason or reason in (DEADLINE_REASON, PARTICIPANT_REASON, RETURNED_REASON, WITHDREW_REASON)
+            or reason.startswith(STORE_CLOSED)):
         return reason
     return TEAM_REASON
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from environment.csvcells import safe_cell
 from shifts import withdrawals
+from shifts.ending import WITHDREW_REASON
 
 from . import assignment, attempts, audit, participants
 from .errors import StudyError
@@ -215,7 +216,7 @@ def withdraw(actor, person: Participant, reason: str) -> Participant:
         closed = 0
         for attempt in Attempt.objects.filter(participant=locked, status=AttemptStatus.ASSIGNED).select_related("shift"):
             if attempt.shift.started_at is None:
-                assignment.abandon_unstarted(attempt, "the participant withdrew")
+                assignment.abandon_unstarted(attempt, WITHDREW_REASON)
                 closed += 1
         superseded = withdrawal_supersedes(study, locked.label, locked.withdrawn_at)
         copies = withdrawals.withdrawn(study.name, locked.label)  # the explorer's imported trials of theirs

@@ -9,13 +9,15 @@ platform's or the coordinator's decision.
 """
 from __future__ import annotations
 
+from shifts.ending import RETURNED_REASON
+
 from .attempts import completion_code_for
 from .models import Attempt, AttemptStatus
 
 # Closed without a committed score, and not by the participant: the team or the platform ended it.
 NOT_THEIR_DOING = (AttemptStatus.INVALID, AttemptStatus.ABANDONED)
 # The end reason of an unstarted attempt the participant's own return closed (their doing).
-RETURNED = "the participant left the study (returned)"
+RETURNED = RETURNED_REASON
 
 
 def not_their_doing(attempt: Attempt) -> bool:

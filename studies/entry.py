@@ -162,8 +162,8 @@ def configure(actor, study: Study, *, entry_open: bool, completion_url: str, com
     study.completion_code = completion_code or study.completion_code or new_platform_code()
     study.return_code = return_code or study.return_code or new_platform_code()
     if study.completion_code == study.return_code:  # the platform could not tell finishing from returning
-        raise StudyError(f"the completion code and the return code are both {study.completion_code!r}: give the "
-                         "return code another value (or leave it empty for a new one)")
+        raise StudyError(f"the completion code and the return code are both {study.completion_code!r}: change "
+                         "one of them")
     study.base_pay_cents = base_pay_cents
     study.bonus_bands = bonus_bands
     study.fault_compensation_cents = fault_compensation_cents

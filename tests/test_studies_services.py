@@ -579,3 +579,28 @@ def test_a_study_name_that_differs_only_in_case_is_refused(study, admin):
     with pytest.raises(StudyError, match=r"^a study named 'Study A' already exists; study names must differ by more "
                                          r"than case$"):
         create_study(admin, "  study a ", ["steady"], [7])
+
+
+def test_an_account_with_a_team_role_takes_no_scored_attempt_but_may_practise(study, other_study, admin, bot, cell):
+    from studies.design import add_member
+    from studies.models import Role
+
+    add_member(admin, other_study, bot.user, Role.RESEARCHER)
+    with pytest.raises(StudyError, match=r"^participant bot-1's account holds the role researcher in study 'Study B', "
+                                         r"which shows pass thresholds and the anchors' play: it takes no scored "
+                                         r"attempt \(a practice one is allowed\)$"):
+        assignment.assign(admin, bot, cell)
+    assert assignment.assign(admin, bot, cell, practice=True).is_practice
+
+
+def test_a_full_cell_counts_the_places_taken_even_after_its_quota_was_lowered(study, admin, bot, bot2, cell):
+    from studies.design import set_quota
+    from studies.models import Participant
+
+    set_quota(admin, study, cell, 2)
+    assignment.assign(admin, bot, cell)
+    assignment.assign(admin, bot2, cell)
+    set_quota(admin, study, cell, 1)
+    third = bots.add_bot(admin, study, "bot-3")
+    with pytest.raises(StudyError, match=r"^cell steady/7 is full: 2 of 1 places taken, 2 of them by rehearsal bots"):
+        assignment.assign(admin, Participant.objects.get(pk=third.pk), cell)

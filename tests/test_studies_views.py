@@ -607,8 +607,7 @@ def test_a_completion_code_equal_to_the_return_code_is_refused_and_the_form_kept
         "completion_url": "https://example.org/done", "completion_code": "SAME", "return_code": "SAME",
         "base_pay_cents": 0, "bonus_bands": "", "fault_compensation_cents": 0, "reason": "set up"}, follow=True)
     html = response.content.decode()
-    assert ("the completion code and the return code are both &#x27;SAME&#x27;: give the return code another value"
-            in html)
+    assert "the completion code and the return code are both &#x27;SAME&#x27;: change one of them" in html
     assert 'name="completion_code"' in html and 'value="SAME"' in html
     study.refresh_from_db()
     assert study.completion_code != "SAME"
@@ -631,3 +630,13 @@ def test_an_export_with_no_attempt_row_names_every_reason_attempts_are_left_out(
     assert ("no attempt passed this export's filters: bot, practice and invalid attempts (and coached retries "
             "when unticked) are left out unless you tick them above and export again, and withdrawn participants' "
             "attempts always are") in html
+
+
+def test_a_participant_who_left_sees_their_closed_shift_as_their_own_doing(client, study, admin, bot, cell):
+    from studies import bulk
+
+    attempt = assignment.assign(admin, bot, cell)
+    bulk.withdraw(admin, bot, "moved away")
+    client.force_login(bot.user)
+    home = client.get("/").content.decode()
+    assert attempt.shift_id and "(the participant withdrew)" in home and "ended by the study team" not in home
