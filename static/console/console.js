@@ -756,3 +756,23 @@ document.addEventListener("htmx:confirm", function (evt) {
     }
   }, true);
 })();
+
+// Ending the shift early: the question says how many windows are left unplayed, read off the
+// store header as it stands (the page's own text cannot know), before htmx asks it.
+(function () {
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (!form.classList || !form.classList.contains("end-shift")) return;
+    var header = document.getElementById("store-header");
+    var at = header ? parseInt(header.dataset.window, 10) : NaN, of = header ? parseInt(header.dataset.windows, 10) : NaN;
+    var question = "End the whole shift now? The store is frozen and settled as played; this cannot be undone.";
+    if (at > 0 && of >= at) {
+      var left = of - at;
+      question = "End the whole shift now, in window " + at + " of " + of + "?" +
+        (left ? " The " + left + " window" + (left === 1 ? "" : "s") + " after this one " + (left === 1 ? "is" : "are") +
+          " not played, and continuity counts " + (left === 1 ? "it" : "them") + " as missed." : "") +
+        " The store is frozen and settled as played; this cannot be undone.";
+    }
+    form.setAttribute("hx-confirm", question);
+  }, true);
+})();

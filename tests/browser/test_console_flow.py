@@ -289,3 +289,22 @@ def test_a_result_below_the_fold_is_brought_into_view(page, server, login):
     page.wait_for_function("() => document.activeElement === document.getElementById('result')")  # settled
     top = page.evaluate("() => document.getElementById('result').getBoundingClientRect().top")
     assert -2 <= top <= 800 - 100, (before, top)
+
+
+def test_ending_the_shift_early_says_how_many_windows_go_unplayed(page, server, login):
+    new_participant(server, login, page)
+    page.goto("/briefing/")
+    page.click("text=I have read the briefing")
+    start_shift_from_home(page, "practice")
+    tab = page.context.new_page()  # without the fixture's page, which accepts every question
+    tab.goto(page.url)
+    windows = int(tab.get_attribute("#store-header", "data-windows"))
+    asked: list[str] = []
+    tab.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    tab.click("form.end-shift button")
+    tab.wait_for_function("() => true")
+    assert asked == [f"End the whole shift now, in window 1 of {windows}? The {windows - 1} windows after this one are "
+                     "not played, and continuity counts them as missed. The store is frozen and settled as played; "
+                     "this cannot be undone."]
+    tab.reload()
+    assert tab.locator("#store-header").count() == 1 and tab.locator("#end-page").count() == 0  # declined: goes on
