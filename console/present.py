@@ -178,7 +178,9 @@ def cell(key: str, value: Any, dated: bool = False) -> Cell:
             return Cell(value, value, "id", copy=True)
         return Cell(value, value.lower(), "text")
     if isinstance(value, list):
-        if value and key not in _NOT_MONEY and all(isinstance(v, str) and _MONEY.match(v) for v in value):
+        if not value:  # an empty list said as such, not an empty cell (competitor_watch's rivals, say)
+            return Cell("none", "0", "list")
+        if key not in _NOT_MONEY and all(isinstance(v, str) and _MONEY.match(v) for v in value):
             return Cell(", ".join(_money(v)[0] for v in value), str(len(value)), "list")
         if all(isinstance(v, (str, int)) for v in value):
             return Cell(", ".join(str(v) for v in value), str(len(value)), "list")

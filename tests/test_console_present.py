@@ -336,3 +336,9 @@ def test_a_list_of_rows_in_a_cell_is_counted_in_the_singular_when_one():
 
     assert cell("batches", [{"lot": 1}]).text == "1 row"
     assert cell("batches", [{"lot": 1}, {"lot": 2}]).text == "2 rows"
+
+
+def test_an_empty_list_in_a_cell_reads_none():
+    from console.present import cell
+
+    assert (cell("rivals", []).text, cell("rivals", []).sort) == ("none", "0")
