@@ -349,7 +349,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
     words = DONE_WORDS.get(call.tool)
     is_read = call.tool in REGISTRY and REGISTRY[call.tool].kind == ToolKind.READ
     # The panel's title already names the call (#N tool): a read says nothing more, a write says it went through.
-    outcome = f"{words[0]} (#{call.seq})" if words else ("" if is_read else "Done.")
+    outcome = _done(call, words) if words else ("" if is_read else "Done.")
     shown = Presentation(outcome=outcome, is_read=is_read)
     if not isinstance(data, dict):
         return shown
@@ -473,12 +473,22 @@ def known_sources(shift_calls) -> dict:
     return sources
 
 
+def _done(call, words: tuple[str, str]) -> str:
+    """What a write did to its row, in words, with its call's number: "shipped (#12)"; a
+    new price says the price ("repriced to $49.50 (#13)"), which the row read before it does not."""
+    said = words[0]
+    price = (call.arguments or {}).get("price") if call.tool == "set_price" else None
+    if price is not None:
+        said += f" to {cell('price', str(price)).text}"
+    return f"{said} (#{call.seq})"
+
+
 def done_since(later_calls) -> dict:
     """Row key -> what was done to it by a successful write among ``later_calls``."""
     done = {}
     for call in later_calls:
         words = DONE_WORDS.get(call.tool)
         if words and not call.is_error:
-            done[str(call.arguments.get(words[1]))] = f"{words[0]} (#{call.seq})"
+            done[str(call.arguments.get(words[1]))] = _done(call, words)
     return done
 

@@ -342,3 +342,11 @@ def test_an_empty_list_in_a_cell_reads_none():
     from console.present import cell
 
     assert (cell("rivals", []).text, cell("rivals", []).sort) == ("none", "0")
+
+
+def test_a_reprice_says_the_new_price_in_its_outcome_and_on_the_row_read_before_it(signed_in, shift):
+    call(signed_in, shift, "list_products", page_size="5")
+    reply = call(signed_in, shift, "set_price", product_id="PRD-002", price="89.00").content.decode()
+    assert re.search(r'<p class="outcome" data-ok="1" data-seq="3">repriced to \$89\.00 \(#3\)</p>', reply)
+    reread = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
+    assert "repriced to $89.00 (#3)" in rows_of(reread)["PRD-002"]
