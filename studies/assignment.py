@@ -50,12 +50,10 @@ from .models import (
     AuditAction,
     Cell,
     Participant,
-    Role,
     Study,
-    StudyMembership,
 )
 from .notifications import schedule_assignment_notice
-from .participants import needs_consent
+from .participants import needs_consent, team_powers
 from .permissions import Action, require
 from .policies import POLICIES, CellLoad, Person, choose
 from .settling import settle_ended
@@ -96,29 +94,19 @@ def seen_refusal(participant: Participant, cell: Cell, seen: Attempt) -> str:
             "or person, or grant a coached retry")
 
 
+def _in_quota(cell: Cell):
+    return cell.attempts.filter(kind=AttemptKind.FIRST, is_practice=False, status__in=QUOTA_STATUSES)
+
+
 def quota_used(cell: Cell) -> int:
-    return cell.attempts.filter(kind=AttemptKind.FIRST, is_practice=False, status__in=QUOTA_STATUSES).count()
+    return _in_quota(cell).count()
 
 
 def _full(cell: Cell) -> str:
-    bots = cell.attempts.filter(kind=AttemptKind.FIRST, is_practice=False, status__in=QUOTA_STATUSES,
-                                is_bot=True).count()
+    bots = _in_quota(cell).filter(is_bot=True).count()
     held = f", {bots} of them by rehearsal bots" if bots else ""
     return (f"cell {cell.key} is full: {quota_used(cell)} of {cell.quota} places taken{held}; raise its quota on "
             "the study page to assign it again")
-
-
-def _team_powers(participant: Participant) -> str:
-    """What the participant's account holds beyond taking part (staff, or a team role in a
-    study), in words; "" for none."""
-    user = participant.user
-    if user is None:
-        return ""
-    if user.is_staff or user.is_superuser:
-        return "is a staff account"
-    role = (StudyMembership.objects.filter(user=user).exclude(role=Role.PARTICIPANT).select_related("study")
-            .order_by("study_id").first())
-    return f"holds the role {role.role} in study {role.study.name!r}" if role else ""
 
 
 def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = AttemptKind.FIRST,
@@ -139,7 +127,7 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
     if needs_consent(participant):
         raise StudyError(f"participant {participant.label} has not accepted the current consent text")
     if not practice:
-        powers = _team_powers(participant)
+        powers = team_powers(participant)
         if powers:
             raise StudyError(f"participant {participant.label}'s account {powers}, which shows pass thresholds and "
                              "the anchors' play: it takes no scored attempt (a practice one is allowed)")

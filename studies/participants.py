@@ -107,15 +107,25 @@ class IssuedInvitation:
     token: str
 
 
+def team_powers(participant: Participant) -> str:
+    """What the participant's account holds beyond taking part (staff, or a team role in a
+    study), in words; "" for none (or no account)."""
+    user = participant.user
+    if user is None:
+        return ""
+    if user.is_staff or user.is_superuser:
+        return "is a staff account"
+    role = (user.study_memberships.exclude(role=Role.PARTICIPANT).select_related("study")
+            .order_by("study_id").first())
+    return f"holds the role {role.role} in study {role.study.name!r}" if role else ""
+
+
 def refuse_staff_account(participant: Participant) -> None:
     """Refuse a link that would sign in as an account with powers beyond taking part: a
     link signs in whoever opens it as the participant's account, so a coordinator of one
     study could otherwise become a staff member, or another study's coordinator, whose
     account was also made a participant here. Such a person signs in with their password."""
-    user = participant.user
-    if user is None:
-        return
-    if user.is_staff or user.is_superuser or user.study_memberships.exclude(role=Role.PARTICIPANT).exists():
+    if team_powers(participant):
         raise StudyError(f"{participant.label}'s account holds a staff role; an invitation link would sign "
                          "whoever opens it in with those powers, so none is issued or accepted: they sign in "
                          "with their own password")

@@ -542,13 +542,9 @@ document.addEventListener("htmx:confirm", function (evt) {
   }
   // What was typed is kept per supply product for the tab's life, so a refused order (or
   // another read in between) loses nothing: the editor shown again for it is filled back in.
-  function key(form) {
+  function key(form) {  // the form's call URL names the shift
     var sp = form.querySelector("input[name=arg_supply_product_id]");
-    return sp ? "po-lines:" + shiftId() + ":" + sp.value : null;
-  }
-  function shiftId() {
-    var top = document.getElementById("shift-top");
-    return top ? top.dataset.shift : "";
+    return sp ? "po-lines:" + form.getAttribute("action") + ":" + sp.value : null;
   }
   function keep(form) {
     var k = key(form), typed = {};
