@@ -6,6 +6,7 @@ as a message naming the problem: in the page for htmx requests, as a flash messa
 after a redirect otherwise. Pages that show a shift's state are never cached, so the
 back button and a restored tab fetch the state afresh.
 """
+import json
 import os
 import re
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from shifts.timeline import timeline_of
 
 from . import reply, workspace
 from .endpage import score_rows
+from .present import done_since
 from .templatetags.console_tags import present_call, tool_form
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
@@ -238,16 +240,19 @@ def shift_call_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
 @never_cache
 def shift_panels(request: HttpRequest, pk: int) -> HttpResponse:
     """The side panels after a call made elsewhere (another tab, another window): the
-    inbox and the cached views whole, and the history rows after call ``after``, as
-    out-of-band swaps.  The shift websocket says when (its ``last_seq`` grew); free."""
+    inbox and the cached views whole, the history rows after call ``after``, and what
+    those calls did to rows ("shipped (#12)", by row key: the page marks those rows of its
+    result, whose actions are then gone), as out-of-band swaps.  The shift websocket says
+    when (its ``last_seq`` grew); free."""
     shift = _own_shift(request, pk)
     raw = request.GET.get("after", "0")
     if not raw.isdigit():
         return HttpResponseBadRequest("after must be a call number (0 for all).")
     overview = workspace.shift_overview(shift)
     after = int(raw)
+    new_calls = [c for c in overview.calls if c.seq > after]
     return render(request, "console/_panels.html",
-                  _context(overview, new_calls=[c for c in reversed(overview.calls) if c.seq > after]))
+                  _context(overview, new_calls=new_calls[::-1], done_elsewhere=json.dumps(done_since(new_calls))))
 
 
 @signed_in

@@ -1,5 +1,8 @@
 """The shift websocket: the header and countdown pushed to the participant's open pages."""
+import json
+import re
 import uuid
+from html import unescape
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -389,3 +392,25 @@ def test_two_calls_events_merged_keep_the_header_when_the_newer_did_not_reach_th
     unreached = {"type": "shift.changed", "seq": 5, "header": None}
     for order in ([unreached, reached, later], [later, unreached, reached], [reached, later, unreached]):
         assert merged([(1, event) for event in order]) == [(1, {**unreached, "header": later["header"]})]
+
+
+def test_the_panels_say_what_the_calls_made_elsewhere_did_to_rows():
+    """A page whose result still lists a row another tab acted on is told, by row key, what
+    was done to it (the page then marks the row and drops its actions)."""
+    user = make_user("rhea")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    listed = calls.call_tool(shift, "list_orders", {}, uuid.uuid4().hex)
+    order = next(row["order_id"] for row in json.loads(listed.result_text.split("\n", 1)[1])["rows"] if row["in_stock"])
+    shipped = calls.call_tool(shift, "fulfill_order", {"order_id": order}, uuid.uuid4().hex)
+    refused = calls.call_tool(shift, "fulfill_order", {"order_id": "O-nope"}, uuid.uuid4().hex)
+    assert not shipped.is_error and refused.is_error
+    client = Client()
+    client.force_login(user)
+    html = client.get(f"/shifts/{shift.pk}/panels/?after={listed.seq}", HTTP_HX_REQUEST="true").content.decode()
+    holder = re.search(r'<div id="done-elsewhere" hidden hx-swap-oob="true" data-done="([^"]*)"></div>', html)
+    assert holder, html
+    assert json.loads(unescape(holder.group(1))) == {order: f"shipped (#{shipped.seq})"}  # the refused call did nothing
+    nothing_new = client.get(f"/shifts/{shift.pk}/panels/?after={refused.seq}").content.decode()
+    assert "done-elsewhere" not in nothing_new
+    page = client.get(f"/shifts/{shift.pk}/").content.decode()
+    assert '<div id="done-elsewhere" hidden data-done="{}"></div>' in page  # the swap's target

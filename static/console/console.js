@@ -221,6 +221,45 @@ document.addEventListener("htmx:confirm", function (evt) {
   };
 })();
 
+// Rows another tab acted on: the panels' answer (above) carries, by row key, what the calls
+// made elsewhere did ("shipped (#12)"). This page's result may list those rows still with
+// their actions: each such row (or card) is marked as the server marks a row done since its
+// read, its actions and its batch tick removed, so no operation is spent on a refused call.
+(function () {
+  function apply() {
+    var holder = document.getElementById("done-elsewhere");
+    if (!holder) return;
+    var done;
+    try { done = JSON.parse(holder.dataset.done || "{}"); } catch (e) { return; }
+    holder.dataset.done = "{}";
+    var blocks = [];
+    Object.keys(done).forEach(function (key) {
+      document.querySelectorAll("#result [data-key]").forEach(function (item) {
+        if (item.dataset.key !== key || item.classList.contains("done") || item.tagName === "FORM") return;
+        var forms = item.querySelectorAll(":scope > td.row-actions form.row-action, :scope > .card-actions form.row-action");
+        if (!forms.length) return;
+        forms.forEach(function (f) { f.remove(); });
+        var pick = item.querySelector(":scope > td.row-actions input.pick");
+        if (pick) pick.remove();
+        var said = item.querySelector(":scope > td.row-actions .row-status, :scope > .card-actions .row-status");
+        if (said) {
+          said.textContent = done[key];
+          said.title = "Done in another tab or window";
+        }
+        item.classList.remove("urgent");
+        item.classList.add("done");
+        var block = item.closest(".table-block");
+        if (block && blocks.indexOf(block) < 0) blocks.push(block);
+      });
+    });
+    blocks.forEach(function (block) { if (window.storebenchBatchUpdate) window.storebenchBatchUpdate(block); });
+  }
+  document.addEventListener("htmx:oobAfterSwap", function (evt) {
+    var target = evt.detail && evt.detail.target;
+    if (target && target.id === "done-elsewhere") apply();
+  });
+})();
+
 // The returns inbox: each row's hours left before its return escalates, counted from the
 // store's time in the header's data (the inbox is a cached read; the store moves on), and
 // the open rows within one window marked urgent, by the rule and class the list_returns
@@ -668,18 +707,28 @@ document.addEventListener("htmx:confirm", function (evt) {
     var bar = block.querySelector("[data-batch]");
     var status = bar.querySelector(".batch-status");
     var rows = picked(block).map(function (box) { return box.closest("tr"); });
-    var total = rows.length, sent = 0;
+    var total = rows.length, sent = 0, elsewhere = 0;
     bar.dataset.running = "1";
     status.classList.remove("problem");
     update(block);
     function next() {
       if (sent === total) {
         bar.dataset.running = "";
-        status.textContent = "Sent " + total + " operation" + (total === 1 ? "" : "s") + ": every row done.";
+        var spent = total - elsewhere;
+        status.textContent = "Sent " + spent + " operation" + (spent === 1 ? "" : "s") + ": every row done." +
+          (elsewhere ? " " + elsewhere + " row" + (elsewhere === 1 ? " was" : "s were") +
+            " done in another tab meanwhile and not sent." : "");
         update(block);
         return;
       }
       var row = rows[sent], form = row.querySelector("form.row-action"), box = row.querySelector("input.pick");
+      if (!form) {  // done in another tab meanwhile (its actions are gone): nothing to send for it
+        sent += 1;
+        elsewhere += 1;
+        if (box) box.checked = false;
+        next();
+        return;
+      }
       status.textContent = "Sending " + (sent + 1) + " of " + total + " (" + row.dataset.key + ")…";
       sendOne(form, row).then(function (result) {
         if (result.declined) {
@@ -705,6 +754,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     }
     next();
   }
+  window.storebenchBatchUpdate = update;
   document.addEventListener("change", function (evt) {
     var t = evt.target;
     if (!t.classList) return;
@@ -771,4 +821,24 @@ document.addEventListener("htmx:confirm", function (evt) {
     }
     form.setAttribute("hx-confirm", question);
   }, true);
+})();
+
+// The tool groups a person opened or closed stay so on the next page load (the server opens
+// the first two): kept in this browser's storage, the same for every shift.
+(function () {
+  var key = "storebench-tool-groups";
+  function kept() {
+    try { return JSON.parse(window.localStorage.getItem(key) || "{}") || {}; } catch (e) { return {}; }
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var open = kept();
+    document.querySelectorAll("#tools details.family[id]").forEach(function (group) {
+      if (Object.prototype.hasOwnProperty.call(open, group.id)) group.open = !!open[group.id];
+      group.addEventListener("toggle", function () {
+        var now = kept();
+        now[group.id] = group.open;
+        try { window.localStorage.setItem(key, JSON.stringify(now)); } catch (e) { /* no storage: as before */ }
+      });
+    });
+  });
 })();

@@ -82,6 +82,42 @@ def test_a_call_in_one_tab_shows_in_the_other_tabs_history_inbox_and_cached_view
         assert len(ids) == len(set(ids)) and ids[:2] == [f"call-{seq2}", f"call-{seq}"]
 
 
+def in_stock_orders(page) -> list[str]:
+    """The keys of the result's order rows that offer Ship."""
+    return page.eval_on_selector_all(
+        "#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])",
+        "rows => rows.map(r => r.dataset.key)")
+
+
+def test_a_row_shipped_in_another_tab_loses_its_actions_and_its_tick_here(context, server, login):
+    a = context.new_page()
+    a.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, a, "steady", 3)
+    b = context.new_page()
+    b.on("dialog", lambda d: d.accept())
+    a.goto(f"/shifts/{shift}/")
+    b.goto(f"/shifts/{shift}/")
+    for tab in (a, b):
+        tab.wait_for_selector("body[data-live=websocket]")
+    quick(a, "list_orders")
+    quick(b, "list_orders")
+    first, second = in_stock_orders(a)[:2]
+    a.check(f'#result tr[data-key="{first}"] input.pick')
+    a.check(f'#result tr[data-key="{second}"] input.pick')
+    assert "2 rows ticked" in a.inner_text("#result .batch-count")
+
+    b.click(f'#result tr[data-key="{first}"] form.row-action[data-tool=fulfill_order] button')
+    b.wait_for_selector(f'#result tr[data-key="{first}"].done')
+    shipped = int(b.eval_on_selector("#history-list li[id^=call-]", "li => li.id.slice(5)"))
+
+    row = a.locator(f'#result tr[data-key="{first}"]')
+    a.wait_for_selector(f'#result tr[data-key="{first}"].done')
+    assert row.locator("form.row-action, input.pick").count() == 0
+    assert row.locator(".row-status").inner_text() == f"shipped (#{shipped})"
+    assert "1 row ticked: 1 operation" in a.inner_text("#result .batch-count")
+    assert a.locator(f'#result tr[data-key="{second}"] form.row-action').count() == 1  # the other row keeps its Ship
+
+
 def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login, screenshot):
     page, shift = batch_workspace(context, server, login, "list_orders")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])")

@@ -294,6 +294,21 @@ def test_a_pause_without_a_reason_says_so_next_to_the_field(counted, server, log
     assert page.locator("#pause-button").count() == 1  # not paused: the form is still there
 
 
+def test_the_tool_groups_opened_or_closed_stay_so_on_reload(counted, server, login):
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    groups = page.eval_on_selector_all("#tools details.family", "ds => ds.map(d => [d.id, d.open])")
+    assert [is_open for _id, is_open in groups[:3]] == [True, True, False]  # the server opens the first two
+    first, third = groups[0][0], groups[2][0]
+    page.click(f"#{first} > summary")
+    page.click(f"#{third} > summary")
+    page.reload()
+    page.wait_for_selector("#tools")
+    page.wait_for_function(f"() => !document.getElementById('{first}').open && document.getElementById('{third}').open")
+    assert page.eval_on_selector(f"#{groups[1][0]}", "d => d.open")  # untouched: as the server gave it
+
+
 def keys_of(page, elements: str, attribute: str) -> set[str]:
     return set(page.eval_on_selector_all(elements, f"found => found.map(e => e.{attribute}.trim())"))
 
