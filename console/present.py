@@ -9,7 +9,8 @@ A list result (a body with ``rows``) becomes a :class:`Table`; a single object (
 order, a product, a supply offer) becomes a :class:`Card` whose nested lists are tables
 of their own.  Each row may carry :class:`Action` s: one metered call of a write tool,
 posted through the same call endpoint as the tool forms with its own fresh call id.
-Which rows get which action is the table :data:`ROW_ACTIONS` below, keyed by the tool
+Which rows get which action is the table :data:`ROW_ACTIONS` below (Ship, Refund, Reprice,
+Reorder, Cancel on a purchase order not yet shipped), keyed by the tool
 that produced the rows.
 
 Cells are formatted by what their value is (dollars as ``$1,234.50``, store times as
@@ -65,7 +66,8 @@ class Action:
     fixed: dict  # arguments sent as they are
     inputs: tuple[Input, ...] = ()
     key: str = ""  # keyboard shortcut on a focused row
-    confirm: str = ""  # asked before sending (a purchase order landing after the horizon)
+    confirm: str = ""  # asked before sending (a purchase order landing after the horizon, a cancellation)
+    late: bool = False  # the question is that the order lands after the close (the row says so too)
 
 
 @dataclass
@@ -251,7 +253,24 @@ def _reorder(sp: str, moq, confirm: str = "") -> Action:
     # colours; the vendor's minimum order is the prefilled total.
     return Action("Reorder", "place_purchase_order", {"supply_product_id": sp},
                   (Input("quantity", f"units of {sp} (split by size curve)", str(moq or ""), "int"),), key="o",
-                  confirm=confirm)
+                  confirm=confirm, late=bool(confirm))
+
+
+def _cancel_po(row: dict, timing: Timing | None = None) -> list[Action]:
+    # Only while the vendor has not shipped it (the store's "placed", with a cancellation
+    # deadline not yet past at the read): afterwards the store would refuse it, spending an operation.
+    po, until = row.get("po_id"), row.get("cancellable_until")
+    if row.get("status") != "placed" or not po or not isinstance(until, str):
+        return []
+    try:
+        closes = datetime.strptime(until, "%Y-%m-%dT%H:%MZ")  # the store's times ("2026-08-01T06:10Z")
+    except ValueError:
+        return []
+    if timing is not None and closes < timing.now:
+        return []
+    return [Action("Cancel", "cancel_purchase_order", {"po_id": po},
+                   confirm=f"Cancel {po}? The vendor refunds its cost less the cancellation fee "
+                           "(platform_terms says how much); this cannot be undone.")]
 
 
 @dataclass(frozen=True)
@@ -280,12 +299,16 @@ ROW_ACTIONS = {
     "list_returns": _refund, "get_return": _refund,
     "list_products": _reprice, "get_product": _reprice, "competitor_watch": _reprice,
     "search_supply_catalog": _reorder_supply, "supply_product_detail": _reorder_supply,
+    "list_purchase_orders": _cancel_po, "place_purchase_order": _cancel_po,
 }
+# The row actions that also read when the call was made (a deadline against the store's time).
+_TIMED = (_reorder_supply, _cancel_po)
 
 # What a write tool does to the row it was made from, in words, and the row's key.
 DONE_WORDS = {
     "fulfill_order": ("shipped", "order_id"), "refund_return": ("refunded", "return_id"),
     "set_price": ("repriced", "product_id"), "place_purchase_order": ("ordered", "supply_product_id"),
+    "cancel_purchase_order": ("cancelled", "po_id"), "cancel_order": ("cancelled", "order_id"),
 }
 _ROW_KEYS = ("order_id", "return_id", "po_id", "supply_product_id", "product_id", "variant_id", "sku_id",
              "vendor_id", "id", "entry")
@@ -323,7 +346,7 @@ def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, n
     actions_of = ROW_ACTIONS.get(tool)
     out = []
     for index, row in enumerate(rows):
-        actions = (actions_of(row, timing) if actions_of is _reorder_supply else actions_of(row)) if actions_of else []
+        actions = (actions_of(row, timing) if actions_of in _TIMED else actions_of(row)) if actions_of else []
         if tool == "list_inventory" and row.get("product_id") in sources:
             actions = [_reorder(*sources[row["product_id"]])]
         key = _row_key(row, index, tool)
@@ -370,7 +393,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
         else:
             fields.append((_label(key), cell(key, value, dated=True)))
     actions_of = ROW_ACTIONS.get(call.tool)
-    actions = (actions_of(data, timing) if actions_of is _reorder_supply else actions_of(data)) if actions_of else []
+    actions = (actions_of(data, timing) if actions_of in _TIMED else actions_of(data)) if actions_of else []
     lines = None
     if call.tool == "supply_product_detail" and actions and isinstance(data.get("sku_rows"), list):
         lines = LineEditor(str(data["supply_product_id"]),

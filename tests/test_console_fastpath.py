@@ -35,13 +35,13 @@ pytestmark = pytest.mark.usefixtures("fresh_console_cache")
 ROW_ACTION = """{% load console_tags %}
 <form class="row-action" method="post" action="{% url 'console:shift_call' shift.pk %}"
       hx-post="{% url 'console:shift_call' shift.pk %}" hx-target="next .row-status" hx-select=".window-marker, .outcome" hx-swap="innerHTML"
-      hx-disabled-elt="find button" data-spends="1" data-key="{{ action.key }}" data-tool="{{ action.tool }}"{% if action.confirm %} hx-confirm="{{ action.confirm }}" data-late="1"{% endif %}>
+      hx-disabled-elt="find button" data-spends="1" data-key="{{ action.key }}" data-tool="{{ action.tool }}"{% if action.confirm %} hx-confirm="{{ action.confirm }}"{% endif %}{% if action.late %} data-late="1"{% endif %}>
   {% csrf_token %}
   <input type="hidden" name="tool" value="{{ action.tool }}">
   <input type="hidden" name="call_id" value="{% new_call_id %}">
   {% for name, value in action.fixed.items %}<input type="hidden" name="arg_{{ name }}" value="{{ value }}">{% endfor %}
   {% for input in action.inputs %}<input type="text" inputmode="{% if input.kind == 'int' %}numeric{% else %}decimal{% endif %}" name="arg_{{ input.name }}" value="{{ input.value }}" size="6" aria-label="{{ input.label }} for {{ target }}">{% endfor %}
-  {% if action.confirm %}<span class="late" title="{{ action.confirm }}">lands after close</span>{% endif %}
+  {% if action.late %}<span class="late" title="{{ action.confirm }}">lands after close</span>{% endif %}
   <button type="submit" aria-label="{{ action.label }} {{ target }}" title="{{ action.label }} ({{ action.tool }}, 1 operation){% if action.key %} · key {{ action.key }}{% endif %}">{{ action.label }}</button>
 </form>
 """
@@ -77,7 +77,7 @@ class FakeShift:
 def tricky_table() -> present.Table:
     late = present.Action("Reorder", "place_purchase_order", {"supply_product_id": "SP-1"},
                           (present.Input("quantity", "units of SP-1 <x>", "12", "int"),), key="o",
-                          confirm=f"Lands after close: {TRICKY}")
+                          confirm=f"Lands after close: {TRICKY}", late=True)
     rows = [
         present.Row(cells=[present.cell("order_id", "ORD-1"), present.cell("total", "1234.50"),
                            present.cell("note", TRICKY), present.cell("hours_to_ship", 3.25),
@@ -86,7 +86,9 @@ def tricky_table() -> present.Table:
                     key="ORD-1", urgent=True),
         present.Row(cells=[present.cell("order_id", "ORD-2"), present.cell("note", "a&b")],
                     actions=[late, present.Action("Refund", "refund_return", {"return_id": TRICKY, "n": 7},
-                                                  (present.Input("amount", "refund (USD)", "3.10", "money"),))],
+                                                  (present.Input("amount", "refund (USD)", "3.10", "money"),)),
+                             present.Action("Cancel", "cancel_purchase_order", {"po_id": "PO-1"},
+                                            confirm=f"Cancel {TRICKY}?")],
                     key=TRICKY),
         present.Row(cells=[present.cell("order_id", "ORD-3")], actions=[], key="ORD-3", done="shipped (#4)"),
         present.Row(cells=[present.cell("order_id", "ORD-4")], actions=[], key="4"),
@@ -116,7 +118,7 @@ def test_table_rows_are_the_markup_the_template_loop_gave(status):
     assert CALL_ID.sub(r"\1X", mine) == CALL_ID.sub(r"\1X", theirs)
     assert "&lt;b&gt;&quot;O&#x27;Neil&quot; &amp; co&lt;/b&gt;" in mine and TRICKY not in mine
     # each form its own call id
-    assert len(set(re.findall(r'name="call_id" value="([0-9a-f]{32})"', mine))) == (3 if status == "active" else 0)
+    assert len(set(re.findall(r'name="call_id" value="([0-9a-f]{32})"', mine))) == (4 if status == "active" else 0)
 
 
 def test_row_actions_and_card_fields_are_the_markup_the_template_loops_gave():

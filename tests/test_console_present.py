@@ -350,3 +350,35 @@ def test_a_reprice_says_the_new_price_in_its_outcome_and_on_the_row_read_before_
     assert re.search(r'<p class="outcome" data-ok="1" data-seq="3">repriced to \$89\.00 \(#3\)</p>', reply)
     reread = signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode()
     assert "repriced to $89.00 (#3)" in rows_of(reread)["PRD-002"]
+
+
+def test_a_placed_purchase_order_offers_cancel_until_its_vendor_ships_it(signed_in, shift):
+    reply = call(signed_in, shift, "place_purchase_order", supply_product_id="SP-0001", quantity="20").content.decode()
+    po = re.search(r'name="arg_po_id" value="(PO-\d+)"', reply)
+    assert po, "the order's card offers Cancel"  # an undo, while the vendor has not shipped it
+    po = po.group(1)
+    assert f'hx-confirm="Cancel {po}? The vendor refunds its cost less the cancellation fee' in reply
+    assert "lands after close" not in reply  # its question is not the late reorder's
+    html = call(signed_in, shift, "list_purchase_orders").content.decode()
+    row = rows_of(html)[po]
+    assert 'value="cancel_purchase_order"' in row and ">Cancel</button>" in row
+    done = call(signed_in, shift, "cancel_purchase_order", po_id=po).content.decode()
+    assert re.search(r'data-ok="1" data-seq="4">cancelled \(#4\)</p>', done)
+    reread = rows_of(signed_in.get(f"/shifts/{shift.pk}/calls/3/", **HX).content.decode())[po]
+    assert 'class="done"' in reread and "cancelled (#4)" in reread and "cancel_purchase_order" not in reread
+
+
+def test_cancel_is_offered_only_while_the_read_saw_the_cancellation_window_open():
+    from datetime import datetime
+
+    from console import present
+
+    cancel = present.ROW_ACTIONS["list_purchase_orders"]
+    row = {"po_id": "PO-1", "status": "placed", "cancellable_until": "2026-08-02T06:00Z"}
+    assert [a.tool for a in cancel(row)] == ["cancel_purchase_order"]
+    read_at = present.Timing(datetime(2026, 8, 2, 6, 0), datetime(2026, 8, 8))
+    assert [a.label for a in cancel(row, read_at)] == ["Cancel"]  # up to the deadline itself
+    past = present.Timing(datetime(2026, 8, 2, 6, 1), datetime(2026, 8, 8))
+    assert cancel(row, past) == []
+    assert cancel({**row, "status": "in_transit", "cancellable_until": None}) == []
+    assert cancel({**row, "status": "received"}) == []

@@ -173,8 +173,8 @@ def _row_action(context, action, target, csrf: str, url: str) -> str:
         f'<input type="text" inputmode="{"numeric" if field.kind == "int" else "decimal"}"'
         f' name="arg_{_value(field.name, context)}" value="{_value(field.value, context)}" size="6"'
         f' aria-label="{_value(field.label, context)} for {_value(target, context)}">' for field in action.inputs)
-    confirm_attrs = f' hx-confirm="{confirm}" data-late="1"' if confirm else ""
-    late = f'<span class="late" title="{confirm}">lands after close</span>' if confirm else ""
+    confirm_attrs = (f' hx-confirm="{confirm}"' if confirm else "") + (' data-late="1"' if action.late else "")
+    late = f'<span class="late" title="{confirm}">lands after close</span>' if action.late else ""
     key = f" · key {_value(action.key, context)}" if action.key else ""
     return (f'\n<form class="row-action" method="post" action="{url}"\n'
             f'      hx-post="{url}" hx-target="next .row-status" hx-select=".window-marker, .outcome" hx-swap="innerHTML"\n'
