@@ -55,6 +55,9 @@ def test_a_practice_shift_is_graded_against_its_own_anchors(client, user, fresh_
     end_page = client.get(f"/shifts/{practice.pk}/").content.decode()
     verdict = "Would have passed" if practice.passed else "Would not have passed"  # not "Not passed": it is not counted
     assert "Practice: not counted." in end_page and f'id="verdict">{verdict}</span>' in end_page
+    # what a first-timer's low business means, and where the decisions that raise it are described
+    assert 'id="practice-reading"' in end_page and "0 is what the same store" in end_page
+    assert 'href="/briefing/#heuristics"' in end_page
 
 
 def test_a_study_refuses_the_practice_task_as_a_cell(admin):  # noqa: F811
@@ -118,6 +121,7 @@ def test_the_end_page_shows_the_threshold_only_when_the_study_allows_it(client, 
     threshold = shift.score_components["threshold"]
     html = client.get(f"/shifts/{shift.pk}/").content.decode()
     assert 'id="threshold"' not in html and "threshold" not in html.lower()
+    assert 'id="practice-reading"' not in html  # a scored shift's page has no practice note
 
     _configure(coordinator, study, True)
     study.refresh_from_db()
