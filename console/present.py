@@ -30,7 +30,7 @@ from environment.tools import REGISTRY
 from environment.tools.registry import ToolKind
 from shifts.results import result_of
 
-from .toolforms import json_problems
+from .toolforms import ARG_PREFIX, form_values, json_problems, tool_forms
 
 URGENT_HOURS = 12.0  # one window of the standard 12-hour clock
 _MONEY = re.compile(r"^-?\d+\.\d{2}$")
@@ -85,6 +85,8 @@ class Table:
     columns: list[str]
     rows: list[Row]
     note: str = ""  # "page 1 of 3, 111 in all"
+    previous_page: Action | None = None  # the same read one page back (a metered call), on page 2 and after
+    next_page: Action | None = None  # ... one page on, before the last page
 
     @property
     def has_actions(self) -> bool:
@@ -380,7 +382,9 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
         note = ""
         if "page" in data:
             note = f"page {data['page']} of {data.get('pages', '?')}, {data.get('total', len(data['rows']))} in all"
-        shown.tables.append(_table(_label(call.tool), data["rows"], call.tool, sources, done, note, timing))
+        table = _table(_label(call.tool), data["rows"], call.tool, sources, done, note, timing)
+        table.previous_page, table.next_page = _page_reads(call, data)
+        shown.tables.append(table)
         extras = {k: v for k, v in data.items() if k not in ("rows", "page", "pages", "total")}
         if extras:
             shown.card = Card("", [(_label(k), cell(k, v, dated=True)) for k, v in extras.items()], [], [], "")
@@ -405,6 +409,22 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
                       actions, _row_key(data, 0, call.tool), lines)
     shown.card.done = done.get(shown.card.key, "") if actions else ""
     return shown
+
+
+def _page_reads(call, data: dict) -> tuple[Action | None, Action | None]:
+    """The call again, one page back and one page on, with its other arguments as sent
+    (written as its tool form would refill them); None where there is no such page."""
+    page, pages = data.get("page"), data.get("pages")
+    form = tool_forms().get(call.tool)
+    if type(page) is not int or type(pages) is not int or form is None:
+        return None, None
+    sent = {name[len(ARG_PREFIX):]: value for name, value in form_values(form, call.arguments or {}).items()}
+
+    def at(number: int, label: str) -> Action:
+        return Action(label, call.tool, {**sent, "page": str(number)})
+
+    return (at(page - 1, "Previous page") if page > 1 else None,
+            at(page + 1, "Next page") if page < pages else None)
 
 
 # --- errors ------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from .templatetags.console_tags import (
     call_detail_urls,
     compact_json,
     new_call_id,
+    page_reads_html,
     shift_url,
     store_time,
     table_rows,
@@ -153,7 +154,7 @@ def table_html(table: Table, page: Page) -> str:
     columns = "".join(f'<th scope="col" aria-sort="none"><button type="button" class="sort" data-col="{index}">'
                       f"{_v(column)}</button></th>" for index, column in enumerate(table.columns))
     return ('<div class="table-block">\n  <div class="table-tools">\n'
-            f'    <b class="table-title">{_v(capped)}</b>{note}\n'
+            f'    <b class="table-title">{_v(capped)}</b>{note}{page_reads_html(page.context, table)}\n'
             f'    <label class="filter">Filter <input type="search" class="table-filter"'
             f' aria-label="Filter the {_v(title)} rows"></label>\n  </div>\n  {batch}\n'
             '  <div class="table-scroll">\n  <table class="data compact result-table sortable">\n'

@@ -382,3 +382,43 @@ def test_cancel_is_offered_only_while_the_read_saw_the_cancellation_window_open(
     assert cancel(row, past) == []
     assert cancel({**row, "status": "in_transit", "cancellable_until": None}) == []
     assert cancel({**row, "status": "received"}) == []
+
+
+def test_a_paged_table_reads_the_page_before_and_after_with_the_same_arguments(signed_in, shift):
+    html = call(signed_in, shift, "list_orders", page_size="2", status="all").content.decode()
+    assert "page 1 of " in html
+    nav = re.search(r'<span class="page-reads".*?</span>', html, re.S).group(0)
+    assert "Previous page" not in nav and ">Next page</button>" in nav
+    assert '<input type="hidden" name="tool" value="list_orders">' in nav
+    for name, value in (("page", "2"), ("page_size", "2"), ("status", "all")):
+        assert f'<input type="hidden" name="arg_{name}" value="{value}">' in nav
+    assert 'hx-target="#result"' in nav and 'data-spends="1"' in nav
+    # what the Next page form sends is the next page, one call
+    reply = call(signed_in, shift, "list_orders", page_size="2", status="all", page="2").content.decode()
+    assert "page 2 of " in reply and ops_left(reply) == OPS - 2
+    nav = re.search(r'<span class="page-reads".*?</span>', reply, re.S).group(0)
+    assert '<input type="hidden" name="arg_page" value="1">' in nav and ">Previous page</button>" in nav
+    pages = int(re.search(r"page 2 of (\d+)", reply).group(1))
+    last = call(signed_in, shift, "list_orders", page_size="2", status="all", page=str(pages)).content.decode()
+    assert ">Previous page</button>" in last and "Next page" not in last
+    one_page = call(signed_in, shift, "list_orders", page_size="100").content.decode()  # six orders awaiting shipment
+    assert 'class="page-reads"' not in one_page
+
+
+def test_the_page_reads_escape_the_arguments_they_send_again():
+    from django.template import Context
+
+    from console import present
+    from console.templatetags.console_tags import page_reads_html
+
+    class Active:
+        pk = 1
+        takes_calls = True
+
+    tricky = "<b>\"O'Neil\" & co</b>"
+    table = present.Table("products", [], [], next_page=present.Action("Next page", "list_products",
+                                                                       {"search": tricky, "page": "2"}))
+    html = page_reads_html(Context({"shift": Active(), "csrf_token": "tok"}), table)
+    assert 'name="arg_search" value="&lt;b&gt;&quot;O&#x27;Neil&quot; &amp; co&lt;/b&gt;"' in html and tricky not in html
+    Active.takes_calls = False
+    assert page_reads_html(Context({"shift": Active(), "csrf_token": "tok"}), table) == ""

@@ -94,6 +94,7 @@ def play(user, shift):
     yield call("platform_terms")
     yield call("announcements", page_size=5)
     yield call("store_status")
+    yield call("list_orders", page_size=2, page=2)  # a middle page: Previous page and Next page
     yield call("list_orders", page_size="many")
     yield call("end_window")
     yield call("list_orders", page_size=3)  # a new window: older views are stale

@@ -210,6 +210,34 @@ def row_actions(context, actions, target) -> SafeString:
     return mark_safe(_forms_of(context, actions, target))
 
 
+def page_reads_html(context, table) -> str:
+    """A paged table's Previous page / Next page: each the same read again, one metered call
+    whose result replaces the result panel ("" when the table has neither, or the shift takes
+    no calls)."""
+    actions = [a for a in (table.previous_page, table.next_page) if a is not None]
+    if not actions or not context["shift"].takes_calls:
+        return ""
+    csrf, url = _form_parts(context)
+    forms = []
+    for action in actions:
+        tool, label = _value(action.tool, context), _value(action.label, context)
+        fixed = "".join(f'<input type="hidden" name="arg_{_value(name, context)}" value="{_value(value, context)}">'
+                        for name, value in action.fixed.items())
+        forms.append(f'<form class="page-read" method="post" action="{url}" hx-post="{url}" hx-target="#result"'
+                     f' hx-swap="innerHTML" hx-disabled-elt="find button" data-spends="1">{csrf}'
+                     f'<input type="hidden" name="tool" value="{tool}">'
+                     f'<input type="hidden" name="call_id" value="{_fresh_call_id()}">{fixed}'
+                     f'<button type="submit" title="{tool}, page {_value(action.fixed["page"], context)}'
+                     f' (1 operation)">{label}</button></form>')
+    return (f' <span class="page-reads" role="group" aria-label="Pages of the {_value(table.title, context)}">'
+            f'{"".join(forms)}</span>')
+
+
+@register.simple_tag(takes_context=True)
+def page_reads(context, table) -> SafeString:
+    return mark_safe(page_reads_html(context, table))
+
+
 @register.simple_tag(takes_context=True)
 def table_rows(context, table) -> SafeString:
     """A result table's ``<tr>`` rows: what each row is (its key, done or urgent), its
