@@ -29,7 +29,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Study)
 class StudyAdmin(ReadOnlyAdmin):
-    list_display = ("name", "calibration_hash", "policy", "default_quota", "created_at")
+    list_display = ("name", "calibration_hash", "policy", "default_quota", "created_at", "closed_at")
 
 
 @admin.register(StudyMembership)

@@ -16,7 +16,9 @@ Concurrency: :func:`create_attempt` locks the cell's row, then the participant's
 before it checks the quota and the open attempts (``SELECT ... FOR UPDATE`` on
 PostgreSQL; SQLite's immediate transactions serialise writers), so two requests at
 once cannot both take a cell's last place, and the one that loses is told the truth
-(the cell is full, or the person already holds an open attempt there).
+(the cell is full, or the person already holds an open attempt there).  The cell's row is
+read with its study's (both locked on PostgreSQL), so a study closed meanwhile
+(:func:`studies.design.close_study`, which locks the study's row) creates no attempt.
 
 Policies (:func:`assign_next`) choose only among people who can start a scored shift
 now: not bots, invitation accepted, current consent given (a bot is never asked: a script gives no consent), briefing acknowledged and
@@ -39,7 +41,7 @@ from shifts.lifecycle import assign_shift, close_unstarted
 
 from . import audit
 from .build import build_id
-from .design import ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, stale_calibration
+from .design import NO_NEW_ATTEMPT, ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, refuse_closed, stale_calibration
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -113,6 +115,7 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
                    practice: bool = False, replaces: Attempt | None = None, coach=None, note: str = "") -> Attempt:
     """The attempt and its console shift; callers check permissions and write the audit event."""
     study = cell.study
+    refuse_closed(study, NO_NEW_ATTEMPT)
     if participant.study_id != study.pk:
         raise StudyError(f"participant {participant.label} is not in study {study.name!r}")
     if participant.user_id is None:
@@ -136,6 +139,7 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
     with transaction.atomic():
         # Lock order: the cell, then the participant (every caller takes them this way).
         cell = Cell.objects.select_for_update().select_related("study").get(pk=cell.pk)
+        refuse_closed(cell.study, NO_NEW_ATTEMPT)  # as it stands now, not as the caller read it
         locked = Participant.objects.select_for_update().filter(pk=participant.pk).first()
         if locked is not None and (locked.withdrawn_at is not None or locked.returned_at is not None):
             left = (f"withdrew on {locked.withdrawn_at:%Y-%m-%d}" if locked.withdrawn_at is not None
@@ -160,6 +164,12 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
         )
         schedule_assignment_notice(attempt)
         return attempt
+
+
+# What a participant who came through the study link reads when it is closed (the coordinator's
+# refusal names the study page, which is not theirs).
+CLOSED_TO_YOU = ("this study is closed and gives no new shifts; a shift you already have can still be "
+                 "finished, then use Finish to return to Prolific")
 
 
 def can_start(participant: Participant, *, include_bots: bool = False) -> bool:
@@ -211,6 +221,8 @@ def assign_self(participant: Participant) -> Attempt | None:
         raise StudyError("cells are assigned by the coordinator in this study; wait for their notice")
     if participant.withdrawn_at is not None or participant.returned_at is not None:
         raise StudyError("you have left this study")
+    if participant.study.closed_at is not None:
+        raise StudyError(CLOSED_TO_YOU)
     if not can_start(participant):
         raise StudyError("read the briefing and finish your practice shift first")
     if stale_calibration(participant.study) is not None:
@@ -221,7 +233,8 @@ def assign_self(participant: Participant) -> Attempt | None:
 
 def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,
                       via: str | None = None, reason: str = "", rehearsal: str | None = None) -> Attempt | None:
-    check_calibration(study)  # refused with the reason, not "nothing to assign"
+    refuse_closed(study, NO_NEW_ATTEMPT)  # refused with the reason, not "nothing to assign"
+    check_calibration(study)
     policy = policy or study.policy
     if policy not in POLICIES:
         raise StudyError(f"unknown assignment policy {policy!r}; choose one of {', '.join(POLICIES)}")
@@ -270,6 +283,8 @@ def adopt_practice_shift(actor, participant: Participant, cell: Cell, shift, rea
     if Attempt.objects.filter(shift=shift).exists():
         raise StudyError(f"shift {shift.pk} already belongs to an attempt")
     with transaction.atomic():
+        cell = Cell.objects.select_for_update().select_related("study").get(pk=cell.pk)  # as create_attempt does
+        refuse_closed(cell.study, NO_NEW_ATTEMPT)
         number = (cell.attempts.aggregate(m=Max("number"))["m"] or 0) + 1
         attempt = Attempt.objects.create(
             study=cell.study, cell=cell, participant=participant, shift=shift, number=number,

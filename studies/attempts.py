@@ -26,6 +26,7 @@ from shifts.models import RUNNING, Shift
 
 from . import audit
 from .assignment import abandon_unstarted, create_attempt, seen_attempt, seen_pairs, seen_refusal
+from .design import NO_NEW_ATTEMPT, refuse_closed
 from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
@@ -124,21 +125,20 @@ def reassignment_candidates(study: Study) -> list[Participant]:
     return list(study.participants.filter(withdrawn_at=None, returned_at=None).exclude(user=None))
 
 
-def reassignment_targets(study: Study, attempt: Attempt | None = None,
-                         candidates: list[Participant] | None = None,
+def reassignment_targets(study: Study, attempt: Attempt, candidates: list[Participant] | None = None,
                          seen: set[tuple[int, int]] | None = None) -> list[Participant]:
-    """Whom the study's pages offer as a reassignment's target: those :func:`reassign`
-    accepts for ``attempt``; without an attempt (one list for every attempt, as on the
-    monitor), those it accepts for any attempt, i.e. people and never a bot.  A page
-    listing many attempts reads ``candidates`` (:func:`reassignment_candidates`) and
-    ``seen`` (:func:`~studies.assignment.seen_pairs`) once."""
+    """Whom the study's pages offer as ``attempt``'s reassignment target: those :func:`reassign`
+    accepts, so nobody once the study is closed.  A page listing many attempts reads
+    ``candidates`` (:func:`reassignment_candidates`) and ``seen``
+    (:func:`~studies.assignment.seen_pairs`) once."""
+    if study.closed_at is not None:
+        return []
     if candidates is None:
         candidates = reassignment_candidates(study)
-    if attempt is None:
-        return [p for p in candidates if not p.is_bot]
     if seen is None:
         seen = seen_pairs(study)
-    return [p for p in candidates if reassign_refusal(attempt, p, seen) is None]
+    # A pair in ``seen`` is refused: left out here without the query that would only word why.
+    return [p for p in candidates if (p.pk, attempt.cell_id) not in seen and reassign_refusal(attempt, p, seen) is None]
 
 
 def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
@@ -147,6 +147,7 @@ def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:
     The target must pass :func:`reassign_refusal` (whose message the StudyError carries)."""
     attempt = _managed(actor, attempt)
     reason = _reason(reason, "reassign an attempt")
+    refuse_closed(attempt.study, NO_NEW_ATTEMPT)  # before its shift is ended for the new attempt
     refusal = reassign_refusal(attempt, to)
     if refusal is not None:
         raise StudyError(refusal)

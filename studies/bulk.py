@@ -32,6 +32,7 @@ from shifts import withdrawals
 from shifts.ending import WITHDREW_REASON
 
 from . import assignment, attempts, audit, participants
+from .design import NO_NEW_ATTEMPT, NO_NEW_PARTICIPANT, refuse_closed
 from .errors import StudyError
 from .exports import withdrawal_supersedes
 from .models import Attempt, AttemptStatus, AuditAction, Participant, Study
@@ -52,6 +53,7 @@ class RowReport:
 
 def import_participants(actor, study: Study, text: str) -> list[RowReport]:
     require(actor, study, Action.MANAGE)
+    refuse_closed(study, NO_NEW_PARTICIPANT)  # once, rather than on every row
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = [h.strip() for h in (reader.fieldnames or [])]
     if "label" not in header:
@@ -183,6 +185,7 @@ def act_on_attempts(actor, study: Study, chosen: list[Attempt], action: str, rea
 def assign_many(actor, study: Study, people: list[Participant], reason: str) -> list[ItemReport]:
     """Give each chosen person a cell by the study's policy, with one reason."""
     require(actor, study, Action.MANAGE)
+    refuse_closed(study, NO_NEW_ATTEMPT)  # once, rather than for every person
     if not (reason or "").strip():
         raise StudyError("a reason is required to assign in bulk")
     if not people:

@@ -1,4 +1,4 @@
-"""A study's design: its calibration file, its cells (task x seed) and its members.
+"""A study's design: its calibration file, its cells (task x seed), its members, and whether it is open.
 
 A study records the hash of the calibration file it was created from; every cell
 copies its threshold and anchor composites out of that file, and
@@ -7,6 +7,16 @@ A study whose file changed is stale: it assigns no new cell (:func:`studies.assi
 asks), no attempt of it starts its shift (:func:`calibration_gate`, a start gate), and its
 page says so (:func:`stale_calibration`).  Shifts already running are left to end; they are
 graded with the new file and so marked invalid (:func:`studies.models.outcome_of`).
+
+A closed study (:func:`close_study`) admits nobody new and creates no attempt: every path
+that adds a participant, issues or accepts a link for someone who has not joined, or creates
+an attempt (by hand, by policy, by its participant, as a retry or reassignment, in a
+rehearsal) asks :func:`refuse_closed`.  Nothing else changes: its pages, monitor, exports,
+pay and leaderboard read what exists, and its open shifts are left to be finished.
+
+A team role is removed (:func:`remove_member`) by a coordinator or admin, an admin role only
+by an admin; a study keeps at least one coordinator.  Roles are read from the memberships on
+every request (:mod:`studies.permissions`), so a removal takes effect at once.
 """
 from __future__ import annotations
 
@@ -15,6 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from environment.calibration import CalibrationError, cell_of, load_calibration
 from environment.errors import StoreBenchError
@@ -26,7 +37,7 @@ from shifts.models import Shift
 
 from . import audit
 from .errors import StudyError
-from .models import Attempt, AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
+from .models import OPEN_STATUSES, Attempt, AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
 from .permissions import Action, require
 from .wording import counted, plural
 
@@ -230,6 +241,100 @@ def add_member(actor, study: Study, user, role: str) -> StudyMembership:
         raise StudyError(f"{user.get_username()} already has the role {role} in this study; nothing was changed")
     audit.record(study, actor, AuditAction.MEMBER_ADDED, user=user.get_username(), role=role)
     return membership
+
+
+def remove_member(actor, study: Study, user, role: str) -> None:
+    """Take one team role away from ``user``; their other roles stay."""
+    require(actor, study, Action.MANAGE)
+    if user is None:
+        raise StudyError("no such user")
+    name = user.get_username()
+    if role == Role.PARTICIPANT:
+        raise StudyError(f"{name}'s participant role is not a team role: a participant leaves the study by "
+                         "withdrawal (Withdraw in the Participants panel)")
+    if role not in Role.values:
+        raise StudyError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}")
+    if role == Role.ADMIN:
+        require(actor, study, Action.ADMINISTER)  # only an admin gives an admin role, and takes one away
+    with transaction.atomic():
+        # The study's coordinators are locked first, so two removals at once cannot take the last two.
+        coordinators = list(StudyMembership.objects.select_for_update().filter(study=study, role=Role.COORDINATOR)
+                            .values_list("user_id", flat=True))
+        if role == Role.COORDINATOR and coordinators == [user.pk]:
+            raise StudyError(f"{name} is the study's last coordinator, and a study keeps one to run its "
+                             "participants and attempts: add another coordinator first (an admin of the study "
+                             "adds team members), then remove this role")
+        removed, _ = StudyMembership.objects.filter(study=study, user=user, role=role).delete()
+        if not removed:
+            raise StudyError(f"{name} does not hold the role {role} in this study; nothing was changed")
+        audit.record(study, actor, AuditAction.MEMBER_REMOVED, user=name, role=role)
+
+
+def remove_member_by_username(actor, study: Study, username: str, role: str) -> None:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        require(actor, study, Action.MANAGE)
+        raise StudyError(f"no user named {username!r}; nothing was changed")
+    remove_member(actor, study, user, role)
+
+
+# What a closed study refuses, as :func:`refuse_closed` says it.
+NO_NEW_ATTEMPT = "it assigns no cell and creates no attempt"
+NO_NEW_PARTICIPANT = "it admits no new participant"
+
+
+def _closed_when(study: Study) -> str:
+    by = f" by {study.closed_by.get_username()}" if study.closed_by is not None else ""
+    return f"on {study.closed_at:%Y-%m-%d}{by}"
+
+
+def refuse_closed(study: Study, refused: str) -> None:
+    """Refuse work a closed study takes no more (``refused``: what it is, in words), naming when
+    and by whom it was closed and what to do."""
+    if study.closed_at is not None:
+        raise StudyError(f"study {study.name!r} was closed {_closed_when(study)}: {refused} until it is reopened "
+                         "(Reopen on the study page)")
+
+
+def open_shifts(study: Study) -> int:
+    """How many of the study's attempts are open (assigned, or their shift running): closing the
+    study leaves them to be finished."""
+    found = Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).select_related("shift", "study")
+    return sum(1 for attempt in found if attempt.outcome.is_open)
+
+
+def close_study(actor, study: Study, reason: str) -> Study:
+    """Close the study (see the module docstring); its open shifts are not ended, and the audit
+    event counts them."""
+    require(actor, study, Action.MANAGE)
+    if not reason.strip():
+        raise StudyError("a reason is required to close a study")
+    with transaction.atomic():
+        study = Study.objects.select_for_update().get(pk=study.pk)  # an assignment locks it with its cell
+        if study.closed_at is not None:
+            raise StudyError(f"study {study.name!r} was already closed {_closed_when(study)}; nothing was changed")
+        study.closed_at, study.closed_by = timezone.now(), actor
+        study.save(update_fields=["closed_at", "closed_by"])
+        audit.record(study, actor, AuditAction.STUDY_CLOSED, reason=reason.strip(), open_shifts=open_shifts(study))
+    return study
+
+
+def reopen_study(actor, study: Study, reason: str) -> Study:
+    """Reopen a closed study: it admits people and creates attempts again."""
+    require(actor, study, Action.MANAGE)
+    if not reason.strip():
+        raise StudyError("a reason is required to reopen a study")
+    with transaction.atomic():
+        study = Study.objects.select_for_update().get(pk=study.pk)
+        closed = study.closed_at
+        if closed is None:
+            raise StudyError(f"study {study.name!r} is not closed; nothing was changed")
+        study.closed_at, study.closed_by = None, None
+        study.save(update_fields=["closed_at", "closed_by"])
+        audit.record(study, actor, AuditAction.STUDY_REOPENED, reason=reason.strip(), closed_at=closed.isoformat())
+    return study
 
 
 def add_consent_version(actor, study: Study, text: str) -> ConsentVersion:

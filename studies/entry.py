@@ -14,6 +14,9 @@ Prolific gives every participant the same study URL with their ``PROLIFIC_PID``,
   Prolific checks).  The return path (a POST: "I want to stop") closes their unstarted
   attempts, records the return and sends them to the completion URL with the return code.
 * Personal invitations (:mod:`studies.participants`) stay for hand-picked experts.
+* A closed study (:func:`studies.design.close_study`) takes nobody new through its link: only
+  someone who entered before, in the same session, signs back in (to finish an open shift or
+  collect their code).
 """
 from __future__ import annotations
 
@@ -49,6 +52,21 @@ def open_study(slug: str) -> Study:
     return study
 
 
+def returning(study: Study, ids: dict) -> Participant | None:
+    """The participant these platform ids sign back in: the same PID in the same session, who
+    entered before (has an account); None for anyone else (the page reveals no one else)."""
+    found = pid_holder(study, ids["PROLIFIC_PID"])
+    if found is None or found.user_id is None or found.external_ids.get("SESSION_ID") != ids.get("SESSION_ID"):
+        return None
+    return found
+
+
+def refuse_newcomer(study: Study) -> None:
+    """A closed study takes no new participant through its link."""
+    if study.closed_at is not None:
+        raise StudyError(f"study {study.name!r} is closed: it takes no new participants")
+
+
 def platform_ids(query) -> dict:
     ids = external_ids_from(query)
     if "PROLIFIC_PID" not in ids or "SESSION_ID" not in ids:
@@ -71,6 +89,7 @@ def enter(study: Study, query, consent_version: int | None) -> Participant:
     participant = pid_holder(study, ids["PROLIFIC_PID"])
     now = timezone.now()
     if participant is None:
+        refuse_newcomer(study)
         user = get_user_model().objects.create_user(username=f"p-{secrets.token_hex(8)}")
         user.set_unusable_password()
         user.save()

@@ -79,6 +79,11 @@ class Study(models.Model):
     # Whether a participant's end page shows the cell's pass threshold next to their score
     # (off by default: the figure tells a participant where the scripted stores landed).
     show_threshold_to_participants = models.BooleanField(default=False)
+    # A closed study admits nobody new and creates no attempt; what it holds stays readable and
+    # its open shifts may be finished (:func:`studies.design.close_study`, :func:`~studies.design.refuse_closed`).
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+",
+                                  null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -377,6 +382,7 @@ def outcome_of(attempt: Attempt) -> Outcome:
 class AuditAction(models.TextChoices):
     STUDY_CREATED = "study_created", "Study created"
     MEMBER_ADDED = "member_added", "Member added"
+    MEMBER_REMOVED = "member_removed", "Member removed"
     PARTICIPANT_ADDED = "participant_added", "Participant added"
     INVITED = "invited", "Invitation issued"
     INVITATION_REVOKED = "invitation_revoked", "Invitation revoked"
@@ -402,6 +408,8 @@ class AuditAction(models.TextChoices):
     WITHDRAWN = "withdrawn", "Participant withdrawn"
     REHEARSED = "rehearsed", "Rehearsal finished"
     REHEARSAL_FAILED = "rehearsal_failed", "Rehearsal failed"
+    STUDY_CLOSED = "study_closed", "Study closed"
+    STUDY_REOPENED = "study_reopened", "Study reopened"
 
 
 class AppendOnlyError(Exception):

@@ -13,6 +13,11 @@ participant's pace so far (active seconds per window played):
 * ``high``: under an hour left, or the projection exceeds the time left;
 * ``medium``: under three hours left, or the projection exceeds 75% of it;
 * ``low``: otherwise; ``not started`` before the shift starts.
+
+Each row names whom its attempt may be reassigned to (the domain's rule,
+:func:`studies.attempts.reassignment_targets`: never the attempt's own participant, nor
+anyone :func:`~studies.attempts.reassign` would refuse).  The action form's "To" list
+offers everyone some row names, and narrows to the chosen shift's row as the rows update.
 """
 from __future__ import annotations
 
@@ -24,7 +29,9 @@ from django.utils import timezone
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
 
-from .models import OPEN_STATUSES, Attempt, Study
+from .assignment import seen_pairs
+from .attempts import reassignment_candidates, reassignment_targets
+from .models import OPEN_STATUSES, Attempt, Participant, Study
 from .permissions import Action, require
 
 FREE_TOOLS = tuple(name for name, spec in REGISTRY.items() if spec.free)
@@ -58,6 +65,7 @@ class MonitorRow:
     deadline: datetime | None
     remaining_s: int | None
     risk: str
+    targets: tuple[Participant, ...] = ()  # whom the attempt may be reassigned to
 
 
 def _paused_seconds(shift, now) -> float:
@@ -67,7 +75,7 @@ def _paused_seconds(shift, now) -> float:
     return sum(((p.ended_at or now) - p.started_at).total_seconds() for p in pauses.all())
 
 
-def row_for(attempt: Attempt, now=None) -> MonitorRow:
+def row_for(attempt: Attempt, now=None, targets: tuple[Participant, ...] = ()) -> MonitorRow:
     now = now or timezone.now()
     shift = attempt.shift
     last = shift.calls.order_by("-seq").first()
@@ -92,7 +100,7 @@ def row_for(attempt: Attempt, now=None) -> MonitorRow:
         wall_s=int(wall) if wall is not None else None, active_s=int(active) if active is not None else None,
         last_tool=last.tool if last else "", last_at=last.created_at if last else None, deadline=shift.deadline,
         remaining_s=int(remaining) if remaining is not None else None,
-        risk=deadline_risk(remaining, windows_left, pace),
+        risk=deadline_risk(remaining, windows_left, pace), targets=targets,
     )
 
 
@@ -101,4 +109,12 @@ def monitor_rows(actor, study: Study) -> list[MonitorRow]:
     now = timezone.now()
     open_attempts = (Attempt.objects.filter(study=study, status__in=OPEN_STATUSES)
                      .select_related("shift", "study", "participant", "cell").order_by("assigned_at", "pk"))
-    return [row_for(a, now) for a in open_attempts if a.outcome.is_open]
+    candidates, seen = reassignment_candidates(study), seen_pairs(study)
+    return [row_for(a, now, tuple(reassignment_targets(study, a, candidates, seen)))
+            for a in open_attempts if a.outcome.is_open]
+
+
+def reassignment_choices(rows: list[MonitorRow]) -> list[Participant]:
+    """The action form's "To" list: everyone some row's attempt may be reassigned to, by label."""
+    found = {p.pk: p for row in rows for p in row.targets}
+    return sorted(found.values(), key=lambda p: p.label)

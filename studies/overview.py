@@ -12,7 +12,7 @@ from shifts.naming import names_of
 from .assignment import seen_pairs
 from .attempts import reassignment_candidates, reassignment_targets
 from .design import missing_task_cells, stale_calibration
-from .models import Attempt, AuditEvent, Invitation, Study
+from .models import Attempt, AuditEvent, Invitation, Role, Study, StudyMembership
 from .permissions import Action, can, require, roles_of
 from .rehearsal import last_outcome
 
@@ -32,6 +32,8 @@ class Overview:
     rehearsal: AuditEvent | None  # how the latest rehearsal ended, if one did
     stale_calibration: str | None  # why the study takes no new work since its calibration file changed
     missing_tasks: list  # cells whose task this server no longer has
+    team: list  # the team's memberships (every role but participant)
+    open_shifts: int  # attempts assigned or running, which closing the study leaves to be finished
 
 
 def study_overview(actor, study: Study) -> Overview:
@@ -57,7 +59,10 @@ def study_overview(actor, study: Study) -> Overview:
                     can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
                     selected=sum(1 for a in attempts if a.is_selected and a.participant.withdrawn_at is None), rehearsal=last_outcome(study),
-                    stale_calibration=stale_calibration(study), missing_tasks=missing_task_cells(study))
+                    stale_calibration=stale_calibration(study), missing_tasks=missing_task_cells(study),
+                    team=list(StudyMembership.objects.filter(study=study).exclude(role=Role.PARTICIPANT)
+                              .select_related("user").order_by("user__username", "role")),
+                    open_shifts=sum(1 for a in attempts if a.outcome.is_open))  # as design.open_shifts counts
 
 
 def audit_log(actor, study: Study) -> list[AuditEvent]:

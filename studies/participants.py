@@ -17,6 +17,9 @@
   ends them.
 * Consent is versioned: the participant records the version they accepted and when.
   Scripted bots are not asked (:func:`needs_consent`).
+* A closed study (:func:`studies.design.close_study`) adds no participant, and issues and
+  accepts no link for someone who has not joined yet (no account); a participant who has
+  one may still be sent a link to sign back in and finish an open shift.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from shifts.affiliation import Affiliation
 from shifts.errors import StartRefused
 
 from . import audit
+from .design import NO_NEW_PARTICIPANT, refuse_closed
 from .errors import InvitationUsed, StudyError
 from .models import AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
 from .permissions import Action, require
@@ -83,6 +87,7 @@ def clean_qualifications(raw: dict) -> dict:
 def add_participant(actor, study: Study, label: str, qualifications: dict | None = None, *,
                     is_bot: bool = False, user=None) -> Participant:
     require(actor, study, Action.MANAGE)
+    refuse_closed(study, NO_NEW_PARTICIPANT)
     label = label.strip()
     if not label:
         raise StudyError("a participant needs a label")
@@ -150,6 +155,9 @@ def invite(actor, participant: Participant, max_age_seconds: int = DEFAULT_MAX_A
     study = participant.study
     require(actor, study, Action.MANAGE)
     refuse_link(participant)
+    if participant.user_id is None:
+        refuse_closed(study, f"{NO_NEW_PARTICIPANT}, so {participant.label}, who has not joined yet, gets no "
+                             "invitation link")
     if not 60 <= max_age_seconds <= 90 * 24 * 3600:
         raise StudyError(f"an invitation lasts between 60 seconds and 90 days, not {counted(max_age_seconds, 'second')}")
     invitation = Invitation.objects.create(participant=participant, nonce=secrets.token_urlsafe(18),
@@ -187,6 +195,14 @@ def _end_sessions(keys: list[str]) -> int:
             session.delete(key)
             ended += 1
     return ended
+
+
+def refuse_if_closed(invitation: Invitation) -> None:
+    """Refuse a link that would admit someone new (no account yet) to a closed study."""
+    study = invitation.participant.study
+    if invitation.participant.user_id is None and study.closed_at is not None:
+        raise StudyError(f"study {study.name!r} is closed: it takes no new participants, so this invitation "
+                         "link signs nobody in")
 
 
 def refuse_if_used(invitation: Invitation) -> None:
@@ -247,6 +263,7 @@ def accept(token: str, query: dict):
     participant = invitation.participant
     refuse_if_used(invitation)
     refuse_link(participant)
+    refuse_if_closed(invitation)
     ids = external_ids_from(query)
     if participant.user is None:
         User = get_user_model()

@@ -28,7 +28,7 @@ from shifts.models import Shift
 
 from . import audit, bots
 from .assignment import assign_next, quota_used
-from .design import check_calibration
+from .design import NO_NEW_ATTEMPT, check_calibration, refuse_closed
 from .errors import StudyError
 from .models import OPEN_STATUSES, Attempt, AuditAction, AuditEvent, Participant, Study
 from .permissions import Action, require
@@ -43,6 +43,7 @@ def check(actor, study: Study, count: int, skill: str) -> None:
         raise StudyError(f"a rehearsal uses 1 to {MAX_BOTS} bots, not {count}")
     if skill not in bots.SKILLS:
         raise StudyError(f"unknown bot skill {skill!r}; choose one of {', '.join(bots.SKILLS)}")
+    refuse_closed(study, NO_NEW_ATTEMPT)  # refused on the page, and by a task queued before the study closed
     check_calibration(study)  # refused on the page, not later in the task
 
 

@@ -28,9 +28,9 @@ from .figures import Filters
 from .forest import forest_svg
 from .leaderboard import leaderboard
 from .models import Attempt, ExportJob, Invitation, Participant, Study
-from .monitor import monitor_rows
+from .monitor import monitor_rows, reassignment_choices
 from .overview import audit_log, my_study, study_overview
-from .permissions import Action, can_create_studies, require, visible_studies
+from .permissions import Action, can, can_create_studies, require, visible_studies
 from .wording import counted
 
 
@@ -134,6 +134,46 @@ def member_add(request: HttpRequest, pk: int) -> HttpResponse:
         return f"{d['username']}: role {d['role']} added (any roles they had are kept)."
 
     return _submitted(request, study, forms.MemberForm(request.POST), "members", add, keep="member_form")
+
+
+@login_required
+@require_POST
+def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+
+    def remove(d: dict) -> str:
+        design.remove_member_by_username(request.user, study, d["username"], d["role"])
+        return f"{d['username']}: role {d['role']} removed (any other roles they hold are kept)."
+
+    response = _submitted(request, study, forms.MemberForm(request.POST), "members", remove)
+    if not can(request.user, study, Action.VIEW):  # they removed their own last team role here
+        return redirect("studies:list")
+    return response
+
+
+@login_required
+@require_POST
+def study_close(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+
+    def close(d: dict) -> str:
+        design.close_study(request.user, study, d["reason"])
+        return ("Study closed: it admits nobody new and creates no new attempt; its open shifts may still be "
+                "finished.")
+
+    return _submitted(request, study, forms.ReasonForm(request.POST), "closing", close)
+
+
+@login_required
+@require_POST
+def study_reopen(request: HttpRequest, pk: int) -> HttpResponse:
+    study = _staff_study(request, pk)
+
+    def reopen(d: dict) -> str:
+        design.reopen_study(request.user, study, d["reason"])
+        return "Study reopened: it admits participants and creates attempts again."
+
+    return _submitted(request, study, forms.ReasonForm(request.POST), "closing", reopen)
 
 
 @login_required
@@ -303,7 +343,7 @@ def monitor(request: HttpRequest, pk: int) -> HttpResponse:
     study = _study(pk)
     rows = monitor_rows(request.user, study)
     return render(request, "studies/monitor.html", {"study": study, "rows": rows,
-                                                    "participants": attempts.reassignment_targets(study)})
+                                                    "participants": reassignment_choices(rows)})
 
 
 @login_required
@@ -398,6 +438,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         invitation = participants.resolve(token)
         if request.method == "GET":
             participants.refuse_if_used(invitation)
+            participants.refuse_if_closed(invitation)
             return render(request, "studies/join.html", {"invitation": invitation, "token": token,
                                                          "query": request.GET.urlencode()})
         participant = participants.accept(token, request.GET)
@@ -462,14 +503,12 @@ def enter(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         study = entry.open_study(slug)
         ids = entry.platform_ids(request.GET)
+        known = entry.returning(study, ids)  # a PID the team imported signs in by its invitation
+        if known is None:
+            entry.refuse_newcomer(study)
     except StudyError as exc:
         return render(request, "studies/enter.html", {"error": str(exc)}, status=400)
     consent = participants.current_consent(study)
-    found = participants.pid_holder(study, ids["PROLIFIC_PID"])
-    # Only the same PID in the same session, who entered before (has an account), is greeted as
-    # returning (the page reveals no one else); a PID the team imported signs in by its invitation.
-    known = (found if found is not None and found.user_id is not None
-             and found.external_ids.get("SESSION_ID") == ids.get("SESSION_ID") else None)
     context = {"study": study, "consent": consent, "known": known, "query": request.GET.urlencode()}
     if request.method == "POST":
         form = forms.EnterForm(request.POST)

@@ -1,6 +1,7 @@
 """A reassignment after a platform fault follows one rule, the domain's
-(``studies.attempts.reassign``): a person's attempt goes to a person still taking part
-who has an account (a bot's may go to another bot).  The pages offer only such targets,
+(``studies.attempts.reassign``): a person's attempt goes to another person still taking part
+who has an account and has not seen the cell (a bot's may go to another bot).  The pages
+offer only such targets (the monitor: those of some shown shift, each row naming its own),
 and a posted target the rule refuses comes back as the domain's message."""
 import pytest
 from test_studies_support import admin, bot, bot2, cell, coordinator, study  # noqa: F401
@@ -41,10 +42,47 @@ def test_the_attempt_rows_offer_people_but_no_bot(coord_client, study, bot, faul
     assert f'<option value="{other.pk}">expert-2</option>' in options and "bot-1" not in options
 
 
-def test_the_monitor_offers_no_bot(coord_client, study, bot, faulted):
+@pytest.fixture
+def other(study, coordinator):
+    """A second person with an account, who has not seen any cell."""
+    return participants.accept(participants.invite(
+        coordinator, participants.add_participant(coordinator, study, "expert-2"), 3600).token, {})
+
+
+def test_the_monitor_offers_no_bot(coord_client, study, bot, faulted, other):
     html = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
     options = _to_options(html, 'id="monitor-action"')
-    assert "expert-1" in options and "bot-1" not in options
+    assert f'<option value="{other.pk}">expert-2</option>' in options and "bot-1" not in options
+
+
+def test_the_monitor_does_not_offer_an_attempts_own_participant(coord_client, study, faulted):
+    html = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
+    assert _to_options(html, 'id="monitor-action"') == '<select name="to" id="monitor-to"><option value="">—</option>'
+
+
+def test_a_monitor_row_names_whom_its_attempt_may_go_to(coord_client, study, faulted, other):
+    rows = coord_client.get(f"/studies/{study.pk}/monitor/rows/").content.decode()
+    assert f'<tr data-attempt="{faulted.pk}" data-targets="{other.pk}" ' in rows
+
+
+def test_the_monitor_offers_nobody_who_holds_the_same_cell(coord_client, study, faulted, other, coordinator, cell):
+    from studies.design import set_quota
+
+    set_quota(coordinator, study, cell, 2)
+    assignment.assign(coordinator, other, cell)  # each now holds the cell: neither may take the other's attempt
+    html = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
+    options = _to_options(html, 'id="monitor-action"')
+    assert "expert-1" not in options and "expert-2" not in options
+    assert html.count('data-targets="" ') == 2
+
+
+def test_a_posted_own_participant_is_refused_from_the_monitor(coord_client, study, faulted):
+    response = coord_client.post(f"/studies/{study.pk}/monitor/act/", {
+        "attempt": faulted.pk, "action": "reassign", "to": faulted.participant_id, "reason": "server lost the shift"},
+        follow=True)
+    assert ("a reassignment goes to another participant; use a coached retry for the same person"
+            in response.content.decode())
+    assert Attempt.objects.filter(study=study).count() == 1
 
 
 def test_a_posted_bot_is_refused_with_the_domains_message(coord_client, study, bot, faulted):
@@ -117,6 +155,12 @@ def bot_attempt(study, admin, bot, cell):
 def test_a_bots_attempt_row_offers_the_other_bot(coord_client, study, bot_attempt, bot2):
     html = coord_client.get(f"/studies/{study.pk}/").content.decode()
     assert f'<option value="{bot2.pk}">bot-2</option>' in _to_options(html, f'<tr data-attempt="{bot_attempt.pk}"')
+
+
+def test_the_monitor_offers_a_bots_attempt_the_other_bot_only(coord_client, study, bot_attempt, bot2):
+    html = coord_client.get(f"/studies/{study.pk}/monitor/").content.decode()
+    options = _to_options(html, 'id="monitor-action"')
+    assert f'<option value="{bot2.pk}">bot-2</option>' in options and "bot-1" not in options
 
 
 def test_a_bots_attempt_is_reassigned_to_another_bot_from_the_page(coord_client, study, bot_attempt, bot2):

@@ -62,7 +62,7 @@ ALLOWED = {
     "studies:exports": (COORD_A, COORD_A),
     # POST-only actions: nobody GETs them (405).
     **{name: (NOBODY, COORD_A) for name in (
-        "studies:member_add", "studies:quota_set", "studies:participant_add", "studies:invite", "studies:revoke",
+        "studies:member_add", "studies:member_remove", "studies:close", "studies:reopen", "studies:quota_set", "studies:participant_add", "studies:invite", "studies:revoke",
         "studies:assign", "studies:assign_next", "studies:attempt_act", "studies:select_by_rule",
         "studies:monitor_act", "studies:entry_settings", "studies:pay_approve", "studies:bonus_file",
         "studies:payments_file", "studies:import", "studies:invite_many", "studies:bulk_attempts",

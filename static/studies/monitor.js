@@ -44,7 +44,22 @@
     const text = parts.length ? "Needs attention: " + parts.join("; ") + "." : "No shift is overdue or at high risk.";
     if (line.textContent !== text) line.textContent = text;
   }
-  function updated() { syncChoices(); summarise(); }
+  // "To" (reassign) offers whom some shown shift may go to; once a shift is chosen, only whom
+  // its row names (data-targets: the domain's rule, rebuilt with the rows).
+  function narrowTargets() {
+    const shift = document.getElementById("monitor-attempt"), to = document.getElementById("monitor-to");
+    if (!shift || !to) return;
+    const row = shift.value && rows.querySelector('tr[data-attempt="' + shift.value + '"]');
+    const allowed = row ? (row.dataset.targets || "").split(" ") : null;
+    Array.from(to.options).slice(1).forEach(function (option) {
+      const off = allowed !== null && allowed.indexOf(option.value) < 0;
+      option.hidden = option.disabled = off;
+      if (off && option.selected) to.value = "";
+    });
+  }
+  const chooser = document.getElementById("monitor-attempt");
+  if (chooser) chooser.addEventListener("change", narrowTargets);
+  function updated() { syncChoices(); summarise(); narrowTargets(); }
 
   summarise();
   rows.addEventListener("htmx:afterSwap", updated);
