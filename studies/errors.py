@@ -16,3 +16,13 @@ class InvitationUsed(StudyError):
     def __init__(self, message: str, user_id: int | None) -> None:
         super().__init__(message)
         self.user_id = user_id
+
+
+class LinkRefused(StudyError):
+    """An invitation link refused for whom it is for (an account with staff powers, a scripted
+    bot, a withdrawn participant).  The message names them and why, for the team; whoever holds
+    the link is told only :attr:`shown_to_holder` (a link may be forwarded: the page must not
+    say who withdrew, or when, or whose account is staff)."""
+
+    shown_to_holder = ("This invitation link signs nobody in. If you expected to take part in this study, "
+                       "ask the study team for a new link.")

@@ -40,7 +40,7 @@ from shifts.errors import StartRefused
 
 from . import audit
 from .design import NO_NEW_PARTICIPANT, refuse_closed
-from .errors import InvitationUsed, StudyError
+from .errors import InvitationUsed, LinkRefused, StudyError
 from .models import AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
 from .permissions import Action, require
 from .wording import counted, plural
@@ -131,7 +131,7 @@ def refuse_staff_account(participant: Participant) -> None:
     study could otherwise become a staff member, or another study's coordinator, whose
     account was also made a participant here. Such a person signs in with their password."""
     if team_powers(participant):
-        raise StudyError(f"{participant.label}'s account holds a staff role; an invitation link would sign "
+        raise LinkRefused(f"{participant.label}'s account holds a staff role; an invitation link would sign "
                          "whoever opens it in with those powers, so none is issued or accepted: they sign in "
                          "with their own password")
 
@@ -143,12 +143,12 @@ def refuse_link(participant: Participant) -> None:
     signed in as it would play scored shifts without one) or a withdrawn participant."""
     refuse_staff_account(participant)
     if participant.is_bot:
-        raise StudyError(f"{participant.label} is a scripted bot: its shifts are played by a script, and an "
+        raise LinkRefused(f"{participant.label} is a scripted bot: its shifts are played by a script, and an "
                          "invitation link would let a person play them as the bot, without consent; invite a "
                          "person instead")
     if participant.withdrawn_at is not None:
-        raise StudyError(f"{participant.label} withdrew from the study on {participant.withdrawn_at:%Y-%m-%d}; "
-                         "no invitation link is issued or accepted for them")
+        raise LinkRefused(f"{participant.label} withdrew from the study on {participant.withdrawn_at:%Y-%m-%d}; "
+                          "no invitation link is issued or accepted for them")
 
 
 def invite(actor, participant: Participant, max_age_seconds: int = DEFAULT_MAX_AGE) -> IssuedInvitation:

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from . import assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay, rehearsal
-from .errors import InvitationUsed, StudyError, StudyPermissionDenied
+from .errors import InvitationUsed, LinkRefused, StudyError, StudyPermissionDenied
 from .exports import zip_bytes
 from .figures import Filters
 from .forest import forest_svg
@@ -438,6 +438,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         invitation = participants.resolve(token)
         if request.method == "GET":
             participants.refuse_if_used(invitation)
+            participants.refuse_link(invitation.participant)  # as accepting would: said before the button
             participants.refuse_if_closed(invitation)
             return render(request, "studies/join.html", {"invitation": invitation, "token": token,
                                                          "query": request.GET.urlencode()})
@@ -446,6 +447,8 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         if request.user.is_authenticated and request.user.pk == used.user_id:
             return redirect("studies:me")
         return render(request, "studies/join.html", {"error": str(used), "used": True}, status=403)
+    except LinkRefused:  # its message names the person and why: not for whoever holds the link
+        return render(request, "studies/join.html", {"error": LinkRefused.shown_to_holder}, status=400)
     except StudyError as exc:
         return render(request, "studies/join.html", {"error": str(exc)}, status=400)
     login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")

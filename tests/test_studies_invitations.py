@@ -94,7 +94,14 @@ def test_a_link_issued_before_a_withdrawal_signs_nobody_in(issued, admin):
         participants.invite(admin, issued.invitation.participant)
     browser = Client()
     response = browser.post(f"/studies/join/{issued.token}/")
-    assert response.status_code in (400, 403) and "withdrew from the study" in response.content.decode()
+    page = response.content.decode()
+    # whoever holds the link (it may have been forwarded) learns nothing of who withdrew, or when
+    assert response.status_code == 400 and "This invitation link signs nobody in." in page
+    gone = issued.invitation.participant
+    assert "withdrew" not in page and f"{gone.withdrawn_at:%Y-%m-%d}" not in page
+    opened = browser.get(f"/studies/join/{issued.token}/")  # refused on opening, before any button
+    assert opened.status_code == 400 and "This invitation link signs nobody in." in opened.content.decode()
+    assert 'id="accept"' not in opened.content.decode()
     assert browser.get("/studies/me/").status_code == 302
 
 
