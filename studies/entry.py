@@ -162,15 +162,17 @@ def leave(participant: Participant) -> str:
 @transaction.atomic
 def configure(actor, study: Study, *, entry_open: bool, completion_url: str, completion_code: str,
               return_code: str, base_pay_cents: int, bonus_bands: list, fault_compensation_cents: int,
-              reason: str, show_threshold: bool | None = None) -> Study:
+              reason: str, show_threshold: bool | None = None) -> dict[str, list]:
     """Set the entry link, the pay rule and, unless ``show_threshold`` is None, whether
     participants' end pages show the pass threshold (audited with a reason); a slug is
-    made on first opening."""
+    made on first opening.  What changed, by field (``[before, after]``); a submission that
+    changes nothing is neither saved nor audited, and answers ``{}``."""
     require(actor, study, Action.MANAGE)
     if not reason.strip():
         raise StudyError("a reason is required to change the entry link or the pay rule")
     study = Study.objects.select_for_update().get(pk=study.pk)
-    before = {"entry_open": study.entry_open, "completion_code": study.completion_code,
+    before = {"entry_open": study.entry_open, "entry_slug": study.entry_slug,
+              "completion_url": study.completion_url, "completion_code": study.completion_code,
               "return_code": study.return_code, "base_pay_cents": study.base_pay_cents,
               "bonus_bands": study.bonus_bands, "fault_compensation_cents": study.fault_compensation_cents,
               "show_threshold_to_participants": study.show_threshold_to_participants}
@@ -188,8 +190,8 @@ def configure(actor, study: Study, *, entry_open: bool, completion_url: str, com
     study.fault_compensation_cents = fault_compensation_cents
     if show_threshold is not None:
         study.show_threshold_to_participants = show_threshold
-    study.save()
-    after = {k: getattr(study, k) for k in before}
-    audit.record(study, actor, AuditAction.ENTRY_CHANGED, reason=reason.strip(),
-                 changed={k: [before[k], after[k]] for k in before if before[k] != after[k]} or None)
-    return study
+    changed = {k: [before[k], getattr(study, k)] for k in before if before[k] != getattr(study, k)}
+    if changed:
+        study.save()
+        audit.record(study, actor, AuditAction.ENTRY_CHANGED, reason=reason.strip(), changed=changed)
+    return changed

@@ -490,12 +490,13 @@ def entry_settings(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
 
     def configure(d: dict) -> str:
-        entry.configure(request.user, study, entry_open=d["entry_open"], completion_url=d["completion_url"],
-                        completion_code=d["completion_code"], return_code=d["return_code"],
-                        base_pay_cents=d["base_pay_cents"], bonus_bands=d["bonus_bands"],
-                        fault_compensation_cents=d["fault_compensation_cents"], reason=d["reason"],
-                        show_threshold=d["show_threshold_to_participants"])
-        return "Study link and pay rule saved."
+        changed = entry.configure(
+            request.user, study, entry_open=d["entry_open"], completion_url=d["completion_url"],
+            completion_code=d["completion_code"], return_code=d["return_code"], base_pay_cents=d["base_pay_cents"],
+            bonus_bands=d["bonus_bands"], fault_compensation_cents=d["fault_compensation_cents"],
+            reason=d["reason"], show_threshold=d["show_threshold_to_participants"])
+        return ("Study link and pay rule saved." if changed else
+                "Nothing changed: the study link and pay rule were already as submitted, so nothing was recorded.")
 
     return _submitted(request, study, forms.EntryForm(request.POST), "entry", configure, keep="entry_form")
 

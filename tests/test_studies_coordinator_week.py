@@ -78,6 +78,23 @@ def test_configure_needs_a_reason_and_is_audited(linked, coordinator):
     assert event.reason == "open recruitment on Prolific" and event.detail["changed"]["entry_open"] == [False, True]
 
 
+def test_a_settings_save_that_changes_nothing_is_not_recorded_and_says_so(client, linked, coordinator):
+    form = {"entry_open": "on", "completion_url": linked.completion_url, "completion_code": linked.completion_code,
+            "return_code": linked.return_code, "base_pay_cents": "500", "bonus_bands": "0:25, 0.99:900",
+            "fault_compensation_cents": "300", "reason": "saved again"}
+    client.force_login(coordinator)
+    page = client.post(f"/studies/{linked.pk}/entry/", form, follow=True).content.decode()
+    assert "Nothing changed: the study link and pay rule were already as submitted" in page
+    assert AuditEvent.objects.filter(action=AuditAction.ENTRY_CHANGED).count() == 1  # the fixture's only
+
+    # a new completion URL alone is a change, and the audit says what it was
+    moved = "https://app.prolific.com/submissions/complete-v2"
+    page = client.post(f"/studies/{linked.pk}/entry/", {**form, "completion_url": moved}, follow=True).content.decode()
+    assert "Study link and pay rule saved." in page
+    event = AuditEvent.objects.filter(action=AuditAction.ENTRY_CHANGED).latest("pk")
+    assert event.detail["changed"] == {"completion_url": [linked.completion_url, moved]}
+
+
 def test_a_participant_asking_for_a_shift_in_a_stale_study_reads_it_is_on_hold(client, linked):
     _enter(client, linked)
     person = linked.participants.get()
