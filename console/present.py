@@ -258,17 +258,11 @@ def _reorder(sp: str, moq, confirm: str = "") -> Action:
                   confirm=confirm, late=bool(confirm))
 
 
-def _cancel_po(row: dict, timing: Timing | None = None) -> list[Action]:
-    # Only while the vendor has not shipped it (the store's "placed", with a cancellation
-    # deadline not yet past at the read): afterwards the store would refuse it, spending an operation.
-    po, until = row.get("po_id"), row.get("cancellable_until")
-    if row.get("status") != "placed" or not po or not isinstance(until, str):
-        return []
-    try:
-        closes = datetime.strptime(until, "%Y-%m-%dT%H:%MZ")  # the store's times ("2026-08-01T06:10Z")
-    except ValueError:
-        return []
-    if timing is not None and closes < timing.now:
+def _cancel_po(row: dict) -> list[Action]:
+    # Only while the vendor has not shipped it (the store's "placed": its cancellation window
+    # was open at the read); afterwards the store would refuse it, spending an operation.
+    po = row.get("po_id")
+    if row.get("status") != "placed" or not po or not row.get("cancellable_until"):
         return []
     return [Action("Cancel", "cancel_purchase_order", {"po_id": po},
                    confirm=f"Cancel {po}? The vendor refunds its cost less the cancellation fee "
@@ -303,8 +297,8 @@ ROW_ACTIONS = {
     "search_supply_catalog": _reorder_supply, "supply_product_detail": _reorder_supply,
     "list_purchase_orders": _cancel_po, "place_purchase_order": _cancel_po,
 }
-# The row actions that also read when the call was made (a deadline against the store's time).
-_TIMED = (_reorder_supply, _cancel_po)
+# The row actions that also read when the call was made (a lead time against the store's close).
+_TIMED = (_reorder_supply,)
 
 # What a write tool does to the row it was made from, in words, and the row's key.
 DONE_WORDS = {
@@ -526,12 +520,38 @@ def _done(call, words: tuple[str, str]) -> str:
     return f"{said} (#{call.seq})"
 
 
-def done_since(later_calls) -> dict:
-    """Row key -> what was done to it by a successful write among ``later_calls``."""
-    done = {}
+# The row actions a write leaves nothing to do for on the row it was made from (a cancelled
+# order can no longer be shipped); a page marks a row it shows only when the row offers one.
+SUPERSEDES = {
+    "fulfill_order": ("fulfill_order",), "cancel_order": ("fulfill_order",), "refund_return": ("refund_return",),
+    "set_price": ("set_price",), "place_purchase_order": ("place_purchase_order",),
+    "cancel_purchase_order": ("cancel_purchase_order",),
+}
+
+
+def _writes_done(later_calls):
+    """Each successful write among ``later_calls`` that did what its row offered, with its
+    row key and words.  A refund the customer did not accept left its return open: not done."""
     for call in later_calls:
         words = DONE_WORDS.get(call.tool)
-        if words and not call.is_error:
-            done[str(call.arguments.get(words[1]))] = _done(call, words)
-    return done
+        if not words or call.is_error:
+            continue
+        if call.tool == "refund_return":
+            data = result_of(call).data
+            if isinstance(data, dict) and data.get("status") == "open":
+                continue
+        yield call, str(call.arguments.get(words[1])), words
+
+
+def done_since(later_calls) -> dict:
+    """Row key -> what was done to it by a successful write among ``later_calls``."""
+    return {key: _done(call, words) for call, key, words in _writes_done(later_calls)}
+
+
+def done_marks(later_calls) -> dict:
+    """:func:`done_since` for a page to mark the rows it already shows: by row key, the words,
+    the call's number (a result read after it is not marked) and the row actions it leaves
+    nothing to do for (:data:`SUPERSEDES`)."""
+    return {key: {"done": _done(call, words), "seq": call.seq, "tools": list(SUPERSEDES[call.tool])}
+            for call, key, words in _writes_done(later_calls)}
 

@@ -409,7 +409,9 @@ def test_the_panels_say_what_the_calls_made_elsewhere_did_to_rows():
     html = client.get(f"/shifts/{shift.pk}/panels/?after={listed.seq}", HTTP_HX_REQUEST="true").content.decode()
     holder = re.search(r'<div id="done-elsewhere" hidden hx-swap-oob="true" data-done="([^"]*)"></div>', html)
     assert holder, html
-    assert json.loads(unescape(holder.group(1))) == {order: f"shipped (#{shipped.seq})"}  # the refused call did nothing
+    # the refused call did nothing; a mark carries its call's number and the row actions it ends
+    assert json.loads(unescape(holder.group(1))) == {
+        order: {"done": f"shipped (#{shipped.seq})", "seq": shipped.seq, "tools": ["fulfill_order"]}}
     nothing_new = client.get(f"/shifts/{shift.pk}/panels/?after={refused.seq}").content.decode()
     assert "done-elsewhere" not in nothing_new
     page = client.get(f"/shifts/{shift.pk}/").content.decode()

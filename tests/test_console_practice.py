@@ -56,7 +56,7 @@ def test_a_practice_shift_is_graded_against_its_own_anchors(client, user, fresh_
     verdict = "Would have passed" if practice.passed else "Would not have passed"  # not "Not passed": it is not counted
     assert "Practice: not counted." in end_page and f'id="verdict">{verdict}</span>' in end_page
     # what a first-timer's low business means, and where the decisions that raise it are described
-    assert 'id="practice-reading"' in end_page and "0 is what the same store" in end_page
+    assert 'id="practice-reading"' in end_page and "0 means no better than" in end_page
     assert 'href="/briefing/#heuristics"' in end_page
 
 

@@ -368,20 +368,15 @@ def test_a_placed_purchase_order_offers_cancel_until_its_vendor_ships_it(signed_
     assert 'class="done"' in reread and "cancelled (#4)" in reread and "cancel_purchase_order" not in reread
 
 
-def test_cancel_is_offered_only_while_the_read_saw_the_cancellation_window_open():
-    from datetime import datetime
-
+def test_cancel_is_offered_only_for_an_order_its_vendor_has_not_shipped():
     from console import present
 
     cancel = present.ROW_ACTIONS["list_purchase_orders"]
     row = {"po_id": "PO-1", "status": "placed", "cancellable_until": "2026-08-02T06:00Z"}
-    assert [a.tool for a in cancel(row)] == ["cancel_purchase_order"]
-    read_at = present.Timing(datetime(2026, 8, 2, 6, 0), datetime(2026, 8, 8))
-    assert [a.label for a in cancel(row, read_at)] == ["Cancel"]  # up to the deadline itself
-    past = present.Timing(datetime(2026, 8, 2, 6, 1), datetime(2026, 8, 8))
-    assert cancel(row, past) == []
+    assert [(a.label, a.tool, a.fixed) for a in cancel(row)] == [("Cancel", "cancel_purchase_order", {"po_id": "PO-1"})]
     assert cancel({**row, "status": "in_transit", "cancellable_until": None}) == []
     assert cancel({**row, "status": "received"}) == []
+    assert cancel({**row, "cancellable_until": None}) == []
 
 
 def test_a_paged_table_reads_the_page_before_and_after_with_the_same_arguments(signed_in, shift):
@@ -422,3 +417,17 @@ def test_the_page_reads_escape_the_arguments_they_send_again():
     assert 'name="arg_search" value="&lt;b&gt;&quot;O&#x27;Neil&quot; &amp; co&lt;/b&gt;"' in html and tricky not in html
     Active.takes_calls = False
     assert page_reads_html(Context({"shift": Active(), "csrf_token": "tok"}), table) == ""
+
+
+def test_every_write_that_marks_a_row_done_names_the_actions_it_ends():
+    from console import present
+
+    assert set(present.SUPERSEDES) == set(present.DONE_WORDS)
+
+
+def test_a_refund_the_customer_did_not_accept_leaves_its_row_open_on_a_list_read_before_it(signed_in, shift):
+    call(signed_in, shift, "list_returns")
+    reply = call(signed_in, shift, "refund_return", return_id="RET-20484", amount="1.00").content.decode()
+    assert "stays open" in reply  # the customer did not take a dollar as settlement
+    reread = rows_of(signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode())["RET-20484"]
+    assert 'class="done"' not in reread and 'value="refund_return"' in reread  # still to be refunded

@@ -327,7 +327,8 @@ def present_call(call, calls=None):
     # A call just made is the shift's latest (shifts.calls marks it): no query for later calls.
     later = [] if call.is_latest else (
         ShiftCall.objects.filter(shift_id=call.shift_id, seq__gt=call.seq, is_error=False,
-                                 tool__in=list(present.DONE_WORDS)).only("seq", "tool", "arguments", "is_error"))
+                                 tool__in=list(present.DONE_WORDS))
+        .only("seq", "tool", "arguments", "is_error", "result_text", "store_header"))  # a refund's: was it taken?
     sources = {}
     if call.tool == "list_inventory":
         seqs = None if calls is None else [

@@ -173,17 +173,35 @@ document.addEventListener("htmx:confirm", function (evt) {
 // out-of-band swaps. A call made here may race its own push, so history rows are
 // de-duplicated by call number after every swap.
 (function () {
+  // The newest call up to which this page's history has every call: a call made here lands
+  // at the top at once, while one made elsewhere just before it comes only with the panels.
   function lastSeq() {
-    var first = document.querySelector("#history-list li[id^='call-']");
-    return first ? parseInt(first.id.slice(5), 10) : 0;
+    var seqs = {}, low = Infinity;
+    document.querySelectorAll("#history-list li[id^='call-']").forEach(function (li) {
+      var n = parseInt(li.id.slice(5), 10);
+      seqs[n] = true;
+      if (n < low) low = n;
+    });
+    if (low === Infinity) return 0;
+    var n = low;
+    while (seqs[n + 1]) n += 1;
+    return n;
   }
-  var inFlight = false, again = false;
+  var inFlight = false, again = false, waiting = [];
+  // Run ``fn`` once no refresh of the panels is on its way (a batch sends its next row after
+  // what other tabs did has been marked, so it does not send a row already done).
+  window.storebenchWhenPanelsQuiet = function (fn) {
+    if (inFlight) waiting.push(fn); else fn();
+  };
   function refresh(shift) {
     if (inFlight) { again = true; return; }
     inFlight = true;
     var done = function () {
       inFlight = false;
-      if (again) { again = false; refresh(shift); }
+      if (again) { again = false; refresh(shift); return; }
+      var ready = waiting;
+      waiting = [];
+      ready.forEach(function (fn) { fn(); });
     };
     htmx.ajax("GET", "/shifts/" + shift + "/panels/?after=" + lastSeq(), { target: "#history", swap: "none" })
       .then(done, done);
@@ -222,28 +240,45 @@ document.addEventListener("htmx:confirm", function (evt) {
 })();
 
 // Rows another tab acted on: the panels' answer (above) carries, by row key, what the calls
-// made elsewhere did ("shipped (#12)"). This page's result may list those rows still with
-// their actions: each such row (or card) is marked as the server marks a row done since its
-// read, its actions and its batch tick removed, so no operation is spent on a refused call.
+// made elsewhere did ("shipped (#12)"), with each call's number and the row actions it leaves
+// nothing to do for. A row of this page's result read before that call and offering one of
+// those actions is marked as the server marks a row done since its read: its actions and its
+// batch tick go, so no operation is spent on a call the store would refuse. A row whose own
+// call is on its way is marked once that call has its answer (its form must stay to get it).
 (function () {
+  var marks = {};
+  function resultSeq() {
+    var shown = document.querySelector("#result .result");
+    return shown ? Number(shown.dataset.seq) || 0 : 0;
+  }
   function apply() {
     var holder = document.getElementById("done-elsewhere");
-    if (!holder) return;
-    var done;
-    try { done = JSON.parse(holder.dataset.done || "{}"); } catch (e) { return; }
-    holder.dataset.done = "{}";
-    var blocks = [];
-    Object.keys(done).forEach(function (key) {
+    if (holder && holder.dataset.done && holder.dataset.done !== "{}") {
+      try {
+        var told = JSON.parse(holder.dataset.done);
+        Object.keys(told).forEach(function (key) { marks[key] = told[key]; });
+      } catch (e) { /* a malformed answer marks nothing */ }
+      holder.dataset.done = "{}";
+    }
+    var seq = resultSeq(), blocks = [];
+    Object.keys(marks).forEach(function (key) {
+      var mark = marks[key], waits = false;
+      if (!mark || mark.seq <= seq) { delete marks[key]; return; }  // the result was read after it
       document.querySelectorAll("#result [data-key]").forEach(function (item) {
         if (item.dataset.key !== key || item.classList.contains("done") || item.tagName === "FORM") return;
-        var forms = item.querySelectorAll(":scope > td.row-actions form.row-action, :scope > .card-actions form.row-action");
+        var forms = Array.prototype.filter.call(
+          item.querySelectorAll(":scope > td.row-actions form.row-action, :scope > .card-actions form.row-action"),
+          function (f) { return mark.tools.indexOf(f.dataset.tool) >= 0; });
         if (!forms.length) return;
+        if (forms.some(function (f) { return f.classList.contains("htmx-request"); })) { waits = true; return; }
         forms.forEach(function (f) { f.remove(); });
-        var pick = item.querySelector(":scope > td.row-actions input.pick");
-        if (pick) pick.remove();
+        if (!item.querySelector(":scope > td.row-actions form.row-action, :scope > .card-actions form.row-action")) {
+          var pick = item.querySelector(":scope > td.row-actions input.pick");
+          if (pick) pick.remove();
+        }
         var said = item.querySelector(":scope > td.row-actions .row-status, :scope > .card-actions .row-status");
         if (said) {
-          said.textContent = done[key];
+          said.textContent = mark.done;
           said.title = "Done in another tab or window";
         }
         item.classList.remove("urgent");
@@ -251,12 +286,16 @@ document.addEventListener("htmx:confirm", function (evt) {
         var block = item.closest(".table-block");
         if (block && blocks.indexOf(block) < 0) blocks.push(block);
       });
+      if (!waits) delete marks[key];
     });
     blocks.forEach(function (block) { if (window.storebenchBatchUpdate) window.storebenchBatchUpdate(block); });
   }
   document.addEventListener("htmx:oobAfterSwap", function (evt) {
     var target = evt.detail && evt.detail.target;
     if (target && target.id === "done-elsewhere") apply();
+  });
+  document.addEventListener("htmx:afterRequest", function () {
+    if (Object.keys(marks).length) setTimeout(apply, 0);  // after the row's own answer has marked it
   });
 })();
 
@@ -712,6 +751,9 @@ document.addEventListener("htmx:confirm", function (evt) {
     status.classList.remove("problem");
     update(block);
     function next() {
+      if (window.storebenchWhenPanelsQuiet) window.storebenchWhenPanelsQuiet(step); else step();
+    }
+    function step() {
       if (sent === total) {
         bar.dataset.running = "";
         var spent = total - elsewhere;

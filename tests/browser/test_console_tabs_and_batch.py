@@ -118,6 +118,47 @@ def test_a_row_shipped_in_another_tab_loses_its_actions_and_its_tick_here(contex
     assert a.locator(f'#result tr[data-key="{second}"] form.row-action').count() == 1  # the other row keeps its Ship
 
 
+SLOW_CALLS = """() => {
+const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
+XMLHttpRequest.prototype.open = function (method, url) { this.sbCall = method === "POST" && /\\/call\\/$/.test(url); return open.apply(this, arguments); };
+XMLHttpRequest.prototype.send = function (body) { const xhr = this; if (xhr.sbCall) setTimeout(function () { send.call(xhr, body); }, 1500); else send.call(xhr, body); };
+}"""
+
+
+def test_a_running_batch_passes_over_a_row_another_tab_shipped_meanwhile(context, server, login):
+    a = context.new_page()
+    a.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, a, "steady", 3)
+    b = context.new_page()
+    b.on("dialog", lambda d: d.accept())
+    a.goto(f"/shifts/{shift}/")
+    b.goto(f"/shifts/{shift}/")
+    for tab in (a, b):
+        tab.wait_for_selector("body[data-live=websocket]")
+    quick(a, "list_orders")
+    quick(b, "list_orders")
+    first, second, third = in_stock_orders(a)[:3]
+    for key in (first, second, third):
+        a.check(f'#result tr[data-key="{key}"] input.pick')
+    ops_before = int(a.get_attribute("#store-header", "data-ops-left"))
+    a.evaluate(SLOW_CALLS)  # each of A's calls waits 1.5 s before it is sent: B acts meanwhile
+    a.click("#result [data-batch] button.batch-send")
+    a.wait_for_function("() => /Sending 1 of 3/.test(document.querySelector('#result .batch-status').textContent)")
+    b.click(f'#result tr[data-key="{third}"] form.row-action[data-tool=fulfill_order] button')
+    b.wait_for_selector(f'#result tr[data-key="{third}"].done')
+    a.wait_for_function("() => /^Sent /.test(document.querySelector('#result .batch-status').textContent)",
+                        timeout=30_000)
+    assert a.inner_text("#result .batch-status") == (
+        "Sent 2 operations: every row done. 1 row was done in another tab meanwhile and not sent.")
+    assert a.locator(f'#result tr[data-key="{third}"] .row-status').inner_text().startswith("shipped (#")
+    a.wait_for_function(f"() => Number(document.getElementById('store-header').dataset.opsLeft) === {ops_before - 3}")
+    out = server.shell(
+        "import json\n"
+        "from shifts.models import Shift\n"
+        f"print(json.dumps([c.is_error for c in Shift.objects.get(pk={shift}).calls.filter(tool='fulfill_order')]))\n")
+    assert json.loads(out.strip().splitlines()[-1]) == [False, False, False]  # nothing refused, nothing wasted
+
+
 def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login, screenshot):
     page, shift = batch_workspace(context, server, login, "list_orders")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])")
