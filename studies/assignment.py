@@ -42,7 +42,7 @@ from shifts.lifecycle import assign_shift, close_unstarted
 from . import audit
 from .build import build_id
 from .design import NO_NEW_ATTEMPT, ON_HOLD_CELLS, PRACTICE_REFUSAL, check_calibration, refuse_closed, stale_calibration
-from .errors import StudyError
+from .errors import StudyClosed, StudyError
 from .models import (
     COMPLETED_STATUSES,
     OPEN_STATUSES,
@@ -227,8 +227,11 @@ def assign_self(participant: Participant) -> Attempt | None:
         raise StudyError("read the briefing and finish your practice shift first")
     if stale_calibration(participant.study) is not None:
         raise StudyError(ON_HOLD_CELLS)
-    return _assign_by_policy(None, participant.study, [participant], None, include_bots=False,
-                             via="entry link")
+    try:
+        return _assign_by_policy(None, participant.study, [participant], None, include_bots=False,
+                                 via="entry link")
+    except StudyClosed:  # closed since the check above: said as a participant is told it
+        raise StudyError(CLOSED_TO_YOU) from None
 
 
 def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,

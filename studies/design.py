@@ -15,7 +15,8 @@ rehearsal) asks :func:`refuse_closed`.  Nothing else changes: its pages, monitor
 pay and leaderboard read what exists, and its open shifts are left to be finished.
 
 A team role is removed (:func:`remove_member`) by a coordinator or admin, an admin role only
-by an admin; a study keeps at least one coordinator.  Roles are read from the memberships on
+by an admin; a study keeps an admin (who adds and removes its team) and someone who can run
+its participants and attempts (an admin or a coordinator).  Roles are read from the memberships on
 every request (:mod:`studies.permissions`), so a removal takes effect at once.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ from shifts.installed import installed
 from shifts.models import Shift
 
 from . import audit
-from .errors import StudyError
+from .errors import StudyClosed, StudyError
 from .models import OPEN_STATUSES, Attempt, AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
 from .permissions import Action, require
 from .wording import counted, plural
@@ -257,13 +258,17 @@ def remove_member(actor, study: Study, user, role: str) -> None:
     if role == Role.ADMIN:
         require(actor, study, Action.ADMINISTER)  # only an admin gives an admin role, and takes one away
     with transaction.atomic():
-        # The study's coordinators are locked first, so two removals at once cannot take the last two.
-        coordinators = list(StudyMembership.objects.select_for_update().filter(study=study, role=Role.COORDINATOR)
-                            .values_list("user_id", flat=True))
-        if role == Role.COORDINATOR and coordinators == [user.pk]:
-            raise StudyError(f"{name} is the study's last coordinator, and a study keeps one to run its "
-                             "participants and attempts: add another coordinator first (an admin of the study "
-                             "adds team members), then remove this role")
+        # The study's running roles are locked first, so two removals at once cannot take the last two.
+        running = list(StudyMembership.objects.select_for_update().order_by("pk")
+                       .filter(study=study, role__in=(Role.ADMIN, Role.COORDINATOR)).values_list("user_id", "role"))
+        left = [held for held in running if held != (user.pk, role)]
+        if role == Role.ADMIN and (user.pk, role) in running and not any(r == Role.ADMIN for _u, r in left):
+            raise StudyError(f"{name} is the study's last admin, and a study keeps one to add and remove its team: "
+                             "give another person the admin role first, then remove this one")
+        if role == Role.COORDINATOR and (user.pk, role) in running and not left:
+            raise StudyError(f"{name} is the last person who can run the study's participants and attempts (an "
+                             "admin or a coordinator): add another coordinator first (an admin of the study adds "
+                             "team members), then remove this role")
         removed, _ = StudyMembership.objects.filter(study=study, user=user, role=role).delete()
         if not removed:
             raise StudyError(f"{name} does not hold the role {role} in this study; nothing was changed")
@@ -294,7 +299,7 @@ def refuse_closed(study: Study, refused: str) -> None:
     """Refuse work a closed study takes no more (``refused``: what it is, in words), naming when
     and by whom it was closed and what to do."""
     if study.closed_at is not None:
-        raise StudyError(f"study {study.name!r} was closed {_closed_when(study)}: {refused} until it is reopened "
+        raise StudyClosed(f"study {study.name!r} was closed {_closed_when(study)}: {refused} until it is reopened "
                          "(Reopen on the study page)")
 
 

@@ -26,3 +26,8 @@ class LinkRefused(StudyError):
 
     shown_to_holder = ("This invitation link signs nobody in. If you expected to take part in this study, "
                        "ask the study team for a new link.")
+
+
+class StudyClosed(StudyError):
+    """Work a closed study takes no more (:func:`studies.design.refuse_closed`); the message is
+    the team's (who closed it, and the Reopen button)."""

@@ -16,11 +16,13 @@ participant's pace so far (active seconds per window played):
 
 Each row names whom its attempt may be reassigned to (the domain's rule,
 :func:`studies.attempts.reassignment_targets`: never the attempt's own participant, nor
-anyone :func:`~studies.attempts.reassign` would refuse).  The action form's "To" list
-offers everyone some row names, and narrows to the chosen shift's row as the rows update.
+anyone :func:`~studies.attempts.reassign` would refuse), with their labels: the action form's
+"To" list is rebuilt from the rows at each update (everyone some row names), and narrowed to
+the chosen shift's row.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,6 +68,11 @@ class MonitorRow:
     remaining_s: int | None
     risk: str
     targets: tuple[Participant, ...] = ()  # whom the attempt may be reassigned to
+
+    @property
+    def named_targets(self) -> str:
+        """The targets as JSON ``[[id, label], ...]``: the page rebuilds its "To" list from them."""
+        return json.dumps([[p.pk, p.label] for p in self.targets])
 
 
 def _paused_seconds(shift, now) -> float:

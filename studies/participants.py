@@ -93,16 +93,19 @@ def add_participant(actor, study: Study, label: str, qualifications: dict | None
         raise StudyError("a participant needs a label")
     if len(label) > 80:
         raise StudyError("a participant label is at most 80 characters")
-    taken = label.casefold()  # labels differ by more than case: "Alice" and "alice" are one person on a page
-    if any(other.casefold() == taken for other in study.participants.values_list("label", flat=True)):
-        raise StudyError(f"study {study.name!r} already has a participant labelled {label!r} (labels differ by "
-                         "more than case); choose another label")
-    participant = Participant.objects.create(study=study, label=label, code=new_code(), is_bot=is_bot,
-                                             qualifications=clean_qualifications(qualifications or {}),
-                                             user=user)
-    if user is not None:
-        StudyMembership.objects.get_or_create(study=study, user=user, role=Role.PARTICIPANT)
-    audit.record(study, actor, AuditAction.PARTICIPANT_ADDED, participant=participant, bot=is_bot or None)
+    with transaction.atomic():
+        # As the study stands now (a rehearsal task's copy may be older): closing locks this row too.
+        refuse_closed(Study.objects.select_for_update().get(pk=study.pk), NO_NEW_PARTICIPANT)
+        taken = label.casefold()  # labels differ by more than case: "Alice" and "alice" are one person on a page
+        if any(other.casefold() == taken for other in study.participants.values_list("label", flat=True)):
+            raise StudyError(f"study {study.name!r} already has a participant labelled {label!r} (labels differ by "
+                             "more than case); choose another label")
+        participant = Participant.objects.create(study=study, label=label, code=new_code(), is_bot=is_bot,
+                                                 qualifications=clean_qualifications(qualifications or {}),
+                                                 user=user)
+        if user is not None:
+            StudyMembership.objects.get_or_create(study=study, user=user, role=Role.PARTICIPANT)
+        audit.record(study, actor, AuditAction.PARTICIPANT_ADDED, participant=participant, bot=is_bot or None)
     return participant
 
 
@@ -205,6 +208,14 @@ def refuse_if_closed(invitation: Invitation) -> None:
                          "link signs nobody in")
 
 
+def check_link(invitation: Invitation) -> None:
+    """Refuse a link that may not be accepted (see :func:`refuse_if_used`, :func:`refuse_link`,
+    :func:`refuse_if_closed`): checked when its page opens and again when it is accepted."""
+    refuse_if_used(invitation)
+    refuse_link(invitation.participant)
+    refuse_if_closed(invitation)
+
+
 def refuse_if_used(invitation: Invitation) -> None:
     """Raise :class:`InvitationUsed` when the link was already accepted."""
     if invitation.accepted_at is not None:
@@ -261,9 +272,7 @@ def accept(token: str, query: dict):
     invitation = resolve(token)
     invitation = Invitation.objects.select_for_update().select_related("participant__study").get(pk=invitation.pk)
     participant = invitation.participant
-    refuse_if_used(invitation)
-    refuse_link(participant)
-    refuse_if_closed(invitation)
+    check_link(invitation)
     ids = external_ids_from(query)
     if participant.user is None:
         User = get_user_model()

@@ -437,9 +437,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     try:
         invitation = participants.resolve(token)
         if request.method == "GET":
-            participants.refuse_if_used(invitation)
-            participants.refuse_link(invitation.participant)  # as accepting would: said before the button
-            participants.refuse_if_closed(invitation)
+            participants.check_link(invitation)  # as accepting does: said before the button
             return render(request, "studies/join.html", {"invitation": invitation, "token": token,
                                                          "query": request.GET.urlencode()})
         participant = participants.accept(token, request.GET)

@@ -8,11 +8,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from test_studies_support import admin, bot, bot2, cell, coordinator, make_user, study  # noqa: F401
 
+from shifts.briefing import BRIEFING_VERSION
 from shifts.models import Shift
 from studies import assignment, attempts, bots, bulk, entry, participants, rehearsal
 from studies.design import add_consent_version, add_member, close_study, reopen_study
 from studies.errors import StudyError, StudyPermissionDenied
-from studies.models import Attempt, AttemptStatus, AuditAction, AuditEvent, ExportJob, Role
+from studies.models import Attempt, AttemptStatus, AuditAction, AuditEvent, ExportJob, Participant, Role, Study
 
 NO_ATTEMPT = "it assigns no cell and creates no attempt until it is reopened (Reopen on the study page)"
 NO_PARTICIPANT = "it admits no new participant until it is reopened (Reopen on the study page)"
@@ -61,7 +62,7 @@ def test_a_reviewer_may_not_close_a_study(study, admin):
         close_study(reviewer, study, "done")
 
 
-def test_reopening_clears_the_close_is_audited_and_assigns_again(closed, coordinator, bot, cell):
+def test_reopening_clears_the_close_is_audited_and_assigns_again(bot, closed, coordinator, cell):
     reopen_study(coordinator, closed, "one more pilot session")
     closed.refresh_from_db()
     assert closed.closed_at is None and closed.closed_by is None
@@ -78,7 +79,7 @@ def test_an_open_study_is_not_reopened(study, coordinator):
 # --- no new attempt, by any path ---------------------------------------------------------
 
 
-def test_a_closed_study_assigns_no_cell_by_hand(closed, coordinator, bot, cell):
+def test_a_closed_study_assigns_no_cell_by_hand(bot, closed, coordinator, cell):
     with pytest.raises(StudyError, match=refusal(closed, NO_ATTEMPT)):
         assignment.assign(coordinator, bot, cell)
     assert not Attempt.objects.exists()
@@ -92,12 +93,12 @@ def test_a_study_closed_after_the_caller_read_it_assigns_no_cell(study, coordina
         assignment.create_attempt(coordinator, bot, cell)
 
 
-def test_a_closed_study_assigns_nothing_by_policy(closed, coordinator, bot):
+def test_a_closed_study_assigns_nothing_by_policy(bot, closed, coordinator):
     with pytest.raises(StudyError, match=refusal(closed, NO_ATTEMPT)):
         assignment.assign_next(coordinator, closed, include_bots=True)
 
 
-def test_a_closed_study_assigns_nothing_in_bulk(closed, coordinator, bot):
+def test_a_closed_study_assigns_nothing_in_bulk(bot, closed, coordinator):
     with pytest.raises(StudyError, match=refusal(closed, NO_ATTEMPT)):
         bulk.assign_many(coordinator, closed, [bot], "second wave")
 
@@ -120,7 +121,7 @@ def test_a_closed_study_reassigns_nothing_and_leaves_the_shift_alone(study, coor
     assert attempt.shift.status == Shift.Status.ASSIGNED
 
 
-def test_a_closed_study_adopts_no_practice_shift(closed, coordinator, bot, cell):
+def test_a_closed_study_adopts_no_practice_shift(bot, closed, coordinator, cell):
     shift = Shift.objects.create(participant=bot.user, task_id="steady", seed=7, is_practice=True)
     with pytest.raises(StudyError, match=refusal(closed, NO_ATTEMPT)):
         assignment.adopt_practice_shift(coordinator, bot, cell, shift)
@@ -169,6 +170,14 @@ def test_closing_ends_no_shift_and_an_open_one_is_played_to_its_end(study, coord
 def test_a_closed_study_adds_no_participant(closed, coordinator):
     with pytest.raises(StudyError, match=refusal(closed, NO_PARTICIPANT)):
         participants.add_participant(coordinator, closed, "late expert")
+
+
+def test_a_participant_added_through_a_copy_read_before_the_close_is_refused(study, coordinator):
+    stale = Study.objects.get(pk=study.pk)  # as a rehearsal task queued before the close holds it
+    close_study(coordinator, study, "done")
+    with pytest.raises(StudyError, match=refusal(study, NO_PARTICIPANT)):
+        participants.add_participant(coordinator, stale, "Late")
+    assert not study.participants.filter(label="Late").exists()
 
 
 def test_a_closed_study_imports_no_participant(closed, coordinator):
@@ -266,6 +275,22 @@ def test_a_participant_of_a_closed_study_gets_no_next_shift(linked, coordinator)
         assignment.assign_self(person)
 
 
+def test_a_study_closed_while_a_participant_asks_tells_them_as_a_participant(linked, coordinator):
+    client = Client()
+    _enter(client, linked, IDS)
+    person = linked.participants.get()
+    client.post("/briefing/", {"version": BRIEFING_VERSION})
+    practice = Shift.objects.get(participant=person.user, is_practice=True)
+    client.post(f"/shifts/{practice.pk}/start/")
+    client.post(f"/shifts/{practice.pk}/end/")
+    person = Participant.objects.select_related("study").get(pk=person.pk)  # its study read before the close
+    assert assignment.can_start(person) and person.study.closed_at is None
+    close_study(coordinator, Study.objects.get(pk=linked.pk), "done")
+    with pytest.raises(StudyError, match="^this study is closed and gives no new shifts"):  # not the team's words
+        assignment.assign_self(person)
+    assert not person.attempts.exists()
+
+
 # --- the pages ---------------------------------------------------------------------------------
 
 
@@ -318,7 +343,7 @@ def test_a_closed_studys_pages_keep_working(coord_client, study, coordinator, bo
     assert ExportJob.objects.filter(study=study).exists()
 
 
-def test_assigning_from_the_page_of_a_closed_study_says_why(coord_client, closed, bot, cell):
+def test_assigning_from_the_page_of_a_closed_study_says_why(bot, coord_client, closed, cell):
     html = coord_client.post(f"/studies/{closed.pk}/assign/", {"participant": bot.pk, "cell": cell.pk},
                              follow=True).content.decode()
     assert (f"study &#x27;Study A&#x27; was closed on {closed.closed_at:%Y-%m-%d} by coord-a: it assigns no cell and "

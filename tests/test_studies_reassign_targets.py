@@ -63,6 +63,8 @@ def test_the_monitor_does_not_offer_an_attempts_own_participant(coord_client, st
 def test_a_monitor_row_names_whom_its_attempt_may_go_to(coord_client, study, faulted, other):
     rows = coord_client.get(f"/studies/{study.pk}/monitor/rows/").content.decode()
     assert f'<tr data-attempt="{faulted.pk}" data-targets="{other.pk}" ' in rows
+    # with their labels, from which the page rebuilds its "To" list as rows come and go
+    assert f'data-named="[[{other.pk}, &quot;expert-2&quot;]]"' in rows
 
 
 def test_the_monitor_offers_nobody_who_holds_the_same_cell(coord_client, study, faulted, other, coordinator, cell):

@@ -1,5 +1,5 @@
 """Removing a team role (``studies.design.remove_member``): a coordinator or admin takes one
-role away, an admin role only an admin; a study keeps its last coordinator; the removal is
+role away, an admin role only an admin; a study keeps an admin and someone who can run it; the removal is
 audited and takes effect on the person's next request."""
 import re
 
@@ -12,8 +12,15 @@ from studies.errors import StudyError, StudyPermissionDenied
 from studies.models import AuditAction, AuditEvent, Role, StudyMembership
 from studies.overview import study_overview
 
-LAST = ("coord-a is the study's last coordinator, and a study keeps one to run its participants and attempts: "
-        "add another coordinator first (an admin of the study adds team members), then remove this role")
+LAST = ("coord-a is the last person who can run the study's participants and attempts (an admin or a "
+        "coordinator): add another coordinator first (an admin of the study adds team members), then remove this role")
+LAST_ADMIN = ("study-admin is the study's last admin, and a study keeps one to add and remove its team: give another "
+              "person the admin role first, then remove this one")
+
+
+def without_admin(study):
+    """A study whose admin role was taken away outside the app (a study made before this rule)."""
+    StudyMembership.objects.filter(study=study, role=Role.ADMIN).delete()
 
 
 @pytest.fixture
@@ -51,16 +58,31 @@ def test_only_the_named_role_is_removed(study, admin, coordinator):
         Role.COORDINATOR}
 
 
-def test_the_last_coordinator_is_not_removed(study, admin, coordinator):
-    with pytest.raises(StudyError, match=f"^{re.escape(LAST)}$"):
-        remove_member(admin, study, coordinator, Role.COORDINATOR)
-    assert StudyMembership.objects.filter(study=study, user=coordinator, role=Role.COORDINATOR).exists()
+def test_the_last_coordinator_goes_while_the_admin_still_runs_the_study(study, admin, coordinator):
+    remove_member(admin, study, coordinator, Role.COORDINATOR)
+    assert not StudyMembership.objects.filter(study=study, role=Role.COORDINATOR).exists()
+
+
+def test_the_last_admin_role_is_not_removed(study, admin, coordinator):
+    with pytest.raises(StudyError, match=f"^{re.escape(LAST_ADMIN)}$"):
+        remove_member(admin, study, admin, Role.ADMIN)
+    assert StudyMembership.objects.filter(study=study, user=admin, role=Role.ADMIN).exists()
     assert not AuditEvent.objects.filter(action=AuditAction.MEMBER_REMOVED).exists()
 
 
-def test_a_coordinator_may_not_remove_themselves_as_the_last_one(study, coordinator):
+def test_an_admin_role_goes_while_another_admin_remains(study, admin):
+    other = make_user("second-admin")
+    add_member(admin, study, other, Role.ADMIN)
+    remove_member(other, study, admin, Role.ADMIN)
+    assert list(StudyMembership.objects.filter(study=study, role=Role.ADMIN).values_list("user", flat=True)) == [
+        other.pk]
+
+
+def test_a_coordinator_may_not_leave_nobody_to_run_the_study(study, coordinator):
+    without_admin(study)
     with pytest.raises(StudyError, match=f"^{re.escape(LAST)}$"):
         remove_member(coordinator, study, coordinator, Role.COORDINATOR)
+    assert StudyMembership.objects.filter(study=study, user=coordinator, role=Role.COORDINATOR).exists()
 
 
 def test_a_coordinator_removes_themselves_while_another_remains(study, coordinator, second):
@@ -126,7 +148,8 @@ def test_a_removal_from_the_page_says_so_and_shuts_the_member_out(coord_client, 
     assert client.get(f"/studies/{study.pk}/").status_code == 403
 
 
-def test_the_last_coordinators_removal_is_refused_on_the_page(coord_client, study):
+def test_leaving_nobody_to_run_the_study_is_refused_on_the_page(coord_client, study):
+    without_admin(study)
     html = _remove(coord_client, study, "coord-a", "coordinator", follow=True).content.decode()
     assert LAST.replace("'", "&#x27;") in html
 

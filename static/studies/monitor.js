@@ -44,18 +44,34 @@
     const text = parts.length ? "Needs attention: " + parts.join("; ") + "." : "No shift is overdue or at high risk.";
     if (line.textContent !== text) line.textContent = text;
   }
-  // "To" (reassign) offers whom some shown shift may go to; once a shift is chosen, only whom
-  // its row names (data-targets: the domain's rule, rebuilt with the rows).
+  // "To" (reassign) offers whom some shown shift may go to, rebuilt from the rows (data-named:
+  // the domain's rule, with labels) so that someone who joined since the page loaded is there;
+  // once a shift is chosen, only whom its row names.
   function narrowTargets() {
     const shift = document.getElementById("monitor-attempt"), to = document.getElementById("monitor-to");
     if (!shift || !to) return;
+    const named = {};
+    rows.querySelectorAll("tr[data-attempt]").forEach(function (row) {
+      try {
+        JSON.parse(row.dataset.named || "[]").forEach(function (pair) { named[String(pair[0])] = pair[1]; });
+      } catch (e) { /* a row without its list offers nobody */ }
+    });
+    const chosen = to.value;
+    const options = [to.options[0]];  // "—"
+    Object.keys(named).sort(function (x, y) { return named[x].localeCompare(named[y]); }).forEach(function (id) {
+      const option = document.createElement("option");
+      option.value = id;
+      option.textContent = named[id];
+      options.push(option);
+    });
+    to.replaceChildren.apply(to, options);
     const row = shift.value && rows.querySelector('tr[data-attempt="' + shift.value + '"]');
     const allowed = row ? (row.dataset.targets || "").split(" ") : null;
-    Array.from(to.options).slice(1).forEach(function (option) {
-      const off = allowed !== null && allowed.indexOf(option.value) < 0;
-      option.hidden = option.disabled = off;
-      if (off && option.selected) to.value = "";
+    options.slice(1).forEach(function (option) {
+      option.hidden = option.disabled = allowed !== null && allowed.indexOf(option.value) < 0;
     });
+    const kept = options.some(function (option) { return option.value === chosen && !option.disabled; });
+    to.value = kept ? chosen : "";
   }
   const chooser = document.getElementById("monitor-attempt");
   if (chooser) chooser.addEventListener("change", narrowTargets);
