@@ -10,7 +10,7 @@ order, a product, a supply offer) becomes a :class:`Card` whose nested lists are
 of their own.  Each row may carry :class:`Action` s: one metered call of a write tool,
 posted through the same call endpoint as the tool forms with its own fresh call id.
 Which rows get which action is the table :data:`ROW_ACTIONS` below (Ship, Refund, Reprice,
-Reorder, Cancel on a purchase order not yet shipped), keyed by the tool
+Reorder, Cancel order on a purchase order not yet shipped), keyed by the tool
 that produced the rows.
 
 Cells are formatted by what their value is (dollars as ``$1,234.50``, store times as
@@ -264,7 +264,7 @@ def _cancel_po(row: dict) -> list[Action]:
     po = row.get("po_id")
     if row.get("status") != "placed" or not po or not row.get("cancellable_until"):
         return []
-    return [Action("Cancel", "cancel_purchase_order", {"po_id": po},
+    return [Action("Cancel order", "cancel_purchase_order", {"po_id": po},
                    confirm=f"Cancel {po}? The vendor refunds its cost less the cancellation fee "
                            "(platform_terms says how much); this cannot be undone.")]
 
@@ -399,7 +399,10 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
                             for r in data["sku_rows"] if isinstance(r, dict)],
                            late_warning(data.get("lead_days"), timing),
                            data["moq"] if type(data.get("moq")) is int and data["moq"] > 0 else 0)
-    shown.card = Card(str(data.get("title") or data.get("name") or _label(call.tool)), fields, tables,
+    title = data.get("title") or data.get("name") or (
+        f"Purchase order {data['po_id']}" if call.tool == "place_purchase_order" and data.get("po_id") else
+        _label(call.tool))
+    shown.card = Card(str(title), fields, tables,
                       actions, _row_key(data, 0, call.tool), lines)
     shown.card.done = done.get(shown.card.key, "") if actions else ""
     return shown

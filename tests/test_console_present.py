@@ -357,11 +357,12 @@ def test_a_placed_purchase_order_offers_cancel_until_its_vendor_ships_it(signed_
     po = re.search(r'name="arg_po_id" value="(PO-\d+)"', reply)
     assert po, "the order's card offers Cancel"  # an undo, while the vendor has not shipped it
     po = po.group(1)
+    assert f"<h4>Purchase order {po}</h4>" in reply  # not the tool's name
     assert f'hx-confirm="Cancel {po}? The vendor refunds its cost less the cancellation fee' in reply
     assert "lands after close" not in reply  # its question is not the late reorder's
     html = call(signed_in, shift, "list_purchase_orders").content.decode()
     row = rows_of(html)[po]
-    assert 'value="cancel_purchase_order"' in row and ">Cancel</button>" in row
+    assert 'value="cancel_purchase_order"' in row and ">Cancel order</button>" in row
     done = call(signed_in, shift, "cancel_purchase_order", po_id=po).content.decode()
     assert re.search(r'data-ok="1" data-seq="4">cancelled \(#4\)</p>', done)
     reread = rows_of(signed_in.get(f"/shifts/{shift.pk}/calls/3/", **HX).content.decode())[po]
@@ -373,7 +374,8 @@ def test_cancel_is_offered_only_for_an_order_its_vendor_has_not_shipped():
 
     cancel = present.ROW_ACTIONS["list_purchase_orders"]
     row = {"po_id": "PO-1", "status": "placed", "cancellable_until": "2026-08-02T06:00Z"}
-    assert [(a.label, a.tool, a.fixed) for a in cancel(row)] == [("Cancel", "cancel_purchase_order", {"po_id": "PO-1"})]
+    assert [(a.label, a.tool, a.fixed) for a in cancel(row)] == [
+        ("Cancel order", "cancel_purchase_order", {"po_id": "PO-1"})]
     assert cancel({**row, "status": "in_transit", "cancellable_until": None}) == []
     assert cancel({**row, "status": "received"}) == []
     assert cancel({**row, "cancellable_until": None}) == []
