@@ -36,9 +36,12 @@ from .models import (
     AttemptStatus,
     AuditAction,
     Participant,
+    Role,
     SelectionRule,
     Study,
+    StudyMembership,
 )
+from .participants import current_consent
 from .permissions import Action, require
 from .settling import settle, settle_study
 from .wording import counted
@@ -120,9 +123,19 @@ def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int
 
 
 def reassignment_candidates(study: Study) -> list[Participant]:
-    """The study's participants who may take some reassigned attempt (one query; the
-    pages narrow it per attempt with :func:`reassign_refusal`)."""
-    return list(study.participants.filter(withdrawn_at=None, returned_at=None).exclude(user=None))
+    """The study's participants who may take some reassigned attempt (three queries; the
+    pages narrow it per attempt with :func:`reassign_refusal`): still taking part, with an
+    account, and taking a scored attempt as :func:`~studies.assignment.create_attempt` would
+    give one: the current consent text accepted (a bot is not asked), no team role or staff
+    powers on the account."""
+    found = list(study.participants.filter(withdrawn_at=None, returned_at=None).exclude(user=None)
+                 .select_related("user"))
+    current = current_consent(study)
+    powered = set(StudyMembership.objects.filter(user__in=[p.user_id for p in found])
+                  .exclude(role=Role.PARTICIPANT).values_list("user_id", flat=True))
+    return [p for p in found
+            if (p.is_bot or current is None or p.consent_version_id == current.pk)
+            and p.user is not None and p.user_id not in powered and not (p.user.is_staff or p.user.is_superuser)]
 
 
 def reassignment_targets(study: Study, attempt: Attempt, candidates: list[Participant] | None = None,

@@ -93,4 +93,5 @@ def my_study(user, study_id: int | None = None) -> MyStudy | None:
     names = names_of(Shift.objects.filter(participant=user).only("pk", "created_at", "is_practice"))
     own = [(a, completion_code(user, a), names[a.shift_id])
            for a in participant.attempts.select_related("shift", "cell", "study", "participant")]
-    return MyStudy(participant, current_consent(participant.study), needs_consent(participant), own)
+    asked = needs_consent(participant) and participant.withdrawn_at is None  # nothing is asked of someone who withdrew
+    return MyStudy(participant, current_consent(participant.study), asked, own)

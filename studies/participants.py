@@ -209,10 +209,12 @@ def refuse_if_closed(invitation: Invitation) -> None:
 
 
 def check_link(invitation: Invitation) -> None:
-    """Refuse a link that may not be accepted (see :func:`refuse_if_used`, :func:`refuse_link`,
-    :func:`refuse_if_closed`): checked when its page opens and again when it is accepted."""
-    refuse_if_used(invitation)
+    """Refuse a link that may not be accepted (see :func:`refuse_link`, :func:`refuse_if_used`,
+    :func:`refuse_if_closed`): checked when its page opens and again when it is accepted.  Whom
+    it is for comes first: an accepted link of a withdrawn participant says no more than any
+    refused link (not when it was accepted, nor to ask for a new one, which would be refused)."""
     refuse_link(invitation.participant)
+    refuse_if_used(invitation)
     refuse_if_closed(invitation)
 
 
@@ -309,6 +311,9 @@ def give_consent(user, participant: Participant, version: int) -> Participant:
         raise StudyError("only the participant can give their consent")
     if participant.is_bot:
         raise StudyError(f"{participant.label} is a scripted bot; a script gives no consent, and a bot needs none")
+    if participant.withdrawn_at is not None:
+        raise StudyError(f"you withdrew from this study on {participant.withdrawn_at:%Y-%m-%d}: no consent is "
+                         "asked of you or recorded")
     current = current_consent(participant.study)
     if current is None:
         raise StudyError(f"study {participant.study.name!r} has no consent text yet")

@@ -21,6 +21,16 @@ def counted(n: int, singular: str, plural_form: str = "") -> str:
     return f"{n} {plural(n, singular, plural_form)}"
 
 
+def sentence(text) -> str:
+    """A refusal written for a page of its own, as a sentence: its first letter capital, ending
+    with a full stop ("study 'X' is closed" -> "Study 'X' is closed.")."""
+    text = str(text).strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
 def duration_text(seconds) -> str:
     """Whole seconds as hours, minutes and seconds, as the participant's shift bar writes them:
     ``duration_text(143)`` is "0:02:23", 12 hours "12:00:00"; "—" for none, a negative count as

@@ -48,7 +48,7 @@ def linked(study, coordinator, admin):
 def test_the_study_link_without_a_session_id_signs_nobody_in(client, linked):
     response = client.post(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0001", {"version": 1, "agree": "on"})
     assert response.status_code == 400
-    assert ("this study link needs your PROLIFIC_PID and SESSION_ID in the address; open it from Prolific again"
+    assert ("This study link needs your PROLIFIC_PID and SESSION_ID in the address; open it from Prolific again"
             in response.content.decode())
     assert "_auth_user_id" not in client.session
 
@@ -61,7 +61,7 @@ def test_a_pid_recorded_without_a_session_is_not_signed_in_by_the_study_link(cli
     response = client.post(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0042&SESSION_ID=guess",
                            {"version": 1, "agree": "on"})
     assert response.status_code == 400
-    assert "this PROLIFIC_PID entered the study in another session" in response.content.decode()
+    assert "This PROLIFIC_PID entered the study in another session" in response.content.decode()
     assert "_auth_user_id" not in client.session
 
 
@@ -73,7 +73,7 @@ def test_an_imported_person_with_a_session_id_is_sent_to_their_invitation(client
     response = client.post(f"/studies/s/{linked.entry_slug}/?PROLIFIC_PID=pid0043&SESSION_ID=sess43",
                            {"version": 1, "agree": "on"})
     assert response.status_code == 400
-    assert ("this PROLIFIC_PID was added to the study by its team; open the invitation link the coordinator "
+    assert ("This PROLIFIC_PID was added to the study by its team; open the invitation link the coordinator "
             "sent you, or contact the researchers" in response.content.decode())
 
 

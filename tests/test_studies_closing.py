@@ -209,7 +209,7 @@ def pending(study, coordinator):
     return participants.invite(coordinator, participants.add_participant(coordinator, study, "expert-new"), 3600)
 
 
-JOIN_CLOSED = "study &#x27;Study A&#x27; is closed: it takes no new participants, so this invitation link signs nobody in"
+JOIN_CLOSED = "Study &#x27;Study A&#x27; is closed: it takes no new participants, so this invitation link signs nobody in"
 
 
 def test_an_invitation_link_says_the_study_is_closed(pending, study, coordinator, client):
@@ -228,7 +228,7 @@ def test_an_invitation_link_admits_nobody_once_closed(pending, study, coordinato
 
 IDS = "PROLIFIC_PID=pid0001&STUDY_ID=study42&SESSION_ID=sess1"
 NEW_IDS = "PROLIFIC_PID=pid0002&STUDY_ID=study42&SESSION_ID=sess2"
-ENTRY_CLOSED = "study &#x27;Study A&#x27; is closed: it takes no new participants"
+ENTRY_CLOSED = "Study &#x27;Study A&#x27; is closed: it takes no new participants."
 
 
 @pytest.fixture
@@ -354,3 +354,28 @@ def test_the_import_form_of_a_closed_study_says_why(coord_client, closed):
     upload = SimpleUploadedFile("people.csv", b"label\nlate expert\n", content_type="text/csv")
     html = coord_client.post(f"/studies/{closed.pk}/import/", {"file": upload}, follow=True).content.decode()
     assert "it admits no new participant until it is reopened" in html
+
+
+def test_a_participants_page_says_the_study_is_closed_and_offers_no_next_shift(linked, coordinator):
+    client = Client()
+    _enter(client, linked, IDS)
+    assert 'id="get-cell"' in client.get("/studies/me/").content.decode()
+    close_study(coordinator, linked, "done")
+    page = client.get("/studies/me/").content.decode()
+    assert "This study is closed: it gives no new shifts." in page and 'id="get-cell"' not in page
+    assert 'id="finish"' in page  # a shift already had can still be finished and the code collected
+
+
+def test_a_withdrawn_participant_is_asked_for_no_consent_and_none_is_recorded(linked, coordinator, admin):
+    client = Client()
+    _enter(client, linked, IDS)
+    person = linked.participants.get()
+    bulk.withdraw(coordinator, person, "asked to leave")
+    add_consent_version(admin, linked, "A second consent text.")
+    page = client.get("/studies/me/").content.decode()
+    assert 'id="withdrawn"' in page and 'id="give-consent"' not in page and 'id="get-cell"' not in page
+    person.refresh_from_db()
+    with pytest.raises(StudyError, match=r"^you withdrew from this study on \d{4}-\d\d-\d\d: no consent is asked"):
+        participants.give_consent(person.user, person, 2)
+    person.refresh_from_db()
+    assert person.consent_version.version == 1

@@ -105,6 +105,17 @@ def test_a_link_issued_before_a_withdrawal_signs_nobody_in(issued, admin):
     assert browser.get("/studies/me/").status_code == 302
 
 
+def test_an_accepted_link_of_a_withdrawn_person_says_only_that_it_signs_nobody_in(issued, admin):
+    from studies import bulk
+
+    participants.accept(issued.token, {})
+    bulk.withdraw(admin, issued.invitation.participant, "asked to leave")
+    page = Client().get(f"/studies/join/{issued.token}/")
+    text = page.content.decode()
+    assert page.status_code == 400 and "This invitation link signs nobody in." in text
+    assert "already accepted" not in text and "ask the coordinator for a new link" not in text
+
+
 def test_the_study_page_offers_no_invitation_for_a_bot_or_a_withdrawn_person(client, study, admin, bot):
     from studies import bulk
 

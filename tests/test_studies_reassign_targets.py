@@ -169,3 +169,21 @@ def test_a_bots_attempt_is_reassigned_to_another_bot_from_the_page(coord_client,
     coord_client.post(f"/studies/{study.pk}/attempts/{bot_attempt.pk}/",
                       {"action": "reassign", "to": bot2.pk, "reason": "rehearsing a platform fault"})
     assert Attempt.objects.filter(participant=bot2, replaces=bot_attempt).exists()
+
+
+def test_nobody_who_has_not_accepted_the_current_consent_text_is_offered(coord_client, study, faulted, other, admin):
+    from studies.design import add_consent_version
+
+    assert other in attempts.reassignment_targets(study, faulted)
+    add_consent_version(admin, study, "A new consent text.")  # nobody has accepted it yet
+    assert attempts.reassignment_targets(study, faulted) == []
+    rows = coord_client.get(f"/studies/{study.pk}/monitor/rows/").content.decode()
+    assert f'<tr data-attempt="{faulted.pk}" data-targets="" ' in rows
+
+
+def test_nobody_whose_account_holds_a_team_role_is_offered(study, faulted, other, admin):
+    from studies.design import add_member
+    from studies.models import Role
+
+    add_member(admin, study, other.user, Role.REVIEWER)  # a scored attempt would show them the thresholds
+    assert attempts.reassignment_targets(study, faulted) == []

@@ -145,7 +145,7 @@ def test_revoking_a_link_from_the_page_needs_a_reason_and_says_it_is_done(coord_
 
 def test_bad_invitation_link_is_explained(client, db):
     response = client.get("/studies/join/not-a-token/")
-    assert response.status_code == 400 and "this invitation link is not valid" in response.content.decode()
+    assert response.status_code == 400 and "This invitation link is not valid." in response.content.decode()
 
 
 def test_participant_gives_consent_on_their_page(client, study, admin):

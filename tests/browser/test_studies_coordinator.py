@@ -170,3 +170,17 @@ def test_coordinator_runs_a_participant_through_a_study(page, browser, server, l
         found[name] = axe_serious(page)
     assert {"detail", "Monitor", "Leaderboard", "Exports", "Audit log", "coach view", "participant"} <= set(found)
     assert all(not v for v in found.values()), {k: v for k, v in found.items() if v}
+
+
+def test_a_forms_answer_is_in_view_where_the_page_comes_back_to(page, login):
+    login(page, "coordinator", "coordinator")
+    page.goto("/studies/")
+    page.click("text=Demo study")
+    page.fill("#add-participant input[name=label]", "demo participant")  # taken: refused
+    page.click("#add-participant button[type=submit]")
+    page.wait_for_selector("ul.messages")
+    assert "already has a participant labelled" in page.inner_text("ul.messages")
+    assert page.evaluate("() => window.scrollY") > 0  # back at the form's panel, not at the top
+    top, bottom = page.evaluate("() => { const r = document.querySelector('ul.messages').getBoundingClientRect();"
+                                " return [r.top, r.bottom]; }")
+    assert 0 <= top and bottom <= page.viewport_size["height"]
