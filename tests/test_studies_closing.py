@@ -314,11 +314,19 @@ def test_closing_and_reopening_from_the_study_page(coord_client, study):
     study.refresh_from_db()
     assert ("Study closed: it admits nobody new and creates no new attempt; its open shifts may still be finished."
             in closed)
-    assert f'<strong>Closed on {study.closed_at:%Y-%m-%d %H:%M} by coord-a.</strong>' in closed
+    assert f'<strong>Closed on {study.closed_at:%Y-%m-%d %H:%M} UTC by coord-a.</strong>' in closed
     assert 'id="reopen"' in closed and 'id="close-form"' not in closed
+    # what it would refuse is not offered: each panel says why instead
+    for form in ('id="assign-form"', 'id="add-participant"', 'id="import-form"', 'id="rehearsal-form"',
+                 'id="bulk-assign"'):
+        assert form not in closed
+    for note in ('id="closed-no-assign"', 'id="closed-no-import"', 'id="closed-no-rehearsal"'):
+        assert note in closed
+    assert 'id="quota-form"' in closed and 'id="bulk-invite"' in closed  # still allowed
     reopened = coord_client.post(f"/studies/{study.pk}/reopen/", {"reason": "one more"}, follow=True).content.decode()
     assert "Study reopened: it admits participants and creates attempts again." in reopened
     assert 'id="study-closed"' not in reopened and 'id="close-form"' in reopened
+    assert 'id="assign-form"' in reopened and 'id="closed-no-assign"' not in reopened
 
 
 def test_closing_from_the_page_needs_a_reason(coord_client, study):
