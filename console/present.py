@@ -133,6 +133,7 @@ class Presentation:
     card: Card | None = None
     problem: Problem | None = None
     outcome: str = ""  # one line saying what a write did, for the row it was made from ("" for a read)
+    still_open: bool = False  # the write went through but left its row to act on (a refund not accepted)
     is_read: bool = False  # a read tool: what it shows is as of a moment ("read ... · window N")
 
 
@@ -347,15 +348,21 @@ def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, n
             actions = [_reorder(*sources[row["product_id"]])]
         key = _row_key(row, index, tool)
         out.append(Row(cells=[cell(c, row.get(c)) for c in columns], actions=actions, key=key,
-                       urgent=_is_urgent(row), done=done.get(key, "")))
+                       urgent=_is_urgent(row), done=_mark_on(done.get(key), actions)))
     return Table(title=title, columns=[_label(c) for c in columns], rows=out, note=note)
+
+
+def _mark_on(mark: DoneMark | None, actions: list[Action]) -> str:
+    """A row's (or card's) done mark: only where it offers an action the write left nothing to
+    do for (a reprice marks a product's row offering Reprice, not an inventory row's Reorder)."""
+    return mark.text if mark is not None and any(a.tool in mark.tools for a in actions) else ""
 
 
 def present(call, *, sources: dict | None = None, done: dict | None = None,
             horizon_end: datetime | None = None) -> Presentation:
     """The presentation of one stored call.  ``sources`` maps a shop product id to
     (supply product id, vendor minimum) for Reorder on inventory rows; ``done`` maps a
-    row key to what was done to it since the read ("shipped (#12)")."""
+    row key to what was done to it since the read (:func:`done_since`)."""
     sources, done = sources or {}, done or {}
     header = call.typed_header
     timing = (Timing(datetime.strptime(header.time, "%Y-%m-%d %H:%M"), horizon_end)
@@ -369,7 +376,11 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
     is_read = call.tool in REGISTRY and REGISTRY[call.tool].kind == ToolKind.READ
     # The panel's title already names the call (#N tool): a read says nothing more, a write says it went through.
     outcome = _done(call, words) if words else ("" if is_read else "Done.")
-    shown = Presentation(outcome=outcome, is_read=is_read)
+    still_open = _left_open(call, data)
+    if still_open:
+        outcome = (f"refunded {cell('refunded_now', data.get('refunded_now')).text} (#{call.seq}): not accepted "
+                   "as settlement, the return stays open")
+    shown = Presentation(outcome=outcome, is_read=is_read, still_open=still_open)
     if not isinstance(data, dict):
         return shown
     if isinstance(data.get("rows"), list) and all(isinstance(r, dict) for r in data["rows"]):
@@ -404,7 +415,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
         _label(call.tool))
     shown.card = Card(str(title), fields, tables,
                       actions, _row_key(data, 0, call.tool), lines)
-    shown.card.done = done.get(shown.card.key, "") if actions else ""
+    shown.card.done = _mark_on(done.get(shown.card.key), actions)
     return shown
 
 
@@ -532,6 +543,11 @@ SUPERSEDES = {
 }
 
 
+def _left_open(call, data) -> bool:
+    """A refund the customer did not accept as settlement: its return stays open."""
+    return call.tool == "refund_return" and isinstance(data, dict) and data.get("status") == "open"
+
+
 def _writes_done(later_calls):
     """Each successful write among ``later_calls`` that did what its row offered, with its
     row key and words.  A refund the customer did not accept left its return open: not done."""
@@ -539,22 +555,29 @@ def _writes_done(later_calls):
         words = DONE_WORDS.get(call.tool)
         if not words or call.is_error:
             continue
-        if call.tool == "refund_return":
-            data = result_of(call).data
-            if isinstance(data, dict) and data.get("status") == "open":
-                continue
+        if _left_open(call, result_of(call).data if call.tool == "refund_return" else None):
+            continue
         yield call, str(call.arguments.get(words[1])), words
 
 
-def done_since(later_calls) -> dict:
+class DoneMark(NamedTuple):
+    """What a write did to the row it was made from: the words ("shipped (#12)"), its call's
+    number, and the row actions it left nothing to do for (:data:`SUPERSEDES`)."""
+
+    text: str
+    seq: int
+    tools: tuple[str, ...]
+
+
+def done_since(later_calls) -> dict[str, DoneMark]:
     """Row key -> what was done to it by a successful write among ``later_calls``."""
-    return {key: _done(call, words) for call, key, words in _writes_done(later_calls)}
+    return {key: DoneMark(_done(call, words), call.seq, SUPERSEDES[call.tool])
+            for call, key, words in _writes_done(later_calls)}
 
 
 def done_marks(later_calls) -> dict:
-    """:func:`done_since` for a page to mark the rows it already shows: by row key, the words,
-    the call's number (a result read after it is not marked) and the row actions it leaves
-    nothing to do for (:data:`SUPERSEDES`)."""
-    return {key: {"done": _done(call, words), "seq": call.seq, "tools": list(SUPERSEDES[call.tool])}
-            for call, key, words in _writes_done(later_calls)}
+    """:func:`done_since` as JSON for a page to mark the rows it already shows (a result read
+    after the call is not marked; a row is marked only where it offers one of the tools)."""
+    return {key: {"done": mark.text, "seq": mark.seq, "tools": list(mark.tools)}
+            for key, mark in done_since(later_calls).items()}
 

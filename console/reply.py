@@ -251,8 +251,9 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
         said = f"Refused{where}: <b>{_v(problem.code)}</b>: {_v(problem.reason)}"
     else:
         said = _v(view.outcome)
+    still_open = ' data-open="1"' if view.still_open else ""
     out.append(f'\n    <p class="outcome" data-ok="{"0" if shown.is_error else "1"}"'
-               f' data-seq="{seq}">{said}</p>\n'
+               f' data-seq="{seq}"{still_open}>{said}</p>\n'
                f'    <p class="args">arguments: <code>{_v(compact_json(shown.arguments))}</code></p>\n    ')
     if problem:
         refused = ("The store refused this call" if problem.reached_store

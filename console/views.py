@@ -42,7 +42,6 @@ from shifts.timeline import timeline_of
 
 from . import reply, workspace
 from .endpage import score_rows
-from .present import done_marks
 from .templatetags.console_tags import present_call, tool_form
 from .toolforms import arguments_from_form, form_values, tool_families, tool_forms
 
@@ -252,7 +251,7 @@ def shift_panels(request: HttpRequest, pk: int) -> HttpResponse:
     after = int(raw)
     new_calls = [c for c in overview.calls if c.seq > after]
     return render(request, "console/_panels.html",
-                  _context(overview, new_calls=new_calls[::-1], done_elsewhere=json.dumps(done_marks(new_calls))))
+                  _context(overview, new_calls=new_calls[::-1], done_elsewhere=json.dumps(workspace.done_elsewhere(new_calls))))
 
 
 @signed_in

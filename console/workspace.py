@@ -27,6 +27,7 @@ from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
 
 from .cached import CachedView, cached_views
+from .present import done_marks
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,13 @@ def _with_texts(calls: list) -> list:
         for c in deferred:
             c.result_text = texts[c.pk]
     return calls
+
+
+def done_elsewhere(calls: list) -> dict:
+    """:func:`console.present.done_marks` of ``calls`` (the panels' answer), the texts of their
+    refunds read in one query (whether each closed its return)."""
+    _with_texts([c for c in calls if c.tool == "refund_return" and not c.is_error])
+    return done_marks(calls)
 
 
 def _last_header(calls: list) -> StoreHeader | None:

@@ -416,3 +416,26 @@ def test_the_panels_say_what_the_calls_made_elsewhere_did_to_rows():
     assert "done-elsewhere" not in nothing_new
     page = client.get(f"/shifts/{shift.pk}/").content.decode()
     assert '<div id="done-elsewhere" hidden data-done="{}"></div>' in page  # the swap's target
+
+
+
+def test_the_panels_read_the_refunds_texts_in_one_query_however_many():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    user = make_user("ravi")
+    shift = lifecycle.start_shift(user, "counter-punch", 7, practice=True)
+    first = calls.call_tool(shift, "list_returns", {}, uuid.uuid4().hex)
+    returns = [row["return_id"] for row in json.loads(first.result_text.split("\n", 1)[1])["rows"]]
+    client = Client()
+    client.force_login(user)
+
+    def queries_after(n: int) -> int:
+        calls.call_tool(shift, "refund_return", {"return_id": returns[n], "amount": "1.00"}, uuid.uuid4().hex)
+        calls.call_tool(shift, "list_returns", {}, uuid.uuid4().hex)  # the inbox then reads no earlier refund
+        with CaptureQueriesContext(connection) as seen:
+            assert client.get(f"/shifts/{shift.pk}/panels/?after={first.seq}").status_code == 200
+        return len(seen)
+
+    queries_after(0)  # the first request also reads what a process remembers (the user)
+    assert queries_after(1) == queries_after(2) == queries_after(3)

@@ -430,6 +430,22 @@ def test_every_write_that_marks_a_row_done_names_the_actions_it_ends():
 def test_a_refund_the_customer_did_not_accept_leaves_its_row_open_on_a_list_read_before_it(signed_in, shift):
     call(signed_in, shift, "list_returns")
     reply = call(signed_in, shift, "refund_return", return_id="RET-20484", amount="1.00").content.decode()
-    assert "stays open" in reply  # the customer did not take a dollar as settlement
+    # the row it was sent from is told so, and keeps its Refund (the page reads data-open)
+    assert re.search(r'<p class="outcome" data-ok="1" data-seq="3" data-open="1">refunded \$1\.00 \(#3\): not accepted '
+                     r'as settlement, the return stays open</p>', reply)
     reread = rows_of(signed_in.get(f"/shifts/{shift.pk}/calls/2/", **HX).content.decode())["RET-20484"]
     assert 'class="done"' not in reread and 'value="refund_return"' in reread  # still to be refunded
+
+
+
+def test_a_reprice_marks_a_products_row_but_not_an_inventory_rows_reorder(signed_in, shift):
+    call(signed_in, shift, "search_supply_catalog", page_size="5")  # inventory rows then offer Reorder
+    inventory = call(signed_in, shift, "list_inventory", page_size="5").content.decode()
+    product, row = next((k, r) for k, r in rows_of(inventory).items() if 'value="place_purchase_order"' in r)
+    products = call(signed_in, shift, "list_products", page_size="50").content.decode()
+    assert product in rows_of(products)
+    call(signed_in, shift, "set_price", product_id=product, price="99.00")
+    reread = rows_of(signed_in.get(f"/shifts/{shift.pk}/calls/3/", **HX).content.decode())[product]
+    assert 'class="done"' not in reread and 'value="place_purchase_order"' in reread  # its Reorder stays
+    reread = rows_of(signed_in.get(f"/shifts/{shift.pk}/calls/4/", **HX).content.decode())[product]
+    assert 'class="done"' in reread and "repriced to" in reread and 'value="set_price"' not in reread

@@ -173,17 +173,15 @@ document.addEventListener("htmx:confirm", function (evt) {
 // out-of-band swaps. A call made here may race its own push, so history rows are
 // de-duplicated by call number after every swap.
 (function () {
-  // The newest call up to which this page's history has every call: a call made here lands
-  // at the top at once, while one made elsewhere just before it comes only with the panels.
+  // The newest call up to which this page's history holds every call (calls are numbered from
+  // 1, and the page lists them all): a call made here lands at the top at once, while one made
+  // elsewhere just before it comes only with the panels.
   function lastSeq() {
-    var seqs = {}, low = Infinity;
+    var seqs = {};
     document.querySelectorAll("#history-list li[id^='call-']").forEach(function (li) {
-      var n = parseInt(li.id.slice(5), 10);
-      seqs[n] = true;
-      if (n < low) low = n;
+      seqs[parseInt(li.id.slice(5), 10)] = true;
     });
-    if (low === Infinity) return 0;
-    var n = low;
+    var n = 0;
     while (seqs[n + 1]) n += 1;
     return n;
   }
@@ -193,18 +191,29 @@ document.addEventListener("htmx:confirm", function (evt) {
   window.storebenchWhenPanelsQuiet = function (fn) {
     if (inFlight) waiting.push(fn); else fn();
   };
+  function release() {
+    var ready = waiting;
+    waiting = [];
+    ready.forEach(function (fn) { fn(); });
+  }
   function refresh(shift) {
     if (inFlight) { again = true; return; }
     inFlight = true;
-    var done = function () {
+    again = false;
+    var settled = false, watchdog;
+    function finish(ok) {
+      if (settled) return;
+      settled = true;
+      clearTimeout(watchdog);
       inFlight = false;
-      if (again) { again = false; refresh(shift); return; }
-      var ready = waiting;
-      waiting = [];
-      ready.forEach(function (fn) { fn(); });
-    };
-    htmx.ajax("GET", "/shifts/" + shift + "/panels/?after=" + lastSeq(), { target: "#history", swap: "none" })
-      .then(done, done);
+      if (ok && again) { refresh(shift); return; }  // a push came meanwhile: its calls too, before a batch goes on
+      if (!ok) setTimeout(check, 5000);  // no answer: tried again in 5 s (or at the next push), not at once
+      release();
+    }
+    watchdog = setTimeout(function () { finish(false); }, 10000);  // an answer that never comes frees the page
+    htmx.ajax("GET", "/shifts/" + shift + "/panels/?after=" + lastSeq(),
+              { source: "#history", target: "#history", swap: "none" })
+      .then(function () { finish(true); }, function () { finish(false); });
   }
   function dedupe() {
     var list = document.getElementById("history-list");
@@ -215,13 +224,17 @@ document.addEventListener("htmx:confirm", function (evt) {
       if (!li.id) return;
       if (seen[li.id]) li.remove(); else seen[li.id] = true;
     });
+    // Newest first: another tab's call fetched after this tab's own newer one goes below it.
+    var rows = Array.prototype.slice.call(list.querySelectorAll("li[id^='call-']"));
+    var ordered = rows.slice().sort(function (a, b) { return parseInt(b.id.slice(5), 10) - parseInt(a.id.slice(5), 10); });
+    if (ordered.some(function (li, k) { return li !== rows[k]; })) ordered.forEach(function (li) { list.appendChild(li); });
   }
   // A push that arrives while this page's own call is on its way is checked once the
   // call's answer has landed (it usually names that very call: nothing to fetch).
   var pending = 0, wanted = 0, shiftOf = null;
-  function isCall(evt) {
+  function isCall(evt) {  // a form of this page making a call (not the panels' own request)
     var elt = evt.detail && evt.detail.elt;
-    return !!(elt && elt.querySelector && elt.querySelector("input[name=call_id]"));
+    return !!(elt && elt.tagName === "FORM" && elt.querySelector("input[name=call_id]"));
   }
   function check() {
     if (pending === 0 && shiftOf !== null && wanted > lastSeq()) refresh(shiftOf);
@@ -277,7 +290,12 @@ document.addEventListener("htmx:confirm", function (evt) {
           if (pick) pick.remove();
         }
         var said = item.querySelector(":scope > td.row-actions .row-status, :scope > .card-actions .row-status");
-        if (said) {
+        if (said && said.querySelector(".outcome")) {  // this tab's own answer stays (a batch reads it), the mark beside it
+          var beside = document.createElement("span");
+          beside.className = "elsewhere";
+          beside.textContent = " · " + mark.done + " in another tab";
+          said.appendChild(beside);
+        } else if (said) {
           said.textContent = mark.done;
           said.title = "Done in another tab or window";
         }
@@ -422,7 +440,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     if (form.classList.contains("row-action")) {
       var outcome = form.parentNode.querySelector(".row-status .outcome");
       var row = form.closest("tr") || form.closest(".card");
-      if (outcome && outcome.dataset.ok === "1" && row) {
+      if (outcome && outcome.dataset.ok === "1" && outcome.dataset.open !== "1" && row) {  // a refund not accepted leaves it open
         // Its button goes (and was disabled while the call ran, which let the focus fall to the
         // page): the focus stays on the row, unless the person moved it elsewhere meanwhile.
         var at = document.activeElement;

@@ -159,6 +159,24 @@ def test_a_running_batch_passes_over_a_row_another_tab_shipped_meanwhile(context
     assert json.loads(out.strip().splitlines()[-1]) == [False, False, False]  # nothing refused, nothing wasted
 
 
+def test_panels_that_cannot_be_read_are_not_asked_for_again_and_again(context, server, login):
+    a = context.new_page()
+    shift = ready_participant(server, login, a, "steady", 3)
+    b = context.new_page()
+    a.goto(f"/shifts/{shift}/")
+    b.goto(f"/shifts/{shift}/")
+    for tab in (a, b):
+        tab.wait_for_selector("body[data-live=websocket]")
+    asked = []
+    a.route("**/panels/**", lambda route: (asked.append(route.request.url), route.abort()))
+    seq = quick(b, "list_orders")
+    a.wait_for_timeout(3000)
+    assert 1 <= len(asked) <= 2, asked  # once, and once more after 5 s at the most: no loop
+    a.unroute("**/panels/**")
+    quick(b, "list_returns")  # the next push asks again, and the page catches up
+    a.wait_for_selector(f"#history-list li#call-{seq}")
+
+
 def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login, screenshot):
     page, shift = batch_workspace(context, server, login, "list_orders")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])")

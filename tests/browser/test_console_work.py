@@ -309,6 +309,20 @@ def test_the_tool_groups_opened_or_closed_stay_so_on_reload(counted, server, log
     assert page.eval_on_selector(f"#{groups[1][0]}", "d => d.open")  # untouched: as the server gave it
 
 
+def test_a_refund_the_customer_does_not_accept_leaves_its_row_open_to_refund_again(counted, server, login):
+    page = counted.page
+    page.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(counted, "list_returns")
+    row = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=refund_return])").first
+    row.locator("input[name=arg_amount]").fill("1.00")
+    assert act(counted, row, "refund_return") == "1"
+    assert "not accepted as settlement, the return stays open" in row.locator(".row-status").inner_text()
+    assert "done" not in (row.get_attribute("class") or "")
+    assert row.locator("form.row-action[data-tool=refund_return]").count() == 1  # the rest can still be refunded
+
+
 def keys_of(page, elements: str, attribute: str) -> set[str]:
     return set(page.eval_on_selector_all(elements, f"found => found.map(e => e.{attribute}.trim())"))
 
