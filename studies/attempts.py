@@ -41,7 +41,7 @@ from .models import (
     Study,
     StudyMembership,
 )
-from .participants import current_consent
+from .participants import current_consent, needs_consent, team_powers
 from .permissions import Action, require
 from .settling import settle, settle_study
 from .wording import counted
@@ -96,14 +96,19 @@ def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
     return retry
 
 
-def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int]] | None = None) -> str | None:
+def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int]] | None = None, *,
+                     standing_checked: bool = False) -> str | None:
     """Why ``attempt`` cannot be reassigned to ``to``, or None when it can: the one rule
     :func:`reassign` enforces and the study's pages offer targets by.  The target is
     another participant of the study, still taking part (not withdrawn, not returned),
     with an account (invitation accepted); a person's attempt never goes to a rehearsal
-    bot (a bot's, in a rehearsal, may); and the target has not seen the cell yet
+    bot (a bot's, in a rehearsal, may); the target has not seen the cell yet
     (:data:`studies.assignment.SEEN`; ``seen``, from :func:`~studies.assignment.seen_pairs`,
-    saves the query for each target on a page that lists many)."""
+    saves the query for each target on a page that lists many); and, as
+    :func:`~studies.assignment.create_attempt` asks, has accepted the current consent text
+    and (for a scored attempt) holds no team role or staff powers (``standing_checked``: the
+    page's candidates were read so, :func:`reassignment_candidates`).  Checked before the
+    attempt's shift is ended, so a refused target leaves the shift as it was."""
     if to.study_id != attempt.study_id:
         return f"{to.label} is not in study {attempt.study.name!r}; reassign to one of its participants"
     if to.pk == attempt.participant_id:
@@ -119,6 +124,12 @@ def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int
         earlier = seen_attempt(to, attempt.cell)
         if earlier is not None:
             return seen_refusal(to, attempt.cell, earlier)
+    if not standing_checked:  # a page's candidates were read as standing (reassignment_candidates)
+        if needs_consent(to):
+            return f"{to.label} has not accepted the current consent text; reassign to someone who has"
+        powers = team_powers(to)
+        if powers and not attempt.is_practice:
+            return f"{to.label}'s account {powers}: it takes no scored attempt; reassign to someone else"
     return None
 
 
@@ -151,7 +162,8 @@ def reassignment_targets(study: Study, attempt: Attempt, candidates: list[Partic
     if seen is None:
         seen = seen_pairs(study)
     # A pair in ``seen`` is refused: left out here without the query that would only word why.
-    return [p for p in candidates if (p.pk, attempt.cell_id) not in seen and reassign_refusal(attempt, p, seen) is None]
+    return [p for p in candidates if (p.pk, attempt.cell_id) not in seen
+            and reassign_refusal(attempt, p, seen, standing_checked=True) is None]
 
 
 def reassign(actor, attempt: Attempt, to: Participant, reason: str) -> Attempt:

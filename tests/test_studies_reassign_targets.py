@@ -187,3 +187,15 @@ def test_nobody_whose_account_holds_a_team_role_is_offered(study, faulted, other
 
     add_member(admin, study, other.user, Role.REVIEWER)  # a scored attempt would show them the thresholds
     assert attempts.reassignment_targets(study, faulted) == []
+
+
+
+def test_reassigning_to_someone_without_the_current_consent_is_refused_before_the_shift_is_ended(
+        study, faulted, other, admin, coordinator):
+    from studies.design import add_consent_version
+
+    add_consent_version(admin, study, "A new consent text.")
+    with pytest.raises(StudyError, match="^expert-2 has not accepted the current consent text; reassign to someone"):
+        attempts.reassign(coordinator, faulted, other, "store crashed")
+    faulted.refresh_from_db()
+    assert faulted.shift.status != "ended"  # its shift was left as it was

@@ -56,22 +56,29 @@
         JSON.parse(row.dataset.named || "[]").forEach(function (pair) { named[String(pair[0])] = pair[1]; });
       } catch (e) { /* a row without its list offers nobody */ }
     });
-    const chosen = to.value;
-    const options = [to.options[0]];  // "—"
-    Object.keys(named).sort(function (x, y) { return named[x].localeCompare(named[y]); }).forEach(function (id) {
-      const option = document.createElement("option");
-      option.value = id;
-      option.textContent = named[id];
-      options.push(option);
-    });
-    to.replaceChildren.apply(to, options);
+    const chosen = to.value, chosenText = chosen ? to.options[to.selectedIndex].textContent : "";
+    const ids = Object.keys(named).sort(function (x, y) { return named[x].localeCompare(named[y]); });
+    const signature = JSON.stringify(ids.map(function (id) { return [id, named[id]]; }));
+    if (signature !== to.dataset.signature) {  // rebuilt only when whom the rows name changed (an open list stays)
+      const options = [to.options[0]];  // "—"
+      ids.forEach(function (id) {
+        const option = document.createElement("option");
+        option.value = id;
+        option.textContent = named[id];
+        options.push(option);
+      });
+      to.replaceChildren.apply(to, options);
+      to.dataset.signature = signature;
+    }
     const row = shift.value && rows.querySelector('tr[data-attempt="' + shift.value + '"]');
     const allowed = row ? (row.dataset.targets || "").split(" ") : null;
-    options.slice(1).forEach(function (option) {
+    Array.from(to.options).slice(1).forEach(function (option) {
       option.hidden = option.disabled = allowed !== null && allowed.indexOf(option.value) < 0;
     });
-    const kept = options.some(function (option) { return option.value === chosen && !option.disabled; });
+    const kept = Array.from(to.options).some(function (option) { return option.value === chosen && !option.disabled; });
     to.value = kept ? chosen : "";
+    const note = document.getElementById("monitor-choice-note");
+    if (chosen && !kept && note) note.textContent = chosenText + " can no longer take the chosen shift: choose again.";
   }
   const chooser = document.getElementById("monitor-attempt");
   if (chooser) chooser.addEventListener("change", narrowTargets);
