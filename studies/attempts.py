@@ -106,7 +106,7 @@ def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int
     (:data:`studies.assignment.SEEN`; ``seen``, from :func:`~studies.assignment.seen_pairs`,
     saves the query for each target on a page that lists many); and, as
     :func:`~studies.assignment.create_attempt` asks, has accepted the current consent text
-    and (for a scored attempt) holds no team role or staff powers (``standing_checked``: the
+    and holds no team role or staff powers (``standing_checked``: the
     page's candidates were read so, :func:`reassignment_candidates`).  Checked before the
     attempt's shift is ended, so a refused target leaves the shift as it was."""
     if to.study_id != attempt.study_id:
@@ -128,7 +128,7 @@ def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int
         if needs_consent(to):
             return f"{to.label} has not accepted the current consent text; reassign to someone who has"
         powers = team_powers(to)
-        if powers and not attempt.is_practice:
+        if powers:  # a reassignment is made as a scored attempt (create_attempt), whatever it replaces
             return f"{to.label}'s account {powers}: it takes no scored attempt; reassign to someone else"
     return None
 

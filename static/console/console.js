@@ -185,7 +185,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     while (seqs[n + 1]) n += 1;
     return n;
   }
-  var inFlight = false, again = false, waiting = [];
+  var inFlight = false, again = false, waiting = [], finishing = null, retry = null;
   // Run ``fn`` once no refresh of the panels is on its way (a batch sends its next row after
   // what other tabs did has been marked, so it does not send a row already done).
   window.storebenchWhenPanelsQuiet = function (fn) {
@@ -204,17 +204,28 @@ document.addEventListener("htmx:confirm", function (evt) {
     function finish(ok) {
       if (settled) return;
       settled = true;
+      finishing = null;
       clearTimeout(watchdog);
       inFlight = false;
       if (ok && again) { refresh(shift); return; }  // a push came meanwhile: its calls too, before a batch goes on
-      if (!ok) setTimeout(check, 5000);  // no answer: tried again in 5 s (or at the next push), not at once
+      if (!ok && retry === null) {  // no answer, or an error: tried again in 5 s (or at the next push), not at once
+        retry = setTimeout(function () { retry = null; check(); }, 5000);
+      }
       release();
     }
-    watchdog = setTimeout(function () { finish(false); }, 10000);  // an answer that never comes frees the page
+    finishing = finish;  // told by the request's own htmx:afterRequest (below): a 4xx or 5xx is a failure
+    watchdog = setTimeout(function () {  // an answer that never comes is given up, and the page freed
+      htmx.trigger(document.getElementById("history"), "htmx:abort");
+      finish(false);
+    }, 10000);
     htmx.ajax("GET", "/shifts/" + shift + "/panels/?after=" + lastSeq(),
               { source: "#history", target: "#history", swap: "none" })
       .then(function () { finish(true); }, function () { finish(false); });
   }
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var elt = evt.detail && evt.detail.elt;
+    if (finishing && elt && elt.id === "history") finishing(evt.detail.successful === true);
+  });
   function dedupe() {
     var list = document.getElementById("history-list");
     if (!list) return;
@@ -746,7 +757,7 @@ document.addEventListener("htmx:confirm", function (evt) {
         setTimeout(function () {  // after the row's own handler has marked it
           var outcome = row.querySelector(".row-status .outcome");
           resolve({ answered: answered, ok: answered && !!outcome && outcome.dataset.ok === "1",
-                    text: outcome ? outcome.textContent.trim() : "" });
+                    open: !!outcome && outcome.dataset.open === "1", text: outcome ? outcome.textContent.trim() : "" });
         }, 0);
       }
       document.addEventListener("htmx:beforeRequest", began);
@@ -764,7 +775,7 @@ document.addEventListener("htmx:confirm", function (evt) {
     var bar = block.querySelector("[data-batch]");
     var status = bar.querySelector(".batch-status");
     var rows = picked(block).map(function (box) { return box.closest("tr"); });
-    var total = rows.length, sent = 0, elsewhere = 0;
+    var total = rows.length, sent = 0, elsewhere = 0, open = 0;
     bar.dataset.running = "1";
     status.classList.remove("problem");
     update(block);
@@ -775,7 +786,9 @@ document.addEventListener("htmx:confirm", function (evt) {
       if (sent === total) {
         bar.dataset.running = "";
         var spent = total - elsewhere;
-        status.textContent = "Sent " + spent + " operation" + (spent === 1 ? "" : "s") + ": every row done." +
+        status.textContent = "Sent " + spent + " operation" + (spent === 1 ? "" : "s") + ": " +
+          (open ? open + " refund" + (open === 1 ? " was" : "s were") + " not accepted as settlement (" +
+            (open === 1 ? "its row stays" : "their rows stay") + " open), every other row done." : "every row done.") +
           (elsewhere ? " " + elsewhere + " row" + (elsewhere === 1 ? " was" : "s were") +
             " done in another tab meanwhile and not sent." : "");
         update(block);
@@ -801,6 +814,7 @@ document.addEventListener("htmx:confirm", function (evt) {
         }
         sent += 1;
         if (box) box.checked = false;
+        if (result.open) open += 1;
         if (result.ok) { next(); return; }
         bar.dataset.running = "";
         status.classList.add("problem");

@@ -12,6 +12,11 @@
     if (!select) return;
     const chosen = select.value;
     const chosenText = chosen ? select.options[select.selectedIndex].textContent : "";
+    const signature = Array.from(rows.querySelectorAll("tr[data-attempt]")).map(function (row) {
+      return row.dataset.attempt + "|" + row.dataset.choice;
+    }).join("\n");
+    if (signature === select.dataset.signature) return;  // the same shifts: an open list stays open
+    select.dataset.signature = signature;
     const options = [select.options[0]];  // "Choose a shift…"
     rows.querySelectorAll("tr[data-attempt]").forEach(function (row) {
       const option = document.createElement("option");
@@ -80,8 +85,13 @@
     const note = document.getElementById("monitor-choice-note");
     if (chosen && !kept && note) note.textContent = chosenText + " can no longer take the chosen shift: choose again.";
   }
-  const chooser = document.getElementById("monitor-attempt");
-  if (chooser) chooser.addEventListener("change", narrowTargets);
+  const chooser = document.getElementById("monitor-attempt"), target = document.getElementById("monitor-to");
+  function chosenAgain() {  // a new choice clears what the note said of the last one
+    const note = document.getElementById("monitor-choice-note");
+    if (note) note.textContent = "";
+  }
+  if (chooser) chooser.addEventListener("change", function () { chosenAgain(); narrowTargets(); });
+  if (target) target.addEventListener("change", chosenAgain);
   function updated() { syncChoices(); summarise(); narrowTargets(); }
 
   summarise();

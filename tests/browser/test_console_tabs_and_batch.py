@@ -177,6 +177,29 @@ def test_panels_that_cannot_be_read_are_not_asked_for_again_and_again(context, s
     a.wait_for_selector(f"#history-list li#call-{seq}")
 
 
+def test_panels_answered_with_a_server_error_are_asked_for_again_after_a_pause(context, server, login):
+    a = context.new_page()
+    shift = ready_participant(server, login, a, "steady", 3)
+    b = context.new_page()
+    a.goto(f"/shifts/{shift}/")
+    b.goto(f"/shifts/{shift}/")
+    for tab in (a, b):
+        tab.wait_for_selector("body[data-live=websocket]")
+    asked = []
+
+    def fail_first_two(route):
+        asked.append(route.request.url)
+        if len(asked) <= 2:
+            route.fulfill(status=500, body="server error")
+        else:
+            route.continue_()
+
+    a.route("**/panels/**", fail_first_two)
+    seq = quick(b, "list_orders")
+    a.wait_for_selector(f"#history-list li#call-{seq}", timeout=20_000)  # after two failures, 5 s apart
+    assert len(asked) == 3, asked
+
+
 def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(context, server, login, screenshot):
     page, shift = batch_workspace(context, server, login, "list_orders")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=fulfill_order])")
