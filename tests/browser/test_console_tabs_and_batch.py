@@ -45,6 +45,21 @@ def batch_workspace(context, server, login, tool: str):
     return page, shift
 
 
+def two_tabs(context, server, login):
+    """A participant's steady shift open in two tabs of one browser (the same session), both
+    live on the shift's websocket, confirmations accepted; the tabs and the shift's number."""
+    a = context.new_page()
+    a.on("dialog", lambda d: d.accept())
+    shift = ready_participant(server, login, a, "steady", 3)
+    b = context.new_page()  # the same session: a second tab
+    b.on("dialog", lambda d: d.accept())
+    a.goto(f"/shifts/{shift}/")
+    b.goto(f"/shifts/{shift}/")
+    for tab in (a, b):
+        tab.wait_for_selector("body[data-live=websocket]")
+    return a, b, shift
+
+
 @pytest.fixture
 def context(browser, server):
     ctx = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
@@ -54,14 +69,7 @@ def context(browser, server):
 
 
 def test_a_call_in_one_tab_shows_in_the_other_tabs_history_inbox_and_cached_views(context, server, login):
-    a = context.new_page()
-    a.on("dialog", lambda d: d.accept())
-    shift = ready_participant(server, login, a, "steady", 3)
-    b = context.new_page()  # the same session: a second tab
-    a.goto(f"/shifts/{shift}/")
-    b.goto(f"/shifts/{shift}/")
-    for tab in (a, b):
-        tab.wait_for_selector("body[data-live=websocket]")
+    a, b, shift = two_tabs(context, server, login)
     assert "Call list_returns to fill the inbox" in b.inner_text("#inbox")
     assert b.locator("#cached-list_returns").count() == 0
 
@@ -90,15 +98,7 @@ def in_stock_orders(page) -> list[str]:
 
 
 def test_a_row_shipped_in_another_tab_loses_its_actions_and_its_tick_here(context, server, login):
-    a = context.new_page()
-    a.on("dialog", lambda d: d.accept())
-    shift = ready_participant(server, login, a, "steady", 3)
-    b = context.new_page()
-    b.on("dialog", lambda d: d.accept())
-    a.goto(f"/shifts/{shift}/")
-    b.goto(f"/shifts/{shift}/")
-    for tab in (a, b):
-        tab.wait_for_selector("body[data-live=websocket]")
+    a, b, shift = two_tabs(context, server, login)
     quick(a, "list_orders")
     quick(b, "list_orders")
     first, second = in_stock_orders(a)[:2]
@@ -126,15 +126,7 @@ XMLHttpRequest.prototype.send = function (body) { const xhr = this; if (xhr.sbCa
 
 
 def test_a_running_batch_passes_over_a_row_another_tab_shipped_meanwhile(context, server, login):
-    a = context.new_page()
-    a.on("dialog", lambda d: d.accept())
-    shift = ready_participant(server, login, a, "steady", 3)
-    b = context.new_page()
-    b.on("dialog", lambda d: d.accept())
-    a.goto(f"/shifts/{shift}/")
-    b.goto(f"/shifts/{shift}/")
-    for tab in (a, b):
-        tab.wait_for_selector("body[data-live=websocket]")
+    a, b, shift = two_tabs(context, server, login)
     quick(a, "list_orders")
     quick(b, "list_orders")
     first, second, third = in_stock_orders(a)[:3]
@@ -160,13 +152,7 @@ def test_a_running_batch_passes_over_a_row_another_tab_shipped_meanwhile(context
 
 
 def test_panels_that_cannot_be_read_are_not_asked_for_again_and_again(context, server, login):
-    a = context.new_page()
-    shift = ready_participant(server, login, a, "steady", 3)
-    b = context.new_page()
-    a.goto(f"/shifts/{shift}/")
-    b.goto(f"/shifts/{shift}/")
-    for tab in (a, b):
-        tab.wait_for_selector("body[data-live=websocket]")
+    a, b, shift = two_tabs(context, server, login)
     asked = []
     a.route("**/panels/**", lambda route: (asked.append(route.request.url), route.abort()))
     seq = quick(b, "list_orders")
@@ -178,13 +164,7 @@ def test_panels_that_cannot_be_read_are_not_asked_for_again_and_again(context, s
 
 
 def test_panels_answered_with_a_server_error_are_asked_for_again_after_a_pause(context, server, login):
-    a = context.new_page()
-    shift = ready_participant(server, login, a, "steady", 3)
-    b = context.new_page()
-    a.goto(f"/shifts/{shift}/")
-    b.goto(f"/shifts/{shift}/")
-    for tab in (a, b):
-        tab.wait_for_selector("body[data-live=websocket]")
+    a, b, shift = two_tabs(context, server, login)
     asked = []
 
     def fail_first_two(route):
