@@ -216,6 +216,21 @@ def test_a_batch_says_its_operations_before_sending_and_spends_one_call_per_row(
     assert json.loads(out.strip().splitlines()[-1]) == sorted(keys)  # the ledger: five labels, these orders
 
 
+def test_a_batch_of_refunds_says_which_the_customers_did_not_accept(context, server, login):
+    page, _shift = batch_workspace(context, server, login, "list_returns")
+    rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=refund_return])")
+    first, second = (rows.nth(i).get_attribute("data-key") for i in range(2))
+    for key in (first, second):
+        page.fill(f'#result tr[data-key="{key}"] input[name=arg_amount]', "1.00")  # too little to settle
+        page.check(f'#result tr[data-key="{key}"] input.pick')
+    page.click("#result [data-batch] button.batch-send")
+    page.wait_for_function("() => /^Sent /.test(document.querySelector('#result .batch-status').textContent)")
+    assert page.inner_text("#result .batch-status") == (
+        "Sent 2 operations: 2 refunds were not accepted as settlement (their rows stay open), every other row done.")
+    for key in (first, second):  # each can still be refunded in full
+        assert page.locator(f'#result tr[data-key="{key}"] form.row-action[data-tool=refund_return]').count() == 1
+
+
 def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, login):
     page, shift = batch_workspace(context, server, login, "list_products")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=set_price])")
