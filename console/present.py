@@ -298,8 +298,6 @@ ROW_ACTIONS = {
     "search_supply_catalog": _reorder_supply, "supply_product_detail": _reorder_supply,
     "list_purchase_orders": _cancel_po, "place_purchase_order": _cancel_po,
 }
-# The row actions that also read when the call was made (a lead time against the store's close).
-_TIMED = (_reorder_supply,)
 
 # What a write tool does to the row it was made from, in words, and the row's key.
 DONE_WORDS = {
@@ -343,7 +341,7 @@ def _table(title: str, rows: list[dict], tool: str, sources: dict, done: dict, n
     actions_of = ROW_ACTIONS.get(tool)
     out = []
     for index, row in enumerate(rows):
-        actions = (actions_of(row, timing) if actions_of in _TIMED else actions_of(row)) if actions_of else []
+        actions = (actions_of(row, timing) if actions_of is _reorder_supply else actions_of(row)) if actions_of else []
         if tool == "list_inventory" and row.get("product_id") in sources:
             actions = [_reorder(*sources[row["product_id"]])]
         key = _row_key(row, index, tool)
@@ -376,7 +374,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
     is_read = call.tool in REGISTRY and REGISTRY[call.tool].kind == ToolKind.READ
     # The panel's title already names the call (#N tool): a read says nothing more, a write says it went through.
     outcome = _done(call, words) if words else ("" if is_read else "Done.")
-    still_open = _left_open(call, data)
+    still_open = left_open(call, data)
     if still_open:
         outcome = (f"refunded {cell('refunded_now', data.get('refunded_now')).text} (#{call.seq}): not accepted "
                    "as settlement, the return stays open")
@@ -402,7 +400,7 @@ def present(call, *, sources: dict | None = None, done: dict | None = None,
         else:
             fields.append((_label(key), cell(key, value, dated=True)))
     actions_of = ROW_ACTIONS.get(call.tool)
-    actions = (actions_of(data, timing) if actions_of in _TIMED else actions_of(data)) if actions_of else []
+    actions = (actions_of(data, timing) if actions_of is _reorder_supply else actions_of(data)) if actions_of else []
     lines = None
     if call.tool == "supply_product_detail" and actions and isinstance(data.get("sku_rows"), list):
         lines = LineEditor(str(data["supply_product_id"]),
@@ -543,8 +541,9 @@ SUPERSEDES = {
 }
 
 
-def _left_open(call, data) -> bool:
-    """A refund the customer did not accept as settlement: its return stays open."""
+def left_open(call, data) -> bool:
+    """A refund the customer did not accept as settlement (``data``, its result's): its return
+    stays open (the inbox, a row's outcome and the done marks all read it so)."""
     return call.tool == "refund_return" and isinstance(data, dict) and data.get("status") == "open"
 
 
@@ -555,7 +554,7 @@ def _writes_done(later_calls):
         words = DONE_WORDS.get(call.tool)
         if not words or call.is_error:
             continue
-        if _left_open(call, result_of(call).data if call.tool == "refund_return" else None):
+        if left_open(call, result_of(call).data if call.tool == "refund_return" else None):
             continue
         yield call, str(call.arguments.get(words[1])), words
 

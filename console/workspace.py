@@ -27,7 +27,7 @@ from shifts.models import Shift, ShiftCall, ShiftPause
 from shifts.results import read_as_of, result_of, window_minutes
 
 from .cached import CachedView, cached_views
-from .present import done_marks
+from .present import done_marks, left_open
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _refunds_since(rows: list, refunds: list) -> tuple[dict, dict]:
     for c in refunds:
         return_id = str(c.arguments.get("return_id"))
         data = result_of(c).data
-        if isinstance(data, dict) and data.get("status") == "open":
+        if left_open(c, data):
             try:
                 paid[return_id] = paid.get(return_id, Decimal(0)) + Decimal(str(data.get("refunded_now")))
             except ArithmeticError:  # what it paid cannot be read: the form offers the amount as read
