@@ -21,7 +21,20 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from . import assignment, attempts, bulk, coaching, design, entry, export_jobs, forms, participants, pay, rehearsal
+from . import (
+    assignment,
+    attempts,
+    bulk,
+    coaching,
+    design,
+    entry,
+    export_jobs,
+    forms,
+    participants,
+    pay,
+    refill,
+    rehearsal,
+)
 from .errors import InvitationUsed, LinkRefused, StudyError, StudyPermissionDenied
 from .exports import zip_bytes
 from .figures import Filters
@@ -59,8 +72,15 @@ def _back(study: Study, anchor: str = "") -> HttpResponse:
 def _fail(request: HttpRequest, study: Study, message: str, anchor: str = "") -> HttpResponse:
     if request.htmx:
         return HttpResponseBadRequest(message)
+    return _refused(request, message, reverse("studies:detail", args=[study.pk]), anchor)
+
+
+def _refused(request: HttpRequest, message: str, page: str, anchor: str = "") -> HttpResponse:
+    """The refusal said as a message on ``page`` (opened at ``anchor``), where the form comes
+    back filled in as it was sent (:mod:`studies.refill`)."""
     messages.error(request, message)
-    return _back(study, anchor)
+    refill.keep_posted(request, page)
+    return redirect(page + (f"#{anchor}" if anchor else ""))
 
 
 def _detail(request: HttpRequest, study: Study, status: int = 200, **page_forms: Form) -> HttpResponse:
@@ -68,7 +88,8 @@ def _detail(request: HttpRequest, study: Study, status: int = 200, **page_forms:
     overview = study_overview(request.user, study)
     return render(request, "studies/detail.html", {
         "o": overview, "study": overview.study, "participant_form": forms.ParticipantForm(),
-        "entry_form": forms.EntryForm.for_study(study), **page_forms}, status=status)
+        "entry_form": forms.EntryForm.for_study(study), "refill": refill.take_posted(request), **page_forms},
+        status=status)
 
 
 def _submitted(request: HttpRequest, study: Study, form: Form, anchor: str, act: Callable[[dict], str],
@@ -313,14 +334,12 @@ def monitor_act(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)
     form = forms.MonitorActionForm(request.POST, study=study)
     if not form.is_valid():
-        messages.error(request, forms.errors_text(form))
-        return redirect("studies:monitor", pk=study.pk)
+        return _refused(request, forms.errors_text(form), reverse("studies:monitor", args=[study.pk]))
     attempt = get_object_or_404(Attempt, pk=form.cleaned_data["attempt"], study=study)
     try:
         result = _attempt_action(request, study, attempt, form.cleaned_data)
     except StudyError as exc:
-        messages.error(request, str(exc))
-        return redirect("studies:monitor", pk=study.pk)
+        return _refused(request, str(exc), reverse("studies:monitor", args=[study.pk]))
     messages.success(request, _acted(form.cleaned_data["action"], result))
     return redirect("studies:monitor", pk=study.pk)
 
@@ -343,7 +362,8 @@ def monitor(request: HttpRequest, pk: int) -> HttpResponse:
     study = _study(pk)
     rows = monitor_rows(request.user, study)
     return render(request, "studies/monitor.html", {"study": study, "rows": rows,
-                                                    "participants": reassignment_choices(rows)})
+                                                    "participants": reassignment_choices(rows),
+                                                    "refill": refill.take_posted(request)})
 
 
 @login_required
@@ -590,7 +610,8 @@ def pay_page(request: HttpRequest, pk: int) -> HttpResponse:
     rows = pay.proposals(request.user, study)
     return render(request, "studies/pay.html", {"study": study, "rows": rows,
                                                "bands": pay.bands_text(study.bonus_bands),
-                                               "without_pid": pay.left_out_of_bonus_file(study)})
+                                               "without_pid": pay.left_out_of_bonus_file(study),
+                                               "refill": refill.take_posted(request)})
 
 
 @login_required
@@ -601,11 +622,10 @@ def pay_approve(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         ids = forms.ids_of(request.POST.getlist("attempt"))
     except forms.forms.ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-        return redirect("studies:pay", pk=study.pk)
+        return _refused(request, " ".join(exc.messages), reverse("studies:pay", args=[study.pk]))
     if not form.is_valid() or not ids:
-        messages.error(request, forms.errors_text(form) or "choose at least one attempt to approve")
-        return redirect("studies:pay", pk=study.pk)
+        return _refused(request, forms.errors_text(form) or "choose at least one attempt to approve",
+                        reverse("studies:pay", args=[study.pk]))
     done, refused = 0, []
     found = list(Attempt.objects.filter(study=study, pk__in=ids))
     unknown = sorted(set(ids) - {a.pk for a in found})

@@ -184,3 +184,47 @@ def test_a_forms_answer_is_in_view_where_the_page_comes_back_to(page, login):
     top, bottom = page.evaluate("() => { const r = document.querySelector('ul.messages').getBoundingClientRect();"
                                 " return [r.top, r.bottom]; }")
     assert 0 <= top and bottom <= page.viewport_size["height"]
+
+
+BOT_ASSIGNED = (
+    "from django.contrib.auth.models import User\n"
+    "from studies import assignment, bots\n"
+    "from studies.models import Study\n"
+    "s = Study.objects.get(name='Demo study')\n"
+    "c = User.objects.get(username='coordinator')\n"
+    "assignment.assign(c, bots.add_bot(c, s, {label!r}), s.cells.get(task_id='steady', seed=11))\n"
+)
+
+
+def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
+    label = f"refill-{uuid.uuid4().hex[:6]}"
+    server.shell(BOT_ASSIGNED.format(label=label))
+    login(page, "coordinator", "coordinator")
+    page.goto("/studies/")
+    page.click("text=Demo study")
+    form = attempt_row(page, label, "1").locator("form.act")
+    form.locator("select[name=action]").select_option("extend")
+    form.locator("input[name=reason]").fill("a note typed before the refusal")
+    form.locator("input[name=minutes]").fill("15")
+    form.locator("button[type=submit]").click()
+    page.wait_for_selector("ul.messages")
+    assert "only a running shift has a deadline to change" in page.inner_text("ul.messages")
+    form = attempt_row(page, label, "1").locator("form.act")
+    assert "refilled" in form.get_attribute("class")
+    assert form.locator("select[name=action]").input_value() == "extend"
+    assert form.locator("input[name=reason]").input_value() == "a note typed before the refusal"
+    assert form.locator("input[name=minutes]").input_value() == "15"
+    page.reload()  # taken once
+    assert attempt_row(page, label, "1").locator("input[name=reason]").input_value() == ""
+
+    # the monitor's form: the shift chosen again (its To list built for it), the action, the reason
+    page.click("nav.study-nav >> text=Monitor")
+    shift = page.locator("#monitor-attempt option", has_text=f"{label} · steady/11 #1").get_attribute("value")
+    page.select_option("#monitor-attempt", shift)
+    page.select_option("#monitor-action select[name=action]", "reassign")
+    page.fill("#monitor-action input[name=reason]", "platform fault, to someone else")
+    page.click("#monitor-action button[type=submit]")
+    page.wait_for_selector("ul.messages")
+    assert page.input_value("#monitor-attempt") == shift
+    assert page.input_value("#monitor-action select[name=action]") == "reassign"
+    assert page.input_value("#monitor-action input[name=reason]") == "platform fault, to someone else"
