@@ -186,40 +186,44 @@ def test_a_forms_answer_is_in_view_where_the_page_comes_back_to(page, login):
     assert 0 <= top and bottom <= page.viewport_size["height"]
 
 
-BOT_ASSIGNED = (
+BOTS_ASSIGNED = (  # a bot of its own on each steady cell named by seed, the cell's quota raised to make room
     "from django.contrib.auth.models import User\n"
-    "from studies import assignment, bots\n"
+    "from studies import assignment, bots, design\n"
     "from studies.models import Study\n"
     "s = Study.objects.get(name='Demo study')\n"
     "c = User.objects.get(username='coordinator')\n"
-    "assignment.assign(c, bots.add_bot(c, s, {label!r}), s.cells.get(task_id='steady', seed=11))\n"
+    "for label, seed in {bots!r}:\n"
+    "    cell = s.cells.get(task_id='steady', seed=seed)\n"
+    "    design.set_quota(c, s, cell, cell.quota + 1)\n"
+    "    assignment.assign(c, bots.add_bot(c, s, label), cell)\n"
 )
 
 
 def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
     label = f"refill-{uuid.uuid4().hex[:6]}"
-    server.shell(BOT_ASSIGNED.format(label=label))
+    server.shell(BOTS_ASSIGNED.format(bots=[(label, 11)]))
     login(page, "coordinator", "coordinator")
     page.goto("/studies/")
     page.click("text=Demo study")
-    form = attempt_row(page, label, "1").locator("form.act")
+    row = page.locator("section#attempts tr", has=page.locator(f"td:text-is('{label}')"))  # the bot's only attempt
+    form = row.locator("form.act")
     form.locator("select[name=action]").select_option("extend")
     form.locator("input[name=reason]").fill("a note typed before the refusal")
     form.locator("input[name=minutes]").fill("15")
     form.locator("button[type=submit]").click()
     page.wait_for_selector("ul.messages")
     assert "only a running shift has a deadline to change" in page.inner_text("ul.messages")
-    form = attempt_row(page, label, "1").locator("form.act")
+    form = row.locator("form.act")
     assert "refilled" in form.get_attribute("class")
     assert form.locator("select[name=action]").input_value() == "extend"
     assert form.locator("input[name=reason]").input_value() == "a note typed before the refusal"
     assert form.locator("input[name=minutes]").input_value() == "15"
     page.reload()  # taken once
-    assert attempt_row(page, label, "1").locator("input[name=reason]").input_value() == ""
+    assert row.locator("input[name=reason]").input_value() == ""
 
     # the monitor's form: the shift chosen again (its To list built for it), the action, the reason
     page.click("nav.study-nav >> text=Monitor")
-    shift = page.locator("#monitor-attempt option", has_text=f"{label} · steady/11 #1").get_attribute("value")
+    shift = page.locator("#monitor-attempt option", has_text=f"{label} · steady/11 #").get_attribute("value")
     page.select_option("#monitor-attempt", shift)
     page.select_option("#monitor-action select[name=action]", "reassign")
     page.fill("#monitor-action input[name=reason]", "platform fault, to someone else")
@@ -228,3 +232,20 @@ def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
     assert page.input_value("#monitor-attempt") == shift
     assert page.input_value("#monitor-action select[name=action]") == "reassign"
     assert page.input_value("#monitor-action input[name=reason]") == "platform fault, to someone else"
+
+
+def test_the_monitors_to_list_offers_whom_the_chosen_shift_may_go_to(page, server, login):
+    first, second = (f"to-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    server.shell(BOTS_ASSIGNED.format(bots=[(first, 11), (second, 7)]))
+    login(page, "coordinator", "coordinator")
+    page.goto("/studies/")
+    page.click("text=Demo study")
+    page.click("nav.study-nav >> text=Monitor")
+
+    def offered() -> list[str]:
+        return page.locator("#monitor-to option:not([disabled])").all_inner_texts()
+
+    for mine, cell, other in ((first, "steady/11", second), (second, "steady/7", first)):
+        page.select_option("#monitor-attempt", page.locator("#monitor-attempt option", has_text=f"{mine} · {cell} #")
+                           .get_attribute("value"))
+        assert other in offered() and mine not in offered()  # never the shift's own participant
