@@ -17,10 +17,13 @@ import argparse
 import errno
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -66,6 +69,32 @@ def pool_size(workers: int, items: int) -> int:
     """Worker processes for ``items`` pieces of work: never more than the pieces (a pool
     starts all its processes at once, so --workers 300 on one cell started 300)."""
     return max(1, min(workers, items))
+
+
+INTERRUPTED_EXIT = 130  # as a shell reports a command stopped by Ctrl-C (SIGINT)
+
+
+def _leave_interrupts_to_the_command() -> None:
+    """A pool worker's initializer: Ctrl-C reaches every process of the terminal's group, and
+    each worker would print its own traceback; the command stops the pool instead (:func:`worker_pool`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool for a command's cells.  On Ctrl-C no further cell starts; the cells under
+    way finish (a trial folder is written whole or not at all), then the interruption goes on
+    to :func:`main`, which says so and exits 130."""
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_leave_interrupts_to_the_command)
+    try:
+        yield pool
+    except KeyboardInterrupt:
+        print("storebench: interrupted: no further cell starts; waiting for the ones under way",
+              file=sys.stderr, flush=True)
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def path_arg(text: str) -> str:
@@ -228,7 +257,7 @@ ABLATE_WORKERS = 2  # tasks ablate all's worker processes; --workers is None unl
 
 
 def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
     from .ablation import document, render
     from .tasks import all_tasks
@@ -250,7 +279,7 @@ def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
         writable_file(args.out, "--out", "ablation.md")
     ids = [t.id for t in all_tasks()]
     results: dict[str, dict[str, Any]] = {}
-    with ProcessPoolExecutor(max_workers=pool_size(args.workers or ABLATE_WORKERS, len(ids))) as pool:
+    with worker_pool(pool_size(args.workers or ABLATE_WORKERS, len(ids))) as pool:
         futures = {pool.submit(_ablate_one, task_id, args.seed): task_id for task_id in ids}
         for n, future in enumerate(as_completed(futures), start=1):
             results[futures[future]] = future.result()
@@ -360,15 +389,17 @@ def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
-    from concurrent.futures import ProcessPoolExecutor
-
+    from .api import cell_constants
     from .calibration import cell_of
-    from .orchestration import batch_summary, plan_batch, some_of
+    from .orchestration import batch_summary, plan_batch, played_trial, some_of
 
     # Everything is checked before anything is created: a refused batch leaves no --out behind.
-    cells = plan_batch(args.tasks, args.seeds, args.out, policy=args.policy, actions=args.actions)
+    cells = plan_batch(args.tasks, args.seeds, args.out, policy=args.policy, actions=args.actions,
+                       skip_played=args.skip_played)
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     writable_folder(args.out, "--out")
+    played = {c.out: score for c in cells if (score := played_trial(c)) is not None}
+    to_play = [c for c in cells if c.out not in played]
     if calibration is None:
         named = some_of([f"{c.task} seed {c.seed}" for c in cells], 5)
         which = f"the cell {named} is" if len(cells) == 1 else f"each of the {len(cells)} cells ({named}) is"
@@ -378,22 +409,34 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         if missing:
             print(f"storebench: not in {args.calibration}, so calibrated on the spot: {some_of(missing, 5)}",
                   file=sys.stderr)
-    jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in cells]
     started = time.perf_counter()
     results, failed = [], []
-    with ProcessPoolExecutor(max_workers=pool_size(args.workers, len(jobs))) as pool:
-        for i, data in enumerate(pool.map(_batch_one, jobs), start=1):
-            if "error" in data:
-                failed.append(data)
-                print(f"[{i}/{len(jobs)}] {data['out']}: FAILED: {data['error']}", file=sys.stderr, flush=True)
-                continue
-            results.append(data)
-            print(f"[{i}/{len(jobs)}] {data['out']}: composite {data['reward_composite']:.3f}"
-                  f"{' pass' if data['pass'] else ''}", file=sys.stderr, flush=True)
+    for i, c in enumerate(c for c in cells if c.out in played):
+        threshold = cell_constants(c.task, c.seed, calibration)[0]["threshold"]
+        composite = float(played[c.out]["reward_composite"])
+        results.append({**played[c.out], "out": str(c.out), "pass": composite >= threshold, "threshold": threshold,
+                        "skipped": True})
+        print(f"[{i + 1}/{len(cells)}] {c.out}: already played, composite {composite:.3f}"
+              f"{' pass' if composite >= threshold else ''}", file=sys.stderr, flush=True)
+    jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in to_play]
+    try:
+        with worker_pool(pool_size(args.workers, max(1, len(jobs)))) as pool:
+            for i, data in enumerate(pool.map(_batch_one, jobs), start=len(played) + 1):
+                if "error" in data:
+                    failed.append(data)
+                    print(f"[{i}/{len(cells)}] {data['out']}: FAILED: {data['error']}", file=sys.stderr, flush=True)
+                    continue
+                results.append(data)
+                print(f"[{i}/{len(cells)}] {data['out']}: composite {data['reward_composite']:.3f}"
+                      f"{' pass' if data['pass'] else ''}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        print(f"storebench: the batch was interrupted; the trials written under {args.out} are whole: run the same "
+              "command with --skip-played to play the rest", file=sys.stderr, flush=True)
+        raise
     wall = time.perf_counter() - started
     counts = batch_summary(results)
     summary = {"trials": counts["trials"], "passed": counts["passed"], "wall_seconds": round(wall, 2),
-               "mean_composite": counts["mean_composite"]}
+               "mean_composite": counts["mean_composite"], "skipped": len(played)}
     if args.json:
         _print_json({**summary, "results": results, "failed": failed})
     else:
@@ -403,6 +446,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         mean = "no mean composite" if not results else \
             f"mean composite {sum(r['reward_composite'] for r in results) / len(results):.3f}"
         print(f"{trials}, {summary['passed']} passed, {mean}, in {wall:.1f} s; trial folders under {args.out}"
+              + (f" ({len(played)} played before, not again)" if played else "")
               + (f"; {len(failed)} failed (see above)" if failed else ""))
     return 1 if failed else 0
 
@@ -491,8 +535,6 @@ def _calibrate_one(cell: tuple[str, int]) -> tuple[str, int, dict[str, Any], flo
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from concurrent.futures import ProcessPoolExecutor
-
     from .orchestration import check_replacing, expand_tasks, finish_calibration, run_cells
 
     task_ids = expand_tasks(args.tasks)
@@ -513,7 +555,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     workers = pool_size(args.workers, len(cells))
     if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with worker_pool(workers) as pool:
             for item in pool.map(_calibrate_one, cells):
                 record(item)
     else:
@@ -742,6 +784,9 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     batch.add_argument("--out", required=True, type=path_arg, help="folder to hold the trial folders (created once every "
                                                     "argument is checked)")
     batch.add_argument("--workers", type=positive_int, default=2, help="parallel worker processes (default 2)")
+    batch.add_argument("--skip-played", action="store_true",
+                       help="--out may hold trials of this batch already (an interrupted run): play only the cells "
+                            "without one; the summary counts them all")
     batch.add_argument("--calibration", metavar="FILE", type=path_arg,
                        help="calibration file; a cell it lacks (or every cell, without it) is calibrated on the "
                             "spot, with a notice on stderr")
@@ -843,6 +888,9 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print("storebench: interrupted (Ctrl-C)", file=sys.stderr)
+        return INTERRUPTED_EXIT
 
 
 if __name__ == "__main__":

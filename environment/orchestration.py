@@ -91,11 +91,11 @@ def batch_cells(task_ids: Iterable[str], seeds: Iterable[int], root: Path, label
 
 
 def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, policy: str | None,
-               actions: str | None) -> list[BatchCell]:
+               actions: str | None, skip_played: bool = False) -> list[BatchCell]:
     """A batch's cells, after every check that can refuse it (the CLI and the batch jobs both
     call this, before creating anything): one of a policy and a recorded action log, a known
     policy, a log holding at least one call, known tasks, each task and seed once, and no trial
-    folder already there."""
+    folder already there (with ``skip_played``, a cell's finished trial may be: see :func:`played_trial`)."""
     if (policy is None) == (actions is None):
         raise StoreBenchError(("--policy and --actions both given" if policy else "neither --policy nor "
                                "--actions given") + ": give one, a scripted policy or a recorded actions.jsonl")
@@ -105,11 +105,35 @@ def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, p
         raise ArtifactError(f"--actions {actions} holds no recorded calls: give the actions.jsonl of a "
                             "trial that made at least one call")
     cells = batch_cells(expand_tasks(list(tasks)), seeds, Path(out), batch_label(policy, actions))
+    if skip_played:
+        for c in cells:
+            played_trial(c)  # refuses a folder that is not this cell's finished trial
+        return cells
     taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
     if taken:
-        raise ArtifactError(f"the trial folder {taken[0]} already exists; use a new --out" if len(taken) == 1 else
-                            f"{len(taken)} trial folders already exist (e.g. {taken[0]}); use a new --out")
+        raise ArtifactError((f"the trial folder {taken[0]} already exists" if len(taken) == 1 else
+                             f"{len(taken)} trial folders already exist (e.g. {taken[0]})")
+                            + "; use a new --out, or --skip-played to play only the cells not played yet")
     return cells
+
+
+def played_trial(cell: BatchCell) -> dict[str, Any] | None:
+    """The score of ``cell``'s trial already in its folder (``score.json``), or None when there is
+    none.  A trial folder is written whole or not at all (:func:`environment.artifacts.write_trial`),
+    so one with its score is finished; anything else there (a file, another cell's trial, a folder
+    without a readable score) is refused: it is not the batch's to replace."""
+    if not cell.out.exists() or (cell.out.is_dir() and not any(cell.out.iterdir())):
+        return None
+    try:
+        score = json.loads((cell.out / "score.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{cell.out} is there but holds no finished trial ({exc.__class__.__name__}: {exc}); "
+                            "move it away, then run the batch again") from exc
+    if not isinstance(score, dict) or (score.get("task"), score.get("seed")) != (cell.task, cell.seed) \
+            or not isinstance(score.get("reward_composite"), (int, float)):
+        raise ArtifactError(f"{cell.out} holds a trial of another cell, or a score without a composite; move it "
+                            f"away, then run the batch again")
+    return score
 
 
 def batch_summary(results: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

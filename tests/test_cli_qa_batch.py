@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import re
+import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -319,3 +324,50 @@ def test_an_unknown_task_names_the_practice_task_apart():
     known = refused.value.message.split("known tasks: ", 1)[1]
     assert known.endswith(" (and the console's practice task: practice)")
     assert "practice," not in known and "short-runway" in known
+
+
+def test_skip_played_finishes_a_batch_and_counts_every_cell(capsys, tmp_path):
+    out = tmp_path / "b"
+    argv = ["batch", "--tasks", "counter-punch", "--seeds", "7", "11", "--policy", "rule-based", "--out", out,
+            "--calibration", CALIBRATION]
+    assert run(capsys, *argv)[0] == 0
+    first = json.loads((out / "counter-punch-7-rule-based" / "score.json").read_text())
+    shutil.rmtree(out / "counter-punch-11-rule-based")  # as a batch stopped before that cell
+    code, _out, err = run(capsys, *argv)
+    assert code == 2 and "already exists; use a new --out, or --skip-played to play only" in err
+    code, text, err = run(capsys, *argv, "--skip-played", "--json")
+    summary = json.loads(text)
+    assert code == 0 and summary["trials"] == 2 and summary["skipped"] == 1
+    assert [r.get("skipped", False) for r in summary["results"]] == [True, False]
+    assert summary["results"][0]["reward_composite"] == first["reward_composite"]
+    assert "[1/2]" in err and "already played, composite" in err
+    assert (out / "counter-punch-11-rule-based" / "score.json").exists()
+
+
+def test_skip_played_refuses_a_folder_that_is_no_finished_trial(capsys, tmp_path):
+    out = tmp_path / "b"
+    (out / "counter-punch-7-rule-based").mkdir(parents=True)
+    (out / "counter-punch-7-rule-based" / "notes.txt").write_text("mine")
+    code, _out, err = run(capsys, "batch", "--tasks", "counter-punch", "--seeds", "7", "--policy", "rule-based",
+                          "--out", out, "--skip-played")
+    assert code == 2
+    assert f"{out}/counter-punch-7-rule-based is there but holds no finished trial" in err
+    assert (out / "counter-punch-7-rule-based" / "notes.txt").read_text() == "mine"
+
+
+def test_ctrl_c_stops_a_batch_with_a_line_not_a_traceback(tmp_path):
+    out = tmp_path / "b"
+    command = [sys.executable, "-m", "mcp_client.cli", "batch", "--tasks", "eval", "--seeds", "11", "--policy",
+               "smart-triage", "--out", str(out), "--workers", "2", "--calibration", str(CALIBRATION)]
+    batch = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert batch.stderr is not None
+    while not (line := batch.stderr.readline()).startswith("[1/12]"):
+        assert line, "the batch ended before its first trial"
+    os.killpg(batch.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the command and its workers
+    rest = batch.stderr.read()
+    assert batch.wait(timeout=120) == 130
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
+    assert "run the same command with --skip-played to play the rest" in rest
+    assert rest.rstrip().endswith("storebench: interrupted (Ctrl-C)")
+    finished = [p for p in out.iterdir() if (p / "score.json").exists()]
+    assert 1 <= len(finished) < 12 and no_partial_folders(out)
