@@ -87,9 +87,16 @@ def trial_folders_in(folder: Path) -> list[Path]:
 
 
 def refuse_a_lone_batch_folder(folders: list[Path]) -> None:
-    """One folder given that holds trial folders and no trial's own files (a batch's ``--out``):
-    the caller meant the trials in it.  :class:`ArtifactError` saying so, before any verdict
-    on it (a batch folder neither reproduces nor fails to)."""
+    """A path given that is no folder at all (a typo: the caller's mistake, not a trial that
+    fails to reproduce), or one folder given that holds trial folders and no trial's own files
+    (a batch's ``--out``: the caller meant the trials in it).  :class:`ArtifactError` saying so,
+    before any verdict on it."""
+    missing = [str(f) for f in folders if not Path(f).is_dir()]
+    if missing:
+        which = missing[0] if len(missing) == 1 else f"{len(missing)} of the paths ({', '.join(missing[:3])}" + \
+            (", ..." if len(missing) > 3 else "") + ")"
+        raise ArtifactError(f"{which} {'is not a folder' if len(missing) == 1 else 'are not folders'}: give trial "
+                            "folders (for a batch's output, DIR/*); nothing was checked")
     if len(folders) != 1:
         return
     folder = Path(folders[0])

@@ -41,7 +41,9 @@ def brief(task: Task) -> str:
         f"{task.window_hours} hours. Each window gives you {task.ops_per_window} operations; unspent "
         f"operations do not carry over. Every tool call except store_status costs one operation, "
         f"including a call the store refuses. Spending a window's last operation, or calling end_window, "
-        f"moves the world on to the next window.",
+        f"moves the world on to the next window. The call that spends the last operation is answered with "
+        f"the next window's header, but what it read is as of the window it was made in (its result says "
+        f"\"window_ended\": true): read again before acting on times and deadlines.",
         f"Money: you open with {_usd(econ.starting_cash)} in cash and a {_usd(econ.deposit)} deposit held by "
         f"the platform. Sales are paid out after a {econ.settlement_days}-day settlement delay, less a "
         f"{econ.commission_bp / 100:g}% commission. A label costs {_usd(econ.label_fee)} per order you ship; "

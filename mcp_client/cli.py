@@ -118,6 +118,10 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
               f"{'it' if len(stdio_only) == 1 else 'them'} out with --http (an HTTP session's labels go through "
               "the operator API: /operator/sessions and its labels route)", file=sys.stderr)
         return 2
+    if args.no_trial and args.trials:
+        print("storebench: --no-trial writes no trial folder, so --trials has nowhere to send one: give one of them",
+              file=sys.stderr)
+        return 2
     for dest, default in HTTP_DEFAULTS.items():
         if getattr(args, dest) is None:
             setattr(args, dest, default)
@@ -187,13 +191,22 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         print("storebench: stdio serving needs --task and --seed", file=sys.stderr)
         return 2
     get_task(args.task)  # refuse an unknown task before the server starts
-    if not args.no_trial:
-        writable_folder(args.trials or "trials", "--trials")
+    trials = None if args.no_trial else args.trials or "trials"
+    if trials is not None:
+        writable_folder(trials, "--trials")
     from .server import serve_stdio
 
+    # stderr is the host's log: stdout carries the protocol alone.
+    print(f"storebench: serving {args.task} seed {args.seed} over MCP on stdin/stdout; "
+          + (f"its trial folder goes under {trials} when the client hangs up or the shift ends" if trials else
+             "no trial folder (--no-trial)"), file=sys.stderr, flush=True)
     # With a labels file, the folder is written at hang-up (not at the horizon), so the file is read first.
-    session = serve_stdio(args.task, args.seed, trials=None if args.no_trial else args.trials or "trials",
-                          labels=_labels(args), settle_at_horizon=args.labels_file is None)
+    session = serve_stdio(args.task, args.seed, trials=trials, labels=_labels(args),
+                          settle_at_horizon=args.labels_file is None)
+    if not session.episode.action_log and not session.settled:
+        # Nobody played: a host that only listed the tools, a client that never connected.
+        print("storebench: no tool was called, so no trial was written", file=sys.stderr)
+        return 0
     _apply_labels_file(session, args.labels_file)
     result = session.end()
     if result.get("out"):

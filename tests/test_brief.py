@@ -87,3 +87,15 @@ def test_the_brief_states_the_traffic_the_engine_draws():
     words = {"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
     assert round(per_day / last_month) == words[TRAFFIC_OVER_HISTORY]
     assert f"about {TRAFFIC_OVER_HISTORY} times the daily orders" in brief(ep.task)
+
+
+def test_the_brief_says_what_the_last_operations_answer_is_as_the_store_gives_it():
+    from environment.tasks import get_task
+
+    task = get_task("steady")
+    assert 'what it read is as of the window it was made in (its result says "window_ended": true)' in brief(task)
+    ep = arm(task, 7)
+    for _ in range(task.ops_per_window - 1):
+        assert "window_ended" not in (ep.call("list_orders", {"page_size": 1}).data or {})
+    last = ep.call("list_orders", {"page_size": 1})
+    assert last.data["window_ended"] is True and " | window 2 of " in last.header

@@ -773,13 +773,20 @@ def test_regrade_grades_a_folder_of_this_engine_without_its_manifest_to_zero(cop
     assert t["problems"][0].startswith("manifest.json is missing")
 
 
-def test_regrade_of_a_path_that_is_no_folder_says_so(trial, tmp_path):
-    _out, calibration = trial
-    proc = storebench("regrade", tmp_path / "nowhere", "--calibration", calibration)
-    assert proc.returncode == 1
-    assert proc.stdout.splitlines() == [f"{tmp_path / 'nowhere'}: cannot be graded - DOES NOT REPRODUCE",
-                                        f"    {tmp_path / 'nowhere'} is not a folder: give trial folders (written by "
-                                        "storebench run, batch or mcp, or in the release's layout)"]
+def test_regrade_of_a_path_that_is_no_folder_is_the_callers_mistake(trial, tmp_path):
+    out, calibration = trial
+    proc = storebench("regrade", out, tmp_path / "nowhere", "--calibration", calibration)
+    assert proc.returncode == 2 and proc.stdout == ""  # an argument error, not a trial that fails to reproduce
+    assert proc.stderr == (f"storebench: {tmp_path / 'nowhere'} is not a folder: give trial folders (for a batch's "
+                           "output, DIR/*); nothing was checked\n")
+
+
+def test_replay_names_every_path_that_is_no_folder(trial, tmp_path):
+    out, _calibration = trial
+    proc = storebench("replay", tmp_path / "a", out, tmp_path / "b")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"storebench: 2 of the paths ({tmp_path / 'a'}, {tmp_path / 'b'}) are not folders: give "
+                           "trial folders (for a batch's output, DIR/*); nothing was checked\n")
 
 
 def test_a_report_of_training_cells_only_has_no_table6_deviation(counter_punch_7):

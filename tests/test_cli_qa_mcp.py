@@ -59,3 +59,10 @@ def test_a_header_timeout_of_zero_or_less_is_refused_with_a_value_near_the_defau
         main(["mcp", "--http", "--episode", "steady:7", "--header-timeout", "-5"])
     err = capsys.readouterr().err
     assert err.endswith("argument --header-timeout: -5 is not a time: give a number of seconds above zero, e.g. 10\n")
+
+
+def test_no_trial_with_a_trials_folder_is_refused(capsys, tmp_path):
+    err = refusal(capsys, "mcp", "--task", "steady", "--seed", "7", "--no-trial", "--trials", str(tmp_path / "t"))
+    assert err == ("storebench: --no-trial writes no trial folder, so --trials has nowhere to send one: give one of "
+                   "them\n")
+    assert not (tmp_path / "t").exists()

@@ -41,14 +41,24 @@ def summary_of(trials: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())
 
 
+# A host's whole conversation: the handshake, one free call, then it hangs up (a host that calls no
+# tool leaves no trial).
+ONE_CALL = "".join(json.dumps(message) + "\n" for message in [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pytest", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "store_status", "arguments": {}}}])
+
+
 def stdio_hang_up(tmp_path: Path, labels: object) -> subprocess.CompletedProcess:
-    """``storebench mcp`` on stdio with --model/--harness and a labels file, whose host hangs up at once."""
+    """``storebench mcp`` on stdio with --model/--harness and a labels file, whose host makes one call and
+    hangs up."""
     path = tmp_path / "labels.json"
     path.write_text(json.dumps(labels))
     return subprocess.run(
         [sys.executable, "-m", "mcp_client", "mcp", "--task", TASK, "--seed", "7", "--trials", str(tmp_path / "trials"),
          "--model", "fake-model", "--harness", "pytest", "--labels-file", str(path)],
-        cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        cwd=REPO, input=ONE_CALL, capture_output=True, text=True, timeout=120)
 
 
 def test_the_servers_own_labels_are_refused_from_the_operator():

@@ -142,6 +142,27 @@ def test_a_stdio_session_leaves_a_labelled_graded_folder(tmp_path):
     assert storebench("regrade", "--calibration", str(CALIBRATION), str(folder)).returncode == 0
 
 
+def test_a_stdio_client_that_calls_no_tool_leaves_no_trial(tmp_path):
+    params = StdioServerParameters(command=sys.executable, cwd=str(REPO),
+                                   args=["-m", "mcp_client", "mcp", "--task", TASK, "--seed", "7", "--trials",
+                                         str(tmp_path / "trials")])
+
+    async def go():
+        async with episode_client(params) as client:
+            return await client.tool_names()  # a host listing the tools, then hanging up
+
+    assert len(run(go())) == 29
+    assert not list((tmp_path / "trials").iterdir())
+    garbage = subprocess.run([sys.executable, "-m", "mcp_client", "mcp", "--task", TASK, "--seed", "7", "--trials",
+                              str(tmp_path / "trials")], input="garbage\n", capture_output=True, text=True, cwd=REPO,
+                             timeout=60)
+    assert garbage.returncode == 0 and garbage.stdout == "" and not list((tmp_path / "trials").iterdir())
+    assert garbage.stderr.splitlines()[0] == (f"storebench: serving {TASK} seed 7 over MCP on stdin/stdout; its trial "
+                                              f"folder goes under {tmp_path / 'trials'} when the client hangs up or "
+                                              "the shift ends")
+    assert garbage.stderr.splitlines()[-1] == "storebench: no tool was called, so no trial was written"
+
+
 # --- HTTP: the operator API -----------------------------------------------------------------------------------
 
 

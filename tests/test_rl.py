@@ -246,9 +246,13 @@ def test_a_step_after_settle_pays_nothing_and_says_truncated(mode):
     env.reset()
     env.step(act("list_orders"))
     settled = env.unwrapped.settle()
-    _, reward, terminated, truncated, info = env.step(act("store_status"))
+    _, reward, terminated, truncated, info = env.step(act("store_status"))  # a free read still answers
     assert reward == 0.0 and truncated and not terminated
     assert info["end_reason"] == "operator stopped" and info["dense_return"] == settled["dense_return"]
+    obs, reward, _terminated, truncated, _info = env.step(act("list_orders"))
+    assert reward == 0.0 and truncated
+    assert obs.endswith('no further operations are accepted. This episode is over: reset the environment to play '
+                        'another."}}')
 
 
 @pytest.mark.parametrize(("action", "said"), [

@@ -441,3 +441,14 @@ def test_bundle_refusal_details_name_file_field_and_reason(bundle):
 
 def test_bundle_cache_is_restored_after_the_stand_in():
     assert len(all_tasks()) == 17
+
+
+def test_tasks_list_as_text_has_a_header_and_each_tasks_title():
+    proc = storebench("tasks", "list")
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and lines[0].split() == ["TASK", "SPLIT", "LENGTH", "WINDOWS", "OPS/WINDOW", "EVENTS",
+                                                         "RIVALS", "TITLE"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert set(rows) == set(TRAIN) | set(EVAL_SPEC)
+    for task_id in rows:
+        assert rows[task_id].endswith(f"  {get_task(task_id).title}")

@@ -117,6 +117,9 @@ from ..world import load_world
 
 #: The refused call that carries a malformed action's operation (see the module docstring).
 CHARGE_TOOL = "finance_summary"
+# Said after the core's store_closed to a step made once the episode was over (Gymnasium leaves
+# such a step undefined; this one pays nothing and says what to do).
+AFTER_THE_END = "This episode is over: reset the environment to play another."
 #: Reward modes: per-window dollars against the idle store (the default of every adapter),
 #: per-window dollars, terminal shaped business, terminal official composite.
 REWARD_MODES = ("dense-relative", "dense", "shaped", "composite")
@@ -426,6 +429,10 @@ class Session:
                 body = {"error": {"code": malformed.code, "message": malformed.message}}
                 code = malformed.code
             ok = False
+        refusal_body = body.get("error") if body is not None else None
+        if was_over and code == ErrorCode.STORE_CLOSED and isinstance(refusal_body, dict):
+            said = str(refusal_body.get("message", "")).rstrip()
+            body = {"error": {**refusal_body, "message": f"{said}{'' if said.endswith('.') else '.'} {AFTER_THE_END}"}}
         ended_now = ep.over and not was_over
         if not ep.over and self.steps >= self.step_cap:
             ep.stop()  # the cap: settled as an operator walking away
