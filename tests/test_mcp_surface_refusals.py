@@ -105,7 +105,7 @@ def test_a_refusal_of_the_schema_after_the_store_closed_is_store_closed_with_the
     is_error, text = client.call("list_orders", {"page": "abc"})
     first, header, body = parts(text)
     assert is_error
-    assert first.startswith("Error executing tool list_orders: store_closed: the shift has ended (operator stopped)")
+    assert first.startswith("Error executing tool list_orders: store_closed: the shift has ended (stopped before the horizon)")
     assert header == ep.header_line()
     assert body["error"]["code"] == "store_closed"
     assert len(ep.action_log) == log + 1

@@ -226,7 +226,7 @@ def test_truncation_at_max_steps_settles_the_store():
     _, steps = play(env, [act("store_status")] * 10)
     assert len(steps) == 5 and steps[-1][3] and not steps[-1][2]
     info = steps[-1][4]
-    assert info["end_reason"] == "operator stopped" and info["score"] is not None
+    assert info["end_reason"] == "stopped at the step cap" and info["score"] is not None
     assert abs(sum(s[1] for s in steps) - info["business_raw"]) < 1e-6
 
 
@@ -248,7 +248,7 @@ def test_a_step_after_settle_pays_nothing_and_says_truncated(mode):
     settled = env.unwrapped.settle()
     _, reward, terminated, truncated, info = env.step(act("store_status"))  # a free read still answers
     assert reward == 0.0 and truncated and not terminated
-    assert info["end_reason"] == "operator stopped" and info["dense_return"] == settled["dense_return"]
+    assert info["end_reason"] == "stopped before the horizon" and info["dense_return"] == settled["dense_return"]
     obs, reward, _terminated, truncated, _info = env.step(act("list_orders"))
     assert reward == 0.0 and truncated
     assert obs.endswith('no further operations are accepted. This episode is over: reset the environment to play '

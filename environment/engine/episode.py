@@ -84,6 +84,7 @@ def _validation_error(exc: ValidationError) -> ToolError:
 DEADLINE, DELIVERY, RETURN_REQUEST, ESCALATION, SETTLEMENT, PO_ARRIVAL = range(6)
 
 # Per-window order counters in the window log (the window that just closed).
+STOPPED_EARLY = "stopped before the horizon"  # end_reason of an episode its runner ended (Episode.stop)
 ORDER_FLOW = ("orders_placed", "shipped_on_time", "shipped_late", "auto_shipped", "orders_cancelled")
 
 
@@ -572,9 +573,11 @@ class Episode:
             self.observations.append(result.text())
         return result
 
-    def stop(self) -> None:
-        """The operator walks away: the world freezes now and settlement runs."""
-        self.finish("operator stopped")
+    def stop(self, reason: str = STOPPED_EARLY) -> None:
+        """Whoever runs the episode ends it before its horizon: the world freezes now and
+        settlement runs.  ``reason`` is the episode's ``end_reason``; who stopped it (a client
+        hanging up, an operator, a turn or step cap) is the runner's to record beside it."""
+        self.finish(reason)
 
     def header_line(self) -> str:
         from ..tools.format import header

@@ -117,6 +117,7 @@ from ..world import load_world
 
 #: The refused call that carries a malformed action's operation (see the module docstring).
 CHARGE_TOOL = "finance_summary"
+STOPPED_AT_CAP = "stopped at the step cap"  # the episode's end_reason when max_steps truncates it
 # Said after the core's store_closed to a step made once the episode was over (Gymnasium leaves
 # such a step undefined; this one pays nothing and says what to do).
 AFTER_THE_END = "This episode is over: reset the environment to play another."
@@ -435,7 +436,7 @@ class Session:
             body = {"error": {**refusal_body, "message": f"{said}{'' if said.endswith('.') else '.'} {AFTER_THE_END}"}}
         ended_now = ep.over and not was_over
         if not ep.over and self.steps >= self.step_cap:
-            ep.stop()  # the cap: settled as an operator walking away
+            ep.stop(STOPPED_AT_CAP)  # settled as if the operator walked away
             self.truncated = ended_now = True
             header = ep.header_line()
         text = _fit(observation_text(header, body), self.max_observation)
