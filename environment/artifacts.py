@@ -292,6 +292,19 @@ def whole_number(value: object, where: str) -> int:
     return int(value)
 
 
+def cells_claimed(files: dict[str, dict[str, Any]]) -> list[tuple[str, str | None, int | None]]:
+    """The cell each of a trial's files names, as (file, task, seed); a file naming neither
+    (the release's ``"task": null``) is left out."""
+    claimed = []
+    for name, data in files.items():
+        task, seed = data.get("task"), data.get("seed")
+        if task is None and seed is None:
+            continue
+        claimed.append((name, None if task is None else task if isinstance(task, str) else repr(task),
+                        None if seed is None else whole_number(seed, f"{name} seed")))
+    return claimed
+
+
 @overload
 def finite_number(value: object, where: str) -> Decimal: ...
 @overload

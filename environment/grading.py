@@ -18,6 +18,7 @@ from typing import Any
 from .artifacts import (
     ArtifactError,
     cell_from_folder_name,
+    cells_claimed,
     finite_number,
     read_action_log,
     read_checked_manifest,
@@ -83,19 +84,6 @@ def ledger_totals(path: Path) -> tuple[Decimal, Decimal]:
             if kind in ("opening_cash", "opening_deposit"):
                 capital += amount
     return Decimal(net) / 100, Decimal(capital) / 100
-
-
-def _cells_claimed(files: dict[str, dict[str, Any]]) -> list[tuple[str, str | None, int | None]]:
-    """The cell each of a trial's files names, as (file, task, seed); a file naming neither
-    (the release's ``"task": null``) is left out."""
-    claimed = []
-    for name, data in files.items():
-        task, seed = data.get("task"), data.get("seed")
-        if task is None and seed is None:
-            continue
-        claimed.append((name, None if task is None else task if isinstance(task, str) else repr(task),
-                        None if seed is None else whole_number(seed, f"{name} seed")))
-    return claimed
 
 
 def _zero(out: Regrade, problem: str) -> Regrade:
@@ -169,7 +157,7 @@ def _regrade(folder: Path, out: Regrade, calibration: dict[str, Any], calibratio
         out.problems.append(f"the folder is named for {named[0]} seed {named[1]}, its files say {out.task} seed "
                             f"{out.seed}")
     others = [f"{name} says {task} seed {seed}"
-              for name, task, seed in _cells_claimed({"score.json": stored, "summary.json": summary,
+              for name, task, seed in cells_claimed({"score.json": stored, "summary.json": summary,
                                                       "manifest.json": manifest})
               if (task is not None and task != out.task) or (seed is not None and seed != out.seed)]
     if others:

@@ -27,6 +27,7 @@ from .artifacts import (
     OBSERVATIONS,
     ArtifactError,
     cell_from_folder_name,
+    cells_claimed,
     events_jsonl,
     read_action_log,
     read_checked_manifest,
@@ -115,6 +116,15 @@ def replay(folder: str | Path) -> ReplayResult:
         return out
     if not isinstance(manifest.get("task"), str) or "seed" not in manifest:
         out.problems.append(f"cannot read the trial: {folder / 'manifest.json'} names no task and seed")
+        return out
+    try:
+        claimed = cells_claimed({"manifest.json": manifest, "summary.json": summary, "score.json": stored_score})
+    except ArtifactError as exc:
+        out.problems.append(f"cannot read the trial: {exc.message}")
+        return out
+    if len({(task, seed) for _name, task, seed in claimed}) > 1:
+        said = "; ".join(f"{name} says {task} seed {seed}" for name, task, seed in claimed)
+        out.problems.append(f"the trial's files disagree on its cell ({said}); not replayed against any of them")
         return out
     try:
         elsewhere = played_elsewhere(manifest)

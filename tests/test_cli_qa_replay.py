@@ -197,3 +197,15 @@ def test_replay_and_regrade_both_take_the_manifests_problems_from_read_checked_m
     assert code == 1 and out.splitlines()[1] == f"    {planted}"
     regraded = grading.regrade(copy, load_calibration(CALIBRATION)[0])
     assert regraded.problems[-1] == f"{planted}; refusing to grade an edited folder"
+
+
+def test_a_manifest_naming_another_cell_is_said_plainly_not_replayed(copy):
+    manifest = json.loads((copy / "manifest.json").read_text())
+    task = manifest["task"]
+    manifest["seed"] = manifest["seed"] + 4
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    result = replay(copy)
+    assert not result.matches and result.calls == 0
+    assert result.problems == [f"the trial's files disagree on its cell (manifest.json says {task} seed "
+                               f"{manifest['seed']}; summary.json says {task} seed {manifest['seed'] - 4}; score.json "
+                               f"says {task} seed {manifest['seed'] - 4}); not replayed against any of them"]
