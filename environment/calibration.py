@@ -168,14 +168,16 @@ def write_calibration(doc: dict[str, Any], path: str | Path) -> str:
     return digest
 
 
-WHICH_FILE = (f"give a file written by `storebench calibrate` (the shipped one is {PUBLIC_CALIBRATION}), or "
-              "leave the option out to calibrate the cell on the spot where the command allows it")
+WRITTEN_BY = f"give a file written by `storebench calibrate` (the shipped one is {PUBLIC_CALIBRATION})"
+WHICH_FILE = f"{WRITTEN_BY}, or leave the option out to calibrate the cell on the spot where the command allows it"
 
 
-def load_calibration(path: str | Path) -> tuple[dict[str, Any], str]:
+def load_calibration(path: str | Path, *, required: bool = False) -> tuple[dict[str, Any], str]:
     """A calibration file and its hash; refused if it is not the release's layout, or if
-    the side file ``<name>.sha256`` written beside it records another hash."""
+    the side file ``<name>.sha256`` written beside it records another hash.  ``required``:
+    the caller cannot do without one (regrade), so the refusal does not offer leaving it out."""
     path = Path(path)
+    which_file = WRITTEN_BY if required else WHICH_FILE
 
     def refused(problem: str, advice: str = "") -> CalibrationError:
         return CalibrationError(f"{path}: {problem}", advice, path=str(path))
@@ -183,17 +185,17 @@ def load_calibration(path: str | Path) -> tuple[dict[str, Any], str]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise refused(f"cannot read the calibration file ({exc.strerror})", WHICH_FILE) from exc
+        raise refused(f"cannot read the calibration file ({exc.strerror})", which_file) from exc
     try:
         doc = json.loads(data)
     except ValueError as exc:
-        raise refused(f"not a calibration file (not JSON: {exc})", WHICH_FILE) from exc
+        raise refused(f"not a calibration file (not JSON: {exc})", which_file) from exc
     side = path.with_name(path.name + ".sha256")
     if side.is_file() and side.read_text().strip() != file_hash(data):
         raise refused(f"the file does not match its recorded hash in {side.name} "
                       f"({side.read_text().strip()[:80]} recorded, {file_hash(data)} read)")
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
-        raise refused("not a calibration file (no 'tasks' table)", WHICH_FILE)
+        raise refused("not a calibration file (no 'tasks' table)", which_file)
     for tid, seeds in doc["tasks"].items():
         if not isinstance(seeds, dict):
             raise refused(f"tasks.{tid} must map seeds to cells")

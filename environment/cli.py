@@ -590,7 +590,7 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
     from .grading import regrade
 
     refuse_a_lone_batch_folder(args.dirs)
-    calibration, digest = load_calibration(args.calibration)
+    calibration, digest = load_calibration(args.calibration, required=True)
     results = [regrade(folder, calibration, digest) for folder in args.dirs]
     if args.json:
         _print_json({"all_reproduce": all(r.reproduces for r in results), "trials": [r.as_json() for r in results]})

@@ -28,6 +28,7 @@ from environment.calibration import (
     write_calibration,
 )
 from environment.report import svg as report_svg
+from environment.suite import PUBLIC_CALIBRATION
 from environment.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -794,3 +795,12 @@ def test_a_report_of_training_cells_only_has_no_table6_deviation(counter_punch_7
 
     text = beside_paper({"tasks": {"counter-punch": {"7": counter_punch_7}}})
     assert "nan" not in text and "no evaluation lens of Table 6 was calibrated" in text
+
+
+def test_regrade_does_not_offer_leaving_out_the_calibration_it_needs(trial, tmp_path):
+    out, _calibration = trial
+    proc = storebench("regrade", out, "--calibration", tmp_path / "nope.json")
+    assert proc.returncode == 2
+    assert proc.stderr == (f"storebench: {tmp_path / 'nope.json'}: cannot read the calibration file (No such file or "
+                           f"directory); give a file written by `storebench calibrate` (the shipped one is "
+                           f"{PUBLIC_CALIBRATION})\n")
