@@ -264,7 +264,7 @@ async def play(task: str, seed: int, *, model: str, base_url: str, api_key: str 
                 turns.append(turn)
                 store = store_header(session.episode)  # as the tools' header: never past the last window
                 print(f"turn {run.turns_taken}: {len(calls)} tool call(s), window {store.window} of {store.windows}"
-                      f"{' (store closed)' if store.closed else ''}, tokens {run.metrics['prompt_tokens']} in / "
+                      f"{' (store closed)' if store.closed else ''}, tokens so far {run.metrics['prompt_tokens']} in / "
                       f"{run.metrics['completion_tokens']} out", file=log, flush=True)
                 if idle > max_idle_turns:
                     run.ended_by = ENDED_BY_IDLE

@@ -117,7 +117,7 @@ def test_the_progress_line_of_the_last_turn_names_the_last_window_and_the_store_
     windows = run.session.episode.n_windows
     last = log.getvalue().splitlines()[-1]
     assert last == (f"turn {run.turns_taken}: 2 tool call(s), window {windows} of {windows} (store closed), "
-                    f"tokens {100 * run.turns_taken} in / {7 * run.turns_taken} out")
+                    f"tokens so far {100 * run.turns_taken} in / {7 * run.turns_taken} out")
 
 
 def test_the_turn_cap_ends_the_episode(endpoint, tmp_path):
