@@ -772,8 +772,11 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     tabl.set_defaults(func=_cmd_tasks_ablate)
 
     run = sub.add_parser("run", help="run a scripted policy on one task and seed and write its trial folder",
-                         description="Run an anchor policy through the tool surface, grade it and write the "
-                                     "trial's artifacts (score.json, actions, ledger, per-window balances).")
+                         description="Run a scripted policy (one of the six anchors, or the diligence-only "
+                                     "clerk the calibration plays as a check) through the tool surface, grade it and "
+                                     "write the trial's artifacts (score.json, actions, ledger, per-window "
+                                     "balances). Example: storebench run --task steady --seed 7 --policy "
+                                     "smart-triage --out trials/st-steady-7")
     run.add_argument("--task", required=True, help="task id (see `storebench tasks list`)")
     run.add_argument("--seed", required=True, type=seed_arg, help="task seed, e.g. 7, 11 or 13")
     run.add_argument("--policy", required=True, help=policy_names())

@@ -227,8 +227,9 @@ def _add_mcp(sub: Any) -> None:
                     "calls are kept on disk and a restarted server resumes them. Grading, calibration and "
                     "reset are never reachable through a tool. An option marked --http (or stdio) is refused on "
                     "the other transport rather than ignored.")
-    mcp.add_argument("--task", help="task id (stdio; with --http and no --episode, the same as --episode TASK:SEED)")
-    mcp.add_argument("--seed", type=seed_arg, help="task seed (stdio; with --http, see --task)")
+    mcp.add_argument("--task", help="task id (required on stdio; with --http and no --episode, the same as --episode "
+                                    "TASK:SEED)")
+    mcp.add_argument("--seed", type=seed_arg, help="task seed (required on stdio; with --http, see --task)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     mcp.add_argument("--episode", action="append", metavar="TASK:SEED",
                      help="an episode to open at start (repeatable; --http only)")
