@@ -396,7 +396,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
     # Everything is checked before anything is created: a refused batch leaves no --out behind.
     cells = plan_batch(args.tasks, args.seeds, args.out, policy=args.policy, actions=args.actions,
-                       skip_played=args.skip_played)
+                       skip_played=args.skip_played, other_way=", or --skip-played to play only the cells not played yet")
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     writable_folder(args.out, "--out")
     played = {c.out: score for c in cells if (score := played_trial(c)) is not None}

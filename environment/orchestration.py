@@ -91,11 +91,12 @@ def batch_cells(task_ids: Iterable[str], seeds: Iterable[int], root: Path, label
 
 
 def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, policy: str | None,
-               actions: str | None, skip_played: bool = False) -> list[BatchCell]:
+               actions: str | None, skip_played: bool = False, other_way: str = "") -> list[BatchCell]:
     """A batch's cells, after every check that can refuse it (the CLI and the batch jobs both
     call this, before creating anything): one of a policy and a recorded action log, a known
     policy, a log holding at least one call, known tasks, each task and seed once, and no trial
-    folder already there (with ``skip_played``, a cell's finished trial may be: see :func:`played_trial`)."""
+    folder already there (with ``skip_played``, a cell's finished trial may be: see :func:`played_trial`).
+    ``other_way`` ends the refusal of a folder already there, when the caller has another way out."""
     if (policy is None) == (actions is None):
         raise StoreBenchError(("--policy and --actions both given" if policy else "neither --policy nor "
                                "--actions given") + ": give one, a scripted policy or a recorded actions.jsonl")
@@ -113,7 +114,7 @@ def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, p
     if taken:
         raise ArtifactError((f"the trial folder {taken[0]} already exists" if len(taken) == 1 else
                              f"{len(taken)} trial folders already exist (e.g. {taken[0]})")
-                            + "; use a new --out, or --skip-played to play only the cells not played yet")
+                            + f"; use a new --out{other_way}")
     return cells
 
 

@@ -46,6 +46,21 @@ def skip_or_fail_fixture():
     return skip_or_fail
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, whose drop at the end no longer fails with "is being accessed
+    by other users": a thread a test left behind (a channel layer's or an MCP session's worker)
+    still holds a PostgreSQL connection of its own, which no test can close from here."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
 @pytest.fixture(autouse=True)
 def eager_celery_outside_service_tests(request):
     """Outside tests marked ``services``, Celery tasks run in-process even when a broker
