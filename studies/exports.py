@@ -320,13 +320,19 @@ def wide_rows(study: Study, filters: Filters) -> Iterator[dict]:
         yield out
 
 
+DECIMAL_NOTE = ("a column of type decimal is written in the JSON files as a string of its digits (\"0.711665\"), as "
+                "in the CSV files, so that no digit is changed by a binary floating-point number; read it as a decimal "
+                "(or a float, if a rounded value will do); an empty value is null")
+
+
 def codebook(study: Study) -> list[dict]:
     tables = {"attempts": ATTEMPT_COLUMNS, "participants": PARTICIPANT_COLUMNS, "events": EVENT_COLUMNS,
               "aggregates": AGGREGATE_COLUMNS,
               "wide": wide_columns(study)}
     return [{"table": table, "column": name, "type": kind, "meaning": meaning}
             for table, columns in tables.items() for name, kind, meaning in columns] + [
-        {"table": "(every CSV file)", "column": "(text cells)", "type": "note", "meaning": CODEBOOK_NOTE}]
+        {"table": "(every CSV file)", "column": "(text cells)", "type": "note", "meaning": CODEBOOK_NOTE},
+        {"table": "(every JSON file)", "column": "(decimal columns)", "type": "note", "meaning": DECIMAL_NOTE}]
 
 
 def columns_of(study: Study, table: str) -> list[str]:

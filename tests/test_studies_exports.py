@@ -230,3 +230,21 @@ def test_the_events_table_follows_the_bot_filter_and_unnames_a_withdrawn_person_
     bulk.withdraw(admin, person, "asked to leave")
     (bonus,) = [r for r in event_rows(played, Filters(include_bots=True)) if r["action"] == AuditAction.BONUS_FILE]
     assert bonus["detail"] == {"without_pid": ["(withdrawn)", "b1"]}
+
+
+def test_every_decimal_column_is_a_string_or_null_in_json_as_the_codebook_says(played, admin,
+                                                                               django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    directory = job_dir(job.pk)
+    book = json.loads((directory / "codebook.json").read_text())
+    assert any(b["column"] == "(decimal columns)" and "string of its digits" in b["meaning"] for b in book)
+    seen = 0
+    for table in ("attempts", "aggregates", "wide", "participants"):
+        decimals = {b["column"] for b in book if b["table"] == table and b["type"] == "decimal"}
+        for row in json.loads((directory / f"{table}.json").read_text()):
+            for column in decimals:
+                assert row[column] is None or isinstance(row[column], str), (table, column, row[column])
+                if row[column] is not None:
+                    Decimal(row[column])
+                    seen += 1
+    assert seen > 0
