@@ -118,15 +118,6 @@ def replay(folder: str | Path) -> ReplayResult:
         out.problems.append(f"cannot read the trial: {folder / 'manifest.json'} names no task and seed")
         return out
     try:
-        claimed = cells_claimed({"manifest.json": manifest, "summary.json": summary, "score.json": stored_score})
-    except ArtifactError as exc:
-        out.problems.append(f"cannot read the trial: {exc.message}")
-        return out
-    if len({(task, seed) for _name, task, seed in claimed}) > 1:
-        said = "; ".join(f"{name} says {task} seed {seed}" for name, task, seed in claimed)
-        out.problems.append(f"the trial's files disagree on its cell ({said}); not replayed against any of them")
-        return out
-    try:
         elsewhere = played_elsewhere(manifest)
         if not elsewhere:
             task = get_task(manifest["task"])
@@ -136,6 +127,15 @@ def replay(folder: str | Path) -> ReplayResult:
         return out
     if elsewhere:
         out.problems.append(elsewhere)
+        return out
+    try:
+        claimed = cells_claimed({"manifest.json": manifest, "summary.json": summary, "score.json": stored_score})
+    except ArtifactError as exc:
+        out.problems.append(f"cannot read the trial: {exc.message}")
+        return out
+    if len({(named_task, named_seed) for _name, named_task, named_seed in claimed}) > 1:
+        said = "; ".join(f"{name} says {t} seed {n}" for name, t, n in claimed)
+        out.problems.append(f"the trial's files disagree on its cell ({said}); not replayed against any of them")
         return out
     ep = arm(task, seed, record=True)
     play_actions(ep, actions, stop=summary.get("termination") == "stopped")
