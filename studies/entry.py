@@ -54,9 +54,13 @@ def open_study(slug: str) -> Study:
 
 def returning(study: Study, ids: dict) -> Participant | None:
     """The participant these platform ids sign back in: the same PID in the same session, who
-    entered before (has an account); None for anyone else (the page reveals no one else)."""
+    entered through this link before (has an account); None for anyone else (the page reveals no
+    one else).  Someone who joined by a personal invitation is never signed in by the study link:
+    their ids were shown to the study's team (the study page, the exports), so with the link they
+    would be a way in for anyone on it."""
     found = pid_holder(study, ids["PROLIFIC_PID"])
-    if found is None or found.user_id is None or found.external_ids.get("SESSION_ID") != ids.get("SESSION_ID"):
+    if found is None or found.user_id is None or not found.entered_via_link \
+            or found.external_ids.get("SESSION_ID") != ids.get("SESSION_ID"):
         return None
     return found
 
@@ -111,6 +115,9 @@ def enter(study: Study, query, consent_version: int | None) -> Participant:
     if participant.user_id is None:  # added by the team (an import), never signed in: their invitation signs them in
         raise StudyError("this PROLIFIC_PID was added to the study by its team; open the invitation link "
                          "the coordinator sent you, or contact the researchers")
+    if not participant.entered_via_link:  # joined by invitation: see returning()
+        raise StudyError("this PROLIFIC_PID joined the study through a personal invitation, which is how it signs "
+                         "in; if you were signed out, ask the coordinator for a new invitation link")
     if consent is not None and participant.consent_version_id != consent.pk:
         participant.consent_version = consent
         participant.consented_at = now

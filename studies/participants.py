@@ -276,7 +276,8 @@ def accept(token: str, query: dict):
     participant = invitation.participant
     check_link(invitation)
     ids = external_ids_from(query)
-    if participant.user is None:
+    joined_now = participant.user is None
+    if joined_now:
         User = get_user_model()
         try:
             with transaction.atomic():
@@ -299,7 +300,26 @@ def accept(token: str, query: dict):
     audit.record(participant.study, participant.user, AuditAction.INVITATION_ACCEPTED, participant=participant,
                  invitation=invitation.pk, external_ids=sorted(ids) or None,
                  external_ids_kept=conflicts or None, prolific_pid_held_by_another=taken or None)
+    if joined_now:
+        _revoke_the_other_links(invitation)
     return participant
+
+
+SUPERSEDED = "another invitation link of theirs was accepted first"
+
+
+def _revoke_the_other_links(accepted: Invitation) -> None:
+    """The person's other open links, all issued before they had an account (the team was not
+    told, as it is for a link issued after, that whoever opens one is signed in as them), stop
+    signing anyone in once one of them is accepted: each revoked and audited."""
+    participant = accepted.participant
+    others = Invitation.objects.select_for_update().filter(
+        participant=participant, accepted_at=None, revoked_at=None).exclude(pk=accepted.pk).order_by("pk")
+    for other in others:
+        other.revoked_at = accepted.accepted_at
+        other.save(update_fields=["revoked_at"])
+        audit.record(participant.study, participant.user, AuditAction.INVITATION_REVOKED, reason=SUPERSEDED,
+                     participant=participant, invitation=other.pk)
 
 
 def current_consent(study: Study) -> ConsentVersion | None:

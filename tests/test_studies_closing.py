@@ -387,3 +387,19 @@ def test_a_withdrawn_participant_is_asked_for_no_consent_and_none_is_recorded(li
         participants.give_consent(person.user, person, 2)
     person.refresh_from_db()
     assert person.consent_version.version == 1
+
+
+def test_the_study_link_signs_in_nobody_who_joined_by_invitation(linked, coordinator):
+    from studies import participants
+
+    person = participants.add_participant(coordinator, linked, "Ben")
+    participants.accept(participants.invite(coordinator, person).token,
+                        {"PROLIFIC_PID": "pid0001", "STUDY_ID": "study42", "SESSION_ID": "sess1"})
+    stranger = Client()  # the ids are on the study page and in the exports: anyone on the team has them
+    page = stranger.get(f"/studies/s/{linked.entry_slug}/?{IDS}").content.decode()
+    assert "Welcome back" not in page
+    response = _enter(stranger, linked, IDS)
+    assert response.status_code == 400
+    assert ("This PROLIFIC_PID joined the study through a personal invitation, which is how it signs in; if you "
+            "were signed out, ask the coordinator for a new invitation link.") in response.content.decode()
+    assert stranger.get("/studies/me/").status_code == 302  # signed in as nobody

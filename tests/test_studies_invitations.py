@@ -126,3 +126,26 @@ def test_the_study_page_offers_no_invitation_for_a_bot_or_a_withdrawn_person(cli
     html = client.get(f"/studies/{study.pk}/").content.decode()
     assert 'name="invite-Here"' in html
     assert 'name="invite-bot-1"' not in html and 'name="invite-Gone"' not in html
+
+
+def test_the_first_link_accepted_revokes_the_others_issued_before_the_account(study, admin):
+    person = participants.add_participant(admin, study, "Ben")
+    first, second = participants.invite(admin, person), participants.invite(admin, person)
+    participants.accept(first.token, {})
+    with pytest.raises(StudyError, match="this invitation link has been revoked; ask the coordinator for a new one"):
+        participants.accept(second.token, {})
+    stranger = Client()
+    response = stranger.post(f"/studies/join/{second.token}/")
+    assert response.status_code != 302 and stranger.get("/studies/me/").status_code == 302  # signed in as nobody
+    revoked = AuditEvent.objects.get(action=AuditAction.INVITATION_REVOKED)
+    assert revoked.reason == participants.SUPERSEDED and revoked.detail["invitation"] == second.invitation.pk
+
+
+def test_a_link_issued_once_the_person_has_an_account_is_not_revoked_by_their_sign_ins(study, admin):
+    person = participants.add_participant(admin, study, "Ben")
+    participants.accept(participants.invite(admin, person).token, {})
+    later = participants.invite(admin, person)  # the team was told: it signs in as Ben
+    extra = participants.invite(admin, person)
+    participants.accept(later.token, {})
+    assert participants.accept(extra.token, {}).pk == person.pk
+    assert not AuditEvent.objects.filter(action=AuditAction.INVITATION_REVOKED).exists()
