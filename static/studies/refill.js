@@ -1,6 +1,6 @@
 // A refused form comes back filled in as it was sent (studies/refill.py keeps what it posted).
-// The form is the one posted to the same address; of several (a quota per cell, a revoke per
-// invitation), the one whose hidden fields hold the values sent.  Selects are set in the
+// The form is the one posted to the same address (its own, or a button's formaction); of several
+// (a quota per cell, a revoke per invitation), the one whose hidden fields hold the values sent.  Selects are set in the
 // order of the form, each announcing its change, so that a list built from an earlier
 // choice (the monitor's "To", from the shift chosen) is built before it is set.
 (function () {
@@ -10,7 +10,11 @@
   const refill = JSON.parse(source.textContent);
   const data = refill.data || {};
   function sent(name) { return Object.prototype.hasOwnProperty.call(data, name) ? data[name] : null; }
-  function pathOf(form) { return new URL(form.getAttribute("action") || "", window.location.href).pathname; }
+  function pathOf(address) { return new URL(address || "", window.location.href).pathname; }
+  function postsTo(form) {  // the form's own address, and those of its buttons that post elsewhere (formaction)
+    return [form.getAttribute("action")].concat(Array.from(form.querySelectorAll("[formaction]")).map(
+      function (button) { return button.getAttribute("formaction"); })).map(pathOf);
+  }
   function hiddenMatch(form) {
     return Array.from(form.querySelectorAll("input[type=hidden]")).every(function (field) {
       const values = sent(field.name);
@@ -18,7 +22,7 @@
     });
   }
   const form = Array.from(document.querySelectorAll("form")).find(function (candidate) {
-    return (candidate.method || "").toLowerCase() === "post" && pathOf(candidate) === refill.action
+    return (candidate.method || "").toLowerCase() === "post" && postsTo(candidate).indexOf(refill.action) >= 0
       && hiddenMatch(candidate);
   });
   if (!form) return;

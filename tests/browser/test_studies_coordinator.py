@@ -221,6 +221,15 @@ def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
     page.reload()  # taken once
     assert row.locator("input[name=reason]").input_value() == ""
 
+    # a form posted by one of its buttons elsewhere (formaction): the people chosen, the days
+    page.check(f"tr[data-participant='{label}'] input[name=participant]")
+    page.fill("#bulk-people input[name=days]", "30")
+    page.click("#bulk-assign")  # no reason given: refused
+    page.wait_for_selector("ul.messages")
+    assert "Reason: This field is required." in page.inner_text("ul.messages")
+    assert page.is_checked(f"tr[data-participant='{label}'] input[name=participant]")
+    assert page.input_value("#bulk-people input[name=days]") == "30"
+
     # the monitor's form: the shift chosen again (its To list built for it), the action, the reason
     page.click("nav.study-nav >> text=Monitor")
     shift = page.locator("#monitor-attempt option", has_text=f"{label} · steady/11 #").get_attribute("value")
