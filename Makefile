@@ -32,6 +32,7 @@ $(VENV)/.installed: pyproject.toml
 
 # `make run` is the development server: debug on (the demo logins need it).
 run: export DJANGO_DEBUG = 1
+run: export STOREBENCH_SITE_URL ?= http://127.0.0.1:$(PORT)
 run: $(VENV)/.installed
 	$(VENV)/bin/python manage.py migrate --noinput
 	$(VENV)/bin/python manage.py load_demo

@@ -11,6 +11,7 @@ class StudiesConfig(AppConfig):
         from shifts.briefing import add_start_gate
         from shifts.withdrawals import add_check
 
+        from . import checks  # noqa: F401  (registers its system checks)
         from .design import calibration_gate
         from .participants import affiliation, consent_gate, has_withdrawn, person_page
 

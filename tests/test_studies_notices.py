@@ -81,3 +81,15 @@ def test_a_notice_the_mail_server_refused_is_tried_again(person, cell, admin, mo
     assert refused and Notice.objects.filter(attempt=attempt, kind=NoticeKind.ASSIGNED).count() == 1
     assert len(mail.outbox) == 1
     assert notifications.notify.retry_backoff_max <= 900  # under Redis's visibility timeout (config/celery.py)
+
+
+def test_a_mail_backend_that_sends_out_without_a_site_url_is_warned_at_start(settings):
+    from studies.checks import notice_links
+
+    settings.EMAIL_BACKEND, settings.SITE_URL = "django.core.mail.backends.smtp.EmailBackend", ""
+    (warning,) = notice_links()
+    assert warning.id == "studies.W001" and "bare paths such as /shifts/12/" in warning.msg
+    settings.SITE_URL = "https://bench.example.org"
+    assert notice_links() == []
+    settings.EMAIL_BACKEND, settings.SITE_URL = "django.core.mail.backends.console.EmailBackend", ""
+    assert notice_links() == []  # mail kept on the server (a demo) is not read away from the site
