@@ -204,7 +204,7 @@ def shift_workspace(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(_workspace_url(shift))
     return render(request, "console/shift.html", _context(
         overview, brief=workspace.shift_brief(overview.shift),
-        brief_open=workspace.brief_open(overview.shift, overview.calls)))
+        brief_open=workspace.brief_open(overview.shift, overview.calls), coach_note=workspace.coach_note(overview.shift)))
 
 
 @signed_in

@@ -16,6 +16,7 @@ from typing import Any
 from environment.brief import brief
 from environment.tools import REGISTRY
 from environment.tools.format import StoreHeader
+from shifts.affiliation import affiliation_of
 from shifts.briefing import acknowledgement, practice_completed, refusal_to_start
 from shifts.calls import make_call
 from shifts.clock import TimeAccount, time_account
@@ -137,6 +138,15 @@ def shift_brief(shift: Shift) -> str:
     gives an agent as its instructions and its prompt ``brief``
     (:func:`environment.brief.brief` of the task), so a person reads what an agent reads."""
     return brief(task_of(shift.task_id))
+
+
+def coach_note(shift: Shift) -> str:
+    """What the coordinator wrote for this shift (a coached retry's note), while it is open; ""
+    for none, or once it has ended."""
+    if shift.status == Shift.Status.ENDED:
+        return ""
+    found = affiliation_of(shift)
+    return found.coach_note if found is not None else ""
 
 
 def brief_open(shift: Shift, calls: list[ShiftCall]) -> bool:

@@ -24,6 +24,7 @@ V = TypeVar("V")
 class Affiliation:
     page_url: str  # the participant's page there: completion code, other assignments
     show_threshold: bool  # whether the end page may show the cell's pass threshold
+    coach_note: str = ""  # what the coordinator wrote for this shift (a coached retry's note), to be shown on it
 
 
 @dataclass

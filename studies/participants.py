@@ -41,7 +41,7 @@ from shifts.errors import StartRefused
 from . import audit
 from .design import NO_NEW_PARTICIPANT, refuse_closed
 from .errors import InvitationUsed, LinkRefused, StudyError
-from .models import AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
+from .models import Attempt, AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
 from .permissions import Action, require
 from .wording import counted, plural
 
@@ -376,11 +376,14 @@ def affiliation(shift) -> Affiliation | None:
     """The shift domain's lookup for studies (added in ``StudiesConfig.ready``): the study
     that assigned ``shift``, as its end page needs it (the participant's page there and
     whether the pass threshold may be shown); None for a shift no study assigned."""
-    found = (Participant.objects.filter(attempts__shift=shift).select_related("study")
-             .only("pk", "study_id", "study__show_threshold_to_participants").first())
-    if found is None:
+    attempt = (Attempt.objects.filter(shift=shift).select_related("participant__study")
+               .only("coach_note", "participant__id", "participant__study_id",
+                     "participant__study__show_threshold_to_participants").first())
+    if attempt is None:
         return None
-    return Affiliation(page_url=my_page_url(found), show_threshold=found.study.show_threshold_to_participants)
+    found = attempt.participant
+    return Affiliation(page_url=my_page_url(found), show_threshold=found.study.show_threshold_to_participants,
+                       coach_note=attempt.coach_note)
 
 
 def person_page(user_id: int) -> str | None:

@@ -77,3 +77,17 @@ def test_a_reassignment_is_not_offered_to_someone_holding_the_cell_open(admin, s
     with pytest.raises(StudyError, match=r"^participant bot-2 already has an open attempt on cell steady/7 "
                                          r"\(attempt #2, assigned\)$"):
         attempts.reassign(admin, faulted, bot2, "server lost the shift")
+
+
+def test_a_coached_retrys_note_is_on_the_participants_shift_page_until_it_ends(client, admin, bot, cell):
+    cell.quota = 3
+    cell.save()
+    first = played(assignment.assign(admin, bot, cell))
+    retry = attempts.grant_coached_retry(admin, first, "Ship the oldest orders first.\nThen refund.")
+    client.force_login(bot.user)
+    page = client.get(f"/shifts/{retry.shift_id}/").content.decode()
+    assert ("<h2>Your coordinator's note for this shift</h2>\n      <p>Ship the oldest orders first.<br>Then "
+            "refund.</p>") in page
+    assert 'id="coach-note"' not in client.get(f"/shifts/{first.shift_id}/").content.decode()
+    played(retry)
+    assert 'id="coach-note"' not in client.get(f"/shifts/{retry.shift_id}/").content.decode()
