@@ -242,7 +242,9 @@ def invite(request: HttpRequest, pk: int) -> HttpResponse:
         if participant.user_id is not None:
             return (f"Invitation link for {participant.label}: {link} ({participant.label} already has an account: "
                     "whoever opens this link is signed in as them, so send it to them alone)")
-        return f"Invitation link for {participant.label}: {link}"
+        unasked = "" if participants.current_consent(study) is not None else (
+            f" (the study has no consent text yet: {participant.label} is not asked for consent until you publish one)")
+        return f"Invitation link for {participant.label}: {link}{unasked}"
 
     return _submitted(request, study, forms.InviteForm(request.POST), "participants", issue, keep="invite_form")
 

@@ -640,3 +640,14 @@ def test_a_participant_who_left_sees_their_closed_shift_as_their_own_doing(clien
     client.force_login(bot.user)
     home = client.get("/").content.decode()
     assert attempt.shift_id and "(the participant withdrew)" in home and "ended by the study team" not in home
+
+
+def test_a_study_without_a_consent_text_says_nobody_is_asked(coord_client, study, coordinator, admin):
+    person = participants.add_participant(coordinator, study, "P1")
+    page = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    assert '<p class="warning" id="no-consent"><strong>No consent text yet:</strong>' in page
+    response = coord_client.post(f"/studies/{study.pk}/invite/", {"participant": person.pk, "days": 7}, follow=True)
+    assert ("(the study has no consent text yet: P1 is not asked for consent until you publish one)"
+            in response.content.decode())
+    add_consent_version(admin, study, "You run a simulated store.")
+    assert 'id="no-consent"' not in coord_client.get(f"/studies/{study.pk}/").content.decode()
