@@ -67,7 +67,7 @@ def study_overview(actor, study: Study) -> Overview:
 
 def audit_log(actor, study: Study) -> list[AuditEvent]:
     require(actor, study, Action.VIEW)
-    return list(AuditEvent.objects.filter(study=study).select_related("actor", "participant", "cell")
+    return list(AuditEvent.objects.filter(study=study).select_related("actor", "participant", "cell", "attempt")
                 .order_by("-created_at", "-id"))
 
 

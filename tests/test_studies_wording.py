@@ -265,3 +265,16 @@ def test_the_coach_view_shows_components_it_does_not_know_as_they_are(client, st
     table = _components(client, study, graded)
     assert _row("Task", "task", "steady") in table
     assert '<tr><th>notes</th><td class="mono">{&#x27;by&#x27;: &#x27;a later release&#x27;}</td></tr>' in table
+
+
+def test_the_audit_log_names_an_attempt_by_its_number_as_the_study_page_does(client, study, coordinator, bot, cell):
+    from studies import assignment
+
+    assignment.assign(coordinator, bot, cell)
+    other = study.cells.exclude(pk=cell.pk).first()
+    attempt = assignment.assign(coordinator, bot, other)  # its cell's attempt #1, not the study's first attempt
+    assert attempt.number == 1 and attempt.pk != attempt.number
+    client.force_login(coordinator)
+    html = client.get(f"/studies/{study.pk}/audit/").content.decode()
+    row = html[html.index('<tr data-action="assigned">'):].split("</tr>")[0]  # the newest first
+    assert f"<td>{other.key}</td><td>{bot.label}</td><td>#1</td>" in row
