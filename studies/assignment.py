@@ -38,6 +38,7 @@ from shifts.briefing import acknowledgement, practice_completed
 from shifts.errors import TaskUnavailable
 from shifts.installed import installed, task_of
 from shifts.lifecycle import assign_shift, close_unstarted
+from shifts.models import Shift
 
 from . import audit
 from .build import build_id
@@ -216,11 +217,17 @@ def assign_next(actor, study: Study, participants=None, policy: str | None = Non
 
 def assign_self(participant: Participant) -> Attempt | None:
     """A participant who came through the study link asks for their next cell: the
-    study's policy chooses among the cells for this one person (audited, no actor)."""
+    study's policy chooses among the cells for this one person (audited, no actor).  One who
+    still has a scored shift to play (not started, running or paused) gets that one: asking
+    again (a second click, the back button) makes no second attempt."""
     if not participant.entered_via_link:
         raise StudyError("cells are assigned by the coordinator in this study; wait for their notice")
     if participant.withdrawn_at is not None or participant.returned_at is not None:
         raise StudyError("you have left this study")
+    unfinished = (participant.attempts.filter(is_practice=False, shift__status__in=UNFINISHED)
+                  .select_related("cell").order_by("pk").first())
+    if unfinished is not None:
+        return unfinished
     if participant.study.closed_at is not None:
         raise StudyError(CLOSED_TO_YOU)
     if not can_start(participant):
@@ -232,6 +239,9 @@ def assign_self(participant: Participant) -> Attempt | None:
                                  via="entry link")
     except StudyClosed:  # closed since the check above: said as a participant is told it
         raise StudyError(CLOSED_TO_YOU) from None
+
+
+UNFINISHED = (Shift.Status.ASSIGNED, Shift.Status.ACTIVE, Shift.Status.PAUSED)
 
 
 def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,

@@ -404,3 +404,14 @@ def test_a_participant_who_finished_a_shift_gets_the_next_cell_without_a_coordin
     assert response["Location"] == f"/shifts/{second.shift_id}/"
     first.refresh_from_db()
     assert first.status == AttemptStatus.SUBMITTED and first.composite is not None
+
+
+def test_asking_again_before_playing_the_shift_given_leads_back_to_it(client, linked):
+    _enter(client, linked)
+    person = linked.participants.get()
+    client.post("/briefing/", {"version": BRIEFING_VERSION})
+    _play(client, Shift.objects.get(participant=person.user, is_practice=True).pk)
+    first = client.post("/studies/me/next/")
+    again = client.post("/studies/me/next/")  # a second click, or the back button
+    attempt = Attempt.objects.get(participant=person)  # one attempt, not two
+    assert first["Location"] == again["Location"] == f"/shifts/{attempt.shift_id}/"
