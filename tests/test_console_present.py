@@ -152,6 +152,7 @@ def test_home_links_the_study_page_only_of_someone_in_a_study(signed_in, user):
     add_participant(owner, study, "p-1", user=user)
     html = signed_in.get("/").content.decode()
     assert f'Your study page, with any completion codes: <a href="/studies/me/?study={study.pk}">' in html
+    assert 'its "Get my next shift" button there gives you the next one' in html  # a study link's way
 
 
 def test_home_after_practice_says_what_comes_next(signed_in, user):
