@@ -54,7 +54,9 @@ def require(user, study: Study, action: Action) -> None:
         return
     if not roles:
         raise StudyPermissionDenied(f"{user} may not {action.value}: they hold no role in this study")
-    raise StudyPermissionDenied(f"{user} may not {action.value} in study {study.name!r}")
+    doing = action.value.removesuffix(" the study")  # "view the study" -> "view study 'A'", not "... in study"
+    where = f" study {study.name!r}" if doing != action.value else f" in study {study.name!r}"
+    raise StudyPermissionDenied(f"{user} may not {doing}{where}")
 
 
 def visible_studies(user):

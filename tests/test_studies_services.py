@@ -46,7 +46,7 @@ def test_participant_role_cannot_view_study(study, admin):
 
     person = make_user("pp")
     participants.add_participant(admin, study, "P", user=person)
-    with pytest.raises(StudyPermissionDenied, match="pp may not view the study"):
+    with pytest.raises(StudyPermissionDenied, match="^pp may not view study 'Study A'$"):
         study_overview(person, study)
 
 
