@@ -211,7 +211,7 @@ def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
     form.locator("input[name=reason]").fill("a note typed before the refusal")
     form.locator("input[name=minutes]").fill("15")
     form.locator("button[type=submit]").click()
-    page.wait_for_selector("ul.messages")
+    page.wait_for_selector("form.refilled")  # refill.js runs once the page is parsed
     assert "only a running shift has a deadline to change" in page.inner_text("ul.messages")
     form = row.locator("form.act")
     assert "refilled" in form.get_attribute("class")
@@ -225,7 +225,7 @@ def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
     page.check(f"tr[data-participant='{label}'] input[name=participant]")
     page.fill("#bulk-people input[name=days]", "30")
     page.click("#bulk-assign")  # no reason given: refused
-    page.wait_for_selector("ul.messages")
+    page.wait_for_selector("#bulk-people.refilled")
     assert "Reason: This field is required." in page.inner_text("ul.messages")
     assert page.is_checked(f"tr[data-participant='{label}'] input[name=participant]")
     assert page.input_value("#bulk-people input[name=days]") == "30"
@@ -237,7 +237,7 @@ def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
     page.select_option("#monitor-action select[name=action]", "reassign")
     page.fill("#monitor-action input[name=reason]", "platform fault, to someone else")
     page.click("#monitor-action button[type=submit]")
-    page.wait_for_selector("ul.messages")
+    page.wait_for_selector("#monitor-action form.refilled")
     assert page.input_value("#monitor-attempt") == shift
     assert page.input_value("#monitor-action select[name=action]") == "reassign"
     assert page.input_value("#monitor-action input[name=reason]") == "platform fault, to someone else"
