@@ -374,8 +374,9 @@ def consent_gate(user, shift) -> StartRefused | None:
 
 def affiliation(shift) -> Affiliation | None:
     """The shift domain's lookup for studies (added in ``StudiesConfig.ready``): the study
-    that assigned ``shift``, as its end page needs it (the participant's page there and
-    whether the pass threshold may be shown); None for a shift no study assigned."""
+    that assigned ``shift``, as its pages need it (the participant's page there, whether the
+    pass threshold may be shown, the coordinator's note for a coached retry); None for a shift
+    no study assigned."""
     attempt = (Attempt.objects.filter(shift=shift).select_related("participant__study")
                .only("coach_note", "participant__id", "participant__study_id",
                      "participant__study__show_threshold_to_participants").first())

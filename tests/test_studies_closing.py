@@ -372,6 +372,7 @@ def test_a_participants_page_says_the_study_is_closed_and_offers_no_next_shift(l
     page = client.get("/studies/me/").content.decode()
     assert "This study is closed: it gives no new shifts." in page and 'id="get-cell"' not in page
     assert 'id="finish"' in page  # a shift already had can still be finished and the code collected
+    assert "can still be finished; then use Finish below to return to Prolific." in page
 
 
 def test_a_withdrawn_participant_is_asked_for_no_consent_and_none_is_recorded(linked, coordinator, admin):
@@ -403,3 +404,15 @@ def test_the_study_link_signs_in_nobody_who_joined_by_invitation(linked, coordin
     assert ("This PROLIFIC_PID joined the study through a personal invitation, which is how it signs in; if you "
             "were signed out, ask the coordinator for a new invitation link.") in response.content.decode()
     assert stranger.get("/studies/me/").status_code == 302  # signed in as nobody
+
+
+def test_an_invited_participant_of_a_closed_study_is_not_pointed_to_a_finish_they_lack(linked, coordinator):
+    from studies import participants
+
+    person = participants.add_participant(coordinator, linked, "Ann")
+    token = participants.invite(coordinator, person).token
+    client = Client()
+    client.post(f"/studies/join/{token}/")
+    close_study(coordinator, linked, "done")
+    page = client.get("/studies/me/").content.decode()
+    assert "A shift you already have can still be finished.</p>" in page and 'id="finish"' not in page

@@ -1,8 +1,8 @@
 // A refused form comes back filled in as it was sent (studies/refill.py keeps what it posted).
 // The form is the one posted to the same address (its own, or a button's formaction); of several
-// (a quota per cell, a revoke per invitation), the one whose hidden fields hold the values sent.  Selects are set in the
-// order of the form, each announcing its change, so that a list built from an earlier
-// choice (the monitor's "To", from the shift chosen) is built before it is set.
+// (a quota per cell, a revoke per invitation), the one whose hidden fields hold the values sent.
+// Selects are set in the order of the form, each announcing its change, so that a list built
+// from an earlier choice (the monitor's "To", from the shift chosen) is built before it is set.
 (function () {
   "use strict";
   const source = document.getElementById("refill");
