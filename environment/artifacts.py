@@ -86,7 +86,7 @@ def trial_folders_in(folder: Path) -> list[Path]:
         return []
 
 
-def refuse_a_lone_batch_folder(folders: list[Path]) -> None:
+def refuse_folders_given_wrongly(folders: list[Path]) -> None:
     """A path given that is no folder at all (a typo: the caller's mistake, not a trial that
     fails to reproduce), or one folder given that holds trial folders and no trial's own files
     (a batch's ``--out``: the caller meant the trials in it).  :class:`ArtifactError` saying so,

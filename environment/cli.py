@@ -91,7 +91,7 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     except KeyboardInterrupt:
         print("storebench: interrupted: no further cell starts; waiting for the ones under way",
               file=sys.stderr, flush=True)
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
     finally:
         pool.shutdown(wait=True)
@@ -397,9 +397,9 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     # Everything is checked before anything is created: a refused batch leaves no --out behind.
     cells = plan_batch(args.tasks, args.seeds, args.out, policy=args.policy, actions=args.actions,
                        skip_played=args.skip_played, other_way=", or --skip-played to play only the cells not played yet")
+    played = {c.out: score for c in cells if (score := played_trial(c)) is not None} if args.skip_played else {}
     calibration, cal_hash = _load_calibration_arg(args.calibration)
     writable_folder(args.out, "--out")
-    played = {c.out: score for c in cells if (score := played_trial(c)) is not None}
     to_play = [c for c in cells if c.out not in played]
     if calibration is None:
         named = some_of([f"{c.task} seed {c.seed}" for c in cells], 5)
@@ -453,10 +453,10 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from .artifacts import refuse_a_lone_batch_folder
+    from .artifacts import refuse_folders_given_wrongly
     from .replay import replay
 
-    refuse_a_lone_batch_folder(args.dirs)
+    refuse_folders_given_wrongly(args.dirs)
     results = [replay(folder) for folder in args.dirs]
     if args.json:
         _print_json({"all_match": all(r.matches for r in results), "trials": [r.as_json() for r in results]})
@@ -585,11 +585,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
-    from .artifacts import refuse_a_lone_batch_folder
+    from .artifacts import refuse_folders_given_wrongly
     from .calibration import load_calibration
     from .grading import regrade
 
-    refuse_a_lone_batch_folder(args.dirs)
+    refuse_folders_given_wrongly(args.dirs)
     calibration, digest = load_calibration(args.calibration, required=True)
     results = [regrade(folder, calibration, digest) for folder in args.dirs]
     if args.json:

@@ -95,7 +95,8 @@ def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, p
     """A batch's cells, after every check that can refuse it (the CLI and the batch jobs both
     call this, before creating anything): one of a policy and a recorded action log, a known
     policy, a log holding at least one call, known tasks, each task and seed once, and no trial
-    folder already there (with ``skip_played``, a cell's finished trial may be: see :func:`played_trial`).
+    folder already there (with ``skip_played``, a cell's folder may be there: the caller reads each with
+    :func:`played_trial`, which refuses one that is not the cell's finished trial).
     ``other_way`` ends the refusal of a folder already there, when the caller has another way out."""
     if (policy is None) == (actions is None):
         raise StoreBenchError(("--policy and --actions both given" if policy else "neither --policy nor "
@@ -107,8 +108,6 @@ def plan_batch(tasks: Iterable[str], seeds: Iterable[int], out: str | Path, *, p
                             "trial that made at least one call")
     cells = batch_cells(expand_tasks(list(tasks)), seeds, Path(out), batch_label(policy, actions))
     if skip_played:
-        for c in cells:
-            played_trial(c)  # refuses a folder that is not this cell's finished trial
         return cells
     taken = [c.out for c in cells if c.out.exists() and (not c.out.is_dir() or any(c.out.iterdir()))]
     if taken:

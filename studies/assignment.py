@@ -224,7 +224,7 @@ def assign_self(participant: Participant) -> Attempt | None:
         raise StudyError("cells are assigned by the coordinator in this study; wait for their notice")
     if participant.withdrawn_at is not None or participant.returned_at is not None:
         raise StudyError("you have left this study")
-    unfinished = (participant.attempts.filter(is_practice=False, shift__status__in=UNFINISHED)
+    unfinished = (participant.attempts.filter(is_practice=False).exclude(shift__status=Shift.Status.ENDED)
                   .select_related("cell").order_by("pk").first())
     if unfinished is not None:
         return unfinished
@@ -239,9 +239,6 @@ def assign_self(participant: Participant) -> Attempt | None:
                                  via="entry link")
     except StudyClosed:  # closed since the check above: said as a participant is told it
         raise StudyError(CLOSED_TO_YOU) from None
-
-
-UNFINISHED = (Shift.Status.ASSIGNED, Shift.Status.ACTIVE, Shift.Status.PAUSED)
 
 
 def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, include_bots: bool,
