@@ -21,8 +21,9 @@ read with its study's (both locked on PostgreSQL), so a study closed meanwhile
 (:func:`studies.design.close_study`, which locks the study's row) creates no attempt.
 
 Policies (:func:`assign_next`) choose only among people who can start a scored shift
-now: not bots, invitation accepted, current consent given (a bot is never asked: a script gives no consent), briefing acknowledged and
-practice shift finished, and no open attempt.  Attempts whose shift has ended are settled
+now: not bots, invitation accepted, current consent given (a bot is never asked: a script
+gives no consent), briefing acknowledged and practice shift finished, no open attempt, and
+an account that has never held staff powers or a team role (:func:`scored_bar`).  Attempts whose shift has ended are settled
 first (:func:`studies.settling.settle_ended`): the console ends a shift without touching
 its attempt, and a finished person is not busy.
 """
@@ -56,10 +57,11 @@ from .models import (
     Study,
 )
 from .notifications import schedule_assignment_notice
-from .participants import needs_consent, team_powers
+from .participants import barred_users, needs_consent, scored_bar
 from .permissions import Action, require
 from .policies import POLICIES, CellLoad, Person, choose
 from .settling import settle_ended
+from .wording import counted, plural
 
 QUOTA_STATUSES = (*OPEN_STATUSES, *COMPLETED_STATUSES)
 
@@ -131,10 +133,10 @@ def create_attempt(actor, participant: Participant, cell: Cell, *, kind: str = A
     if needs_consent(participant):
         raise StudyError(f"participant {participant.label} has not accepted the current consent text")
     if not practice:
-        powers = team_powers(participant)
-        if powers:
-            raise StudyError(f"participant {participant.label}'s account {powers}, which shows pass thresholds and "
-                             "the anchors' play: it takes no scored attempt (a practice one is allowed)")
+        bar = scored_bar(participant)
+        if bar:
+            raise StudyError(f"participant {participant.label}'s account {bar}: it takes no scored attempt (a "
+                             "practice one is allowed)")
     check_calibration(study)  # a study whose calibration file changed takes no new work
     settle_ended(Attempt.objects.filter(participant=participant, cell=cell))
     with transaction.atomic():
@@ -252,7 +254,9 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
         participants = study.participants.exclude(user=None).filter(withdrawn_at=None, returned_at=None)
     settle_ended(Attempt.objects.filter(study=study, participant__in=[p.pk for p in participants]))
     busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
-    available = [p for p in participants if p.pk not in busy and can_start(p, include_bots=include_bots)]
+    barred = barred_users([p.user_id for p in participants])
+    available = [p for p in participants
+                 if p.pk not in busy and p.user_id not in barred and can_start(p, include_bots=include_bots)]
     cells = [cell for cell in study.cells.all() if installed(cell.task_id)]  # the others are named on the study page
     loads = [CellLoad(str(c.pk), quota_used(c), c.quota) for c in cells]
     tried = {(str(p), str(c)) for p, c in Attempt.objects.filter(Q(is_practice=False) | SEEN, study=study)
@@ -268,6 +272,59 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
         audit.record(study, actor, AuditAction.ASSIGNED, reason=reason, attempt=attempt, rule=policy, via=via,
                      rehearsal=rehearsal)
     return attempt
+
+
+def why_nothing_assigned(study: Study) -> str:
+    """Why :func:`assign_next` found nobody for any cell, in one sentence for the coordinator:
+    how many of the study's people could not take a scored cell now and why (each counted once,
+    under the first reason in the order the policy checks them), then what kept the rest out."""
+    people = list(study.participants.select_related("user"))
+    busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
+    barred = barred_users([p.user_id for p in people])
+    reasons = {"left": 0, "bot": 0, "account": 0, "consent": 0, "team": 0, "ready": 0, "busy": 0}
+    ready: list[Participant] = []
+    for person in people:
+        if person.withdrawn_at is not None or person.returned_at is not None:
+            reasons["left"] += 1
+        elif person.is_bot:
+            reasons["bot"] += 1
+        elif person.user_id is None:
+            reasons["account"] += 1
+        elif needs_consent(person):
+            reasons["consent"] += 1
+        elif person.user_id in barred:
+            reasons["team"] += 1
+        elif not can_start(person):
+            reasons["ready"] += 1
+        elif person.pk in busy:
+            reasons["busy"] += 1
+        else:
+            ready.append(person)
+    words = {
+        "left": ("has left the study", "have left the study"),
+        "bot": ("is a rehearsal bot (a rehearsal assigns it)", "are rehearsal bots (a rehearsal assigns them)"),
+        "account": ("has no account yet (invitation not accepted)", "have no account yet (invitation not accepted)"),
+        "consent": ("has not accepted the current consent text", "have not accepted the current consent text"),
+        "team": ("has, or had, staff powers or a team role", "have, or had, staff powers or a team role"),
+        "ready": ("has not read the briefing or finished the practice shift",
+                  "have not read the briefing or finished the practice shift"),
+        "busy": ("has a shift open", "have a shift open"),
+    }
+    if not people:
+        return "Nothing to assign: the study has no participants yet; add or invite some in the Participants panel."
+    said = [f"{n} {words[key][0] if n == 1 else words[key][1]}" for key, n in reasons.items() if n]
+    if said:
+        head = f"Nothing to assign. Of {counted(len(people), 'participant')}, {', '.join(said)}; "
+        rest = counted(len(ready), "other participant")
+    else:
+        head, rest = "Nothing to assign: ", counted(len(ready), "participant")
+    if not ready:
+        return f"{head}nobody is left who can take a scored cell now."
+    room = [c for c in study.cells.all() if installed(c.task_id) and quota_used(c) < c.quota]
+    if not room:
+        return f"{head}{rest} could take one, but every cell is full: raise a quota on the study page."
+    return (f"{head}{rest} {plural(len(ready), 'has', 'have')} seen every cell with room left "
+            f"({counted(len(room), 'cell')}): grant a coached retry, or add participants.")
 
 
 def abandon_unstarted(attempt: Attempt, reason: str) -> None:

@@ -36,12 +36,10 @@ from .models import (
     AttemptStatus,
     AuditAction,
     Participant,
-    Role,
     SelectionRule,
     Study,
-    StudyMembership,
 )
-from .participants import current_consent, needs_consent, team_powers
+from .participants import barred_users, current_consent, needs_consent, scored_bar
 from .permissions import Action, require
 from .settling import settle, settle_study
 from .wording import counted
@@ -127,26 +125,24 @@ def reassign_refusal(attempt: Attempt, to: Participant, seen: set[tuple[int, int
     if not standing_checked:  # a page's candidates were read as standing (reassignment_candidates)
         if needs_consent(to):
             return f"{to.label} has not accepted the current consent text; reassign to someone who has"
-        powers = team_powers(to)
-        if powers:  # a reassignment is made as a scored attempt (create_attempt), whatever it replaces
-            return f"{to.label}'s account {powers}: it takes no scored attempt; reassign to someone else"
+        bar = scored_bar(to)
+        if bar:  # a reassignment is made as a scored attempt (create_attempt), whatever it replaces
+            return f"{to.label}'s account {bar}: it takes no scored attempt; reassign to someone else"
     return None
 
 
 def reassignment_candidates(study: Study) -> list[Participant]:
-    """The study's participants who may take some reassigned attempt (three queries; the
+    """The study's participants who may take some reassigned attempt (five queries; the
     pages narrow it per attempt with :func:`reassign_refusal`): still taking part, with an
     account, and taking a scored attempt as :func:`~studies.assignment.create_attempt` would
-    give one: the current consent text accepted (a bot is not asked), no team role or staff
-    powers on the account."""
+    give one: the current consent text accepted (a bot is not asked), no staff powers or team
+    role on the account, now or before (:func:`~studies.participants.barred_users`)."""
     found = list(study.participants.filter(withdrawn_at=None, returned_at=None).exclude(user=None)
                  .select_related("user"))
     current = current_consent(study)
-    powered = set(StudyMembership.objects.filter(user__in=[p.user_id for p in found])
-                  .exclude(role=Role.PARTICIPANT).values_list("user_id", flat=True))
+    barred = barred_users([p.user_id for p in found])
     return [p for p in found
-            if (p.is_bot or current is None or p.consent_version_id == current.pk)
-            and p.user is not None and p.user_id not in powered and not (p.user.is_staff or p.user.is_superuser)]
+            if (p.is_bot or current is None or p.consent_version_id == current.pk) and p.user_id not in barred]
 
 
 def reassignment_targets(study: Study, attempt: Attempt, candidates: list[Participant] | None = None,

@@ -38,7 +38,17 @@ from shifts.models import Shift
 
 from . import audit
 from .errors import StudyClosed, StudyError
-from .models import OPEN_STATUSES, Attempt, AuditAction, Cell, ConsentVersion, Role, Study, StudyMembership
+from .models import (
+    OPEN_STATUSES,
+    Attempt,
+    AuditAction,
+    Cell,
+    ConsentVersion,
+    FormerTeamRole,
+    Role,
+    Study,
+    StudyMembership,
+)
 from .permissions import Action, require
 from .wording import counted, plural
 
@@ -245,7 +255,8 @@ def add_member(actor, study: Study, user, role: str) -> StudyMembership:
 
 
 def remove_member(actor, study: Study, user, role: str) -> None:
-    """Take one team role away from ``user``; their other roles stay."""
+    """Take one team role away from ``user``; their other roles stay.  The role is kept as a
+    :class:`~studies.models.FormerTeamRole`: what it showed them bars scored attempts still."""
     require(actor, study, Action.MANAGE)
     if user is None:
         raise StudyError("no such user")
@@ -272,6 +283,7 @@ def remove_member(actor, study: Study, user, role: str) -> None:
         removed, _ = StudyMembership.objects.filter(study=study, user=user, role=role).delete()
         if not removed:
             raise StudyError(f"{name} does not hold the role {role} in this study; nothing was changed")
+        FormerTeamRole.objects.create(study=study, user=user, role=role, removed_at=timezone.now())
         audit.record(study, actor, AuditAction.MEMBER_REMOVED, user=name, role=role)
 
 

@@ -108,6 +108,23 @@ class StudyMembership(models.Model):
         return f"{self.user} {self.role} of {self.study}"
 
 
+class FormerTeamRole(models.Model):
+    """A team role taken away (:func:`studies.design.remove_member`).  Whoever held one has seen
+    pass thresholds and the anchors' play, so their account takes no scored attempt afterwards
+    either: the membership row goes, this record of it stays."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="former_roles")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="former_team_roles")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    removed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["removed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} of {self.study} until {self.removed_at:%Y-%m-%d}"
+
+
 class ConsentVersion(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consent_versions")
     version = models.PositiveIntegerField()

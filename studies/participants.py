@@ -32,6 +32,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -41,7 +42,17 @@ from shifts.errors import StartRefused
 from . import audit
 from .design import NO_NEW_PARTICIPANT, refuse_closed
 from .errors import InvitationUsed, LinkRefused, StudyError
-from .models import Attempt, AuditAction, ConsentVersion, Invitation, Participant, Role, Study, StudyMembership
+from .models import (
+    Attempt,
+    AuditAction,
+    ConsentVersion,
+    FormerTeamRole,
+    Invitation,
+    Participant,
+    Role,
+    Study,
+    StudyMembership,
+)
 from .permissions import Action, require
 from .wording import counted, plural
 
@@ -126,6 +137,38 @@ def team_powers(participant: Participant) -> str:
     role = (user.study_memberships.exclude(role=Role.PARTICIPANT).select_related("study")
             .order_by("study_id").first())
     return f"holds the role {role.role} in study {role.study.name!r}" if role else ""
+
+
+# Why an account that has seen the team's pages takes no scored attempt.
+SAW_THRESHOLDS = "pass thresholds and the anchors' play"
+
+
+def scored_bar(participant: Participant) -> str:
+    """Why ``participant``'s account takes no scored attempt, in words ("" for none): staff
+    powers or a team role held now (:func:`team_powers`), or a team role taken away since
+    (:class:`~studies.models.FormerTeamRole`): what those pages showed is not unseen."""
+    powers = team_powers(participant)
+    if powers:
+        return f"{powers}, which shows {SAW_THRESHOLDS}"
+    if participant.user_id is None:
+        return ""
+    former = (FormerTeamRole.objects.filter(user_id=participant.user_id).select_related("study")
+              .order_by("removed_at", "id").first())
+    if former is None:
+        return ""
+    return (f"held the role {former.role} in study {former.study.name!r} until {former.removed_at:%Y-%m-%d}, "
+            f"which showed them {SAW_THRESHOLDS}")
+
+
+def barred_users(user_ids) -> set[int]:
+    """Of ``user_ids``, the accounts :func:`scored_bar` bars, in three queries (for a pool)."""
+    ids = [pk for pk in user_ids if pk is not None]
+    barred = set(get_user_model().objects.filter(Q(is_staff=True) | Q(is_superuser=True), pk__in=ids)
+                 .values_list("pk", flat=True))
+    barred |= set(StudyMembership.objects.filter(user_id__in=ids).exclude(role=Role.PARTICIPANT)
+                  .values_list("user_id", flat=True))
+    barred |= set(FormerTeamRole.objects.filter(user_id__in=ids).values_list("user_id", flat=True))
+    return barred
 
 
 def refuse_staff_account(participant: Participant) -> None:

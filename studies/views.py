@@ -289,7 +289,7 @@ def assign_next(request: HttpRequest, pk: int) -> HttpResponse:
     except StudyError as exc:
         return _fail(request, study, str(exc), "assign")
     if attempt is None:
-        messages.info(request, "Nothing to assign: no available participant can take a cell with room left.")
+        messages.info(request, assignment.why_nothing_assigned(study))
     else:
         messages.success(request, f"Assigned {attempt.cell.key} to {attempt.participant.label} "
                                   f"(attempt #{attempt.number}).")

@@ -8,29 +8,12 @@ import threading
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, connections, transaction
-from django.utils import timezone
-from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, make_user, study  # noqa: F401
+from test_studies_support import SEEDS, TASKS, admin, bot, bot2, cell, make_user, ready_person, study  # noqa: F401
 
-from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL
-from shifts.lifecycle import assign_shift
-from shifts.models import BriefingAcknowledgement, Shift
-from studies import assignment, attempts, bots, participants
+from studies import assignment, attempts, bots
 from studies.design import add_consent_version, create_study, set_quota
 from studies.errors import StudyError
 from studies.models import Attempt, AuditAction, AuditEvent, ConsentVersion
-
-
-def ready_person(actor, study, label, *, briefed=True, practised=True):
-    """A human participant with an account; briefed and with an ended practice shift unless told not."""
-    user = make_user(f"u-{label}")
-    person = participants.add_participant(actor, study, label, user=user)
-    if briefed:
-        BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
-    if practised:
-        practice = assign_shift(user, *PRACTICE_CELL, practice=True)
-        Shift.objects.filter(pk=practice.pk).update(status=Shift.Status.ENDED)
-    return person
-
 
 # --- the audit log in the database ---------------------------------------------------------
 

@@ -1,8 +1,12 @@
 """Fixtures and helpers shared by the studies tests (no tests here)."""
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
-from studies import bots
+from shifts.briefing import BRIEFING_VERSION, PRACTICE_CELL
+from shifts.lifecycle import assign_shift
+from shifts.models import BriefingAcknowledgement, Shift
+from studies import bots, participants
 from studies.design import add_member, create_study
 from studies.models import Role
 
@@ -12,6 +16,18 @@ SEEDS = [7, 11]
 
 def make_user(username, **extra):
     return get_user_model().objects.create_user(username, password=None, **extra)
+
+
+def ready_person(actor, study, label, *, briefed=True, practised=True):
+    """A human participant with an account; briefed and with an ended practice shift unless told not."""
+    user = make_user(f"u-{label}")
+    person = participants.add_participant(actor, study, label, user=user)
+    if briefed:
+        BriefingAcknowledgement.objects.create(user=user, version=BRIEFING_VERSION, acknowledged_at=timezone.now())
+    if practised:
+        practice = assign_shift(user, *PRACTICE_CELL, practice=True)
+        Shift.objects.filter(pk=practice.pk).update(status=Shift.Status.ENDED)
+    return person
 
 
 @pytest.fixture
