@@ -31,6 +31,8 @@ from importlib import import_module
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -96,7 +98,8 @@ def clean_qualifications(raw: dict) -> dict:
 
 @transaction.atomic
 def add_participant(actor, study: Study, label: str, qualifications: dict | None = None, *,
-                    is_bot: bool = False, user=None) -> Participant:
+                    is_bot: bool = False, user=None, email: str = "") -> Participant:
+    """A new participant of ``study``; ``email`` is where their notices go (else their account's)."""
     require(actor, study, Action.MANAGE)
     refuse_closed(study, NO_NEW_PARTICIPANT)
     label = label.strip()
@@ -104,6 +107,12 @@ def add_participant(actor, study: Study, label: str, qualifications: dict | None
         raise StudyError("a participant needs a label")
     if len(label) > 80:
         raise StudyError("a participant label is at most 80 characters")
+    email = email.strip()
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError as exc:
+            raise StudyError(f"email {email[:80]!r} is not an e-mail address") from exc
     with transaction.atomic():
         # As the study stands now (a rehearsal task's copy may be older): closing locks this row too.
         refuse_closed(Study.objects.select_for_update().get(pk=study.pk), NO_NEW_PARTICIPANT)
@@ -113,7 +122,7 @@ def add_participant(actor, study: Study, label: str, qualifications: dict | None
                              "more than case); choose another label")
         participant = Participant.objects.create(study=study, label=label, code=new_code(), is_bot=is_bot,
                                                  qualifications=clean_qualifications(qualifications or {}),
-                                                 user=user)
+                                                 user=user, email=email)
         if user is not None:
             StudyMembership.objects.get_or_create(study=study, user=user, role=Role.PARTICIPANT)
         audit.record(study, actor, AuditAction.PARTICIPANT_ADDED, participant=participant, bot=is_bot or None)

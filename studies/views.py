@@ -223,7 +223,7 @@ def participant_add(request: HttpRequest, pk: int) -> HttpResponse:
 
     def add(d: dict) -> str:
         participant = participants.add_participant(request.user, study, d["label"], {
-            k: d[k] for k in ("years_ecommerce", "role", "platforms") if d[k] not in (None, "")})
+            k: d[k] for k in ("years_ecommerce", "role", "platforms") if d[k] not in (None, "")}, email=d["email"])
         return f"Participant {participant.label} added."
 
     return _submitted(request, study, forms.ParticipantForm(request.POST), "participants", add,

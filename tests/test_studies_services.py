@@ -139,6 +139,12 @@ def test_a_label_differing_only_in_case_and_spaces_is_a_duplicate(study, admin):
     assert list(study.participants.values_list("label", flat=True)) == ["Alice"]
 
 
+def test_a_bad_email_is_named_and_nobody_is_added(study, admin):
+    with pytest.raises(StudyError, match=r"^email 'p1-at-example' is not an e-mail address$"):
+        participants.add_participant(admin, study, "P1", email="p1-at-example")
+    assert not study.participants.exists()
+
+
 def test_bad_qualification_is_named(study, admin):
     with pytest.raises(StudyError, match="years_ecommerce must be a whole number, not 'lots'"):
         participants.add_participant(admin, study, "A", {"years_ecommerce": "lots"})

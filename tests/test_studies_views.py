@@ -41,15 +41,33 @@ def test_add_participant_with_bad_years_names_the_field(coord_client, study):
     assert "Years in e-commerce: Enter a whole number." in response.content.decode()
 
 
+def test_a_participant_added_by_hand_keeps_the_e_mail_given_and_their_page_shows_it(coord_client, study):
+    coord_client.post(f"/studies/{study.pk}/participants/", {"label": "P1", "email": " p1@example.org "})
+    person = study.participants.get()
+    assert person.email == "p1@example.org"
+    html = coord_client.get(f"/studies/{study.pk}/participants/{person.pk}/").content.decode()
+    assert '<td id="email">p1@example.org</td>' in html
+
+
+def test_a_participant_with_a_bad_e_mail_is_refused_and_comes_back_as_typed(coord_client, study):
+    response = coord_client.post(f"/studies/{study.pk}/participants/", {"label": "P1", "email": "p1-at-example"})
+    html = response.content.decode()
+    assert response.status_code == 400 and not study.participants.exists()
+    assert "E-mail: Enter a valid email address." in html
+    form = html[html.index('id="add-participant"'):].split("</form>")[0]
+    assert 'name="email" maxlength="254" value="p1-at-example"' in form
+
+
 def test_a_refused_participant_comes_back_as_typed(coord_client, study):
     response = coord_client.post(f"/studies/{study.pk}/participants/", {
-        "label": "P1", "years_ecommerce": "99", "role": "buyer", "platforms": "Etsy"})
+        "label": "P1", "email": "p1@example.org", "years_ecommerce": "99", "role": "buyer", "platforms": "Etsy"})
     html = response.content.decode()
     assert response.status_code == 400 and not study.participants.exists()
     assert "Years in e-commerce: Ensure this value is less than or equal to 60." in html
     form = html[html.index('id="add-participant"'):].split("</form>")[0]
     assert re.findall(r'name="(\w+)"[^>]* value="([^"]*)"', form)[1:] == [
-        ("label", "P1"), ("years_ecommerce", "99"), ("role", "buyer"), ("platforms", "Etsy")]
+        ("label", "P1"), ("email", "p1@example.org"), ("years_ecommerce", "99"), ("role", "buyer"),
+        ("platforms", "Etsy")]
 
 
 def test_refused_bonus_bands_come_back_as_typed_and_in_pence(coord_client, study):
