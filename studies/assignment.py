@@ -108,6 +108,8 @@ def quota_used(cell: Cell) -> int:
 
 
 def _full(cell: Cell) -> str:
+    if cell.quota == 0:
+        return f"cell {cell.key} is on hold (quota 0): raise its quota on the study page to assign it again"
     bots = _in_quota(cell).filter(is_bot=True).count()
     held = f", {bots} of them by rehearsal bots" if bots else ""
     return (f"cell {cell.key} is full: {quota_used(cell)} of {cell.quota} places taken{held}; raise its quota on "

@@ -367,11 +367,14 @@ def add_consent_version(actor, study: Study, text: str) -> ConsentVersion:
 
 
 def set_quota(actor, study: Study, cell: Cell, quota: int) -> Cell:
+    """How many first attempts ``cell`` takes (open or completed); 0 holds it: it is assigned no
+    more, and what it has stays.  Below the places already taken, it takes no new one until
+    some are freed."""
     require(actor, study, Action.MANAGE)
     if cell.study_id != study.pk:
         raise StudyError(f"cell {cell.key} is not in study {study.name!r}")
-    if quota < 1:
-        raise StudyError(f"the per-cell quota must be at least 1, not {quota}")
+    if quota < 0:
+        raise StudyError(f"the per-cell quota must be 0 (the cell is assigned no more) or more, not {quota}")
     with transaction.atomic():
         before = cell.quota
         cell.quota = quota

@@ -63,7 +63,7 @@ class MemberForm(forms.Form):
 
 class QuotaForm(forms.Form):
     cell = forms.IntegerField(min_value=1)
-    quota = forms.IntegerField(min_value=1, max_value=100)
+    quota = forms.IntegerField(min_value=0, max_value=100)
 
 
 class ParticipantForm(forms.Form):

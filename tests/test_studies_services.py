@@ -145,6 +145,19 @@ def test_a_bad_email_is_named_and_nobody_is_added(study, admin):
     assert not study.participants.exists()
 
 
+def test_a_cell_held_at_quota_0_is_assigned_no_more(study, admin, bot, cell):
+    from studies.design import set_quota
+
+    set_quota(admin, study, cell, 0)
+    with pytest.raises(StudyError, match=r"^cell steady/7 is on hold \(quota 0\): raise its quota on the study page "
+                                         r"to assign it again$"):
+        assignment.assign(admin, bot, cell)
+    assert assignment.assign_next(admin, study, include_bots=True).cell != cell
+    with pytest.raises(StudyError, match=r"^the per-cell quota must be 0 \(the cell is assigned no more\) or more, "
+                                         r"not -1$"):
+        set_quota(admin, study, cell, -1)
+
+
 def test_bad_qualification_is_named(study, admin):
     with pytest.raises(StudyError, match="years_ecommerce must be a whole number, not 'lots'"):
         participants.add_participant(admin, study, "A", {"years_ecommerce": "lots"})
