@@ -5,8 +5,8 @@ studies app, from its ``ready()``) registers a lookup with :func:`add_lookup`; t
 console's end page asks :func:`affiliation_of`, which is None for a shift no lookup
 knows (the practice shift, a shift given by hand, or a site without the studies app).
 Likewise :func:`add_person_page` registers where a person's own page is (their study page,
-with completion codes); the console's home page asks :func:`person_page_of`, which is None
-for someone no app knows.
+with completion codes) and whether they are still given shifts there; the console's home page
+asks :func:`person_page_of`, which is None for someone no app knows.
 """
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ class Affiliation:
     page_url: str  # the participant's page there: completion code, other assignments
     show_threshold: bool  # whether the end page may show the cell's pass threshold
     coach_note: str = ""  # what the coordinator wrote for this shift (a coached retry's note), to be shown on it
+
+
+@dataclass(frozen=True)
+class PersonPage:
+    url: str  # the person's page there: completion codes, the next shift on request
+    no_more_shifts: str = ""  # why no shift will be given there any more, said to the person ("" while one may be)
 
 
 @dataclass
@@ -47,7 +53,7 @@ class Lookups(Generic[K, V]):
 
 
 _affiliations: Lookups[Shift, Affiliation] = Lookups()
-_person_pages: Lookups[int, str] = Lookups()  # a user's id -> the URL of their page there
+_person_pages: Lookups[int, PersonPage] = Lookups()  # a user's id -> their page there
 
 
 def add_lookup(lookup: Callable[[Shift], Affiliation | None]) -> None:
@@ -58,9 +64,9 @@ def affiliation_of(shift: Shift) -> Affiliation | None:
     return _affiliations.first(shift)
 
 
-def add_person_page(lookup: Callable[[int], str | None]) -> None:
+def add_person_page(lookup: Callable[[int], PersonPage | None]) -> None:
     _person_pages.add(lookup)
 
 
-def person_page_of(user_id: int) -> str | None:
+def person_page_of(user_id: int) -> PersonPage | None:
     return _person_pages.first(user_id)

@@ -38,7 +38,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from shifts.affiliation import Affiliation
+from shifts.affiliation import Affiliation, PersonPage
 from shifts.errors import StartRefused
 
 from . import audit
@@ -439,11 +439,22 @@ def affiliation(shift) -> Affiliation | None:
                        coach_note=attempt.coach_note)
 
 
-def person_page(user_id: int) -> str | None:
+def person_page(user_id: int) -> PersonPage | None:
     """The shift domain's person page lookup (added in ``StudiesConfig.ready``): the study page
-    of the person's latest participation, or None for someone in no study."""
-    latest = Participant.objects.filter(user_id=user_id).order_by("-pk").first()
-    return None if latest is None else my_page_url(latest)
+    of the person's latest participation, and why it gives them no more shifts (withdrawn, left,
+    or the study closed); None for someone in no study."""
+    latest = Participant.objects.filter(user_id=user_id).select_related("study").order_by("-pk").first()
+    if latest is None:
+        return None
+    if latest.withdrawn_at is not None:
+        why = "You have been withdrawn from this study: no further shift will be assigned to you."
+    elif latest.returned_at is not None:
+        why = "You have left this study: no further shift will be assigned to you."
+    elif latest.study.closed_at is not None:
+        why = "This study is closed: it gives no new shifts."
+    else:
+        why = ""
+    return PersonPage(url=my_page_url(latest), no_more_shifts=why)
 
 
 def has_withdrawn(study_name: str, label: str, lock: bool = False) -> bool:

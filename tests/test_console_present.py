@@ -155,6 +155,26 @@ def test_home_links_the_study_page_only_of_someone_in_a_study(signed_in, user):
     assert 'its "Get my next shift" button there gives you the next one' in html  # a study link's way
 
 
+def test_home_of_a_withdrawn_participant_says_no_shift_will_come(signed_in, user):
+    from django.contrib.auth import get_user_model
+
+    from shifts.briefing import PRACTICE_CELL
+    from shifts.lifecycle import start_shift
+    from studies.design import create_study
+    from studies.participants import add_participant
+    from studies.bulk import withdraw
+
+    signed_in.post(f"/shifts/{start_shift(user, *PRACTICE_CELL, practice=True).pk}/end/")
+    owner = get_user_model().objects.create_superuser("study-owner", password=None)
+    study = create_study(owner, "Study A", ["steady"], [7])
+    withdraw(owner, add_participant(owner, study, "p-1", user=user), "asked to stop")
+    html = signed_in.get("/").content.decode()
+    step = html[html.index('<span id="next-step">'):].split("</span>")[0]
+    assert step == ('<span id="next-step">You have been withdrawn from this study: no further shift will be assigned '
+                    f'to you. Your study page, with any completion codes: <a href="/studies/me/?study={study.pk}">'
+                    f'/studies/me/?study={study.pk}</a>.')
+
+
 def test_home_after_practice_says_what_comes_next(signed_in, user):
     from shifts.briefing import PRACTICE_CELL
     from shifts.lifecycle import assign_shift, start_shift
