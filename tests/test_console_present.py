@@ -160,9 +160,9 @@ def test_home_of_a_withdrawn_participant_says_no_shift_will_come(signed_in, user
 
     from shifts.briefing import PRACTICE_CELL
     from shifts.lifecycle import start_shift
+    from studies.bulk import withdraw
     from studies.design import create_study
     from studies.participants import add_participant
-    from studies.bulk import withdraw
 
     signed_in.post(f"/shifts/{start_shift(user, *PRACTICE_CELL, practice=True).pk}/end/")
     owner = get_user_model().objects.create_superuser("study-owner", password=None)
