@@ -81,6 +81,36 @@ def _not_completed(attempt: Attempt, done: str) -> StudyError:
     return StudyError(said)
 
 
+# What an attempt's row offers, by its status as its shift has it (``Attempt.outcome``): the
+# actions the services below would refuse for that status are left out.
+ACTION_LABELS = {"select": "select", "retry": "coached retry", "reassign": "reassign", "extend": "extend deadline",
+                 "force_end": "force end", "invalidate": "invalidate"}
+ACTIONS_BY_STATUS = {
+    AttemptStatus.ASSIGNED: ("reassign", "force_end", "invalidate"),
+    AttemptStatus.ACTIVE: ("extend", "reassign", "force_end", "invalidate"),
+    AttemptStatus.PAUSED: ("extend", "reassign", "force_end", "invalidate"),
+    AttemptStatus.SUBMITTED: ("select", "retry", "reassign", "invalidate"),
+    AttemptStatus.TIMED_OUT: ("select", "retry", "reassign", "invalidate"),
+    AttemptStatus.ABANDONED: ("reassign", "invalidate"),
+    AttemptStatus.INVALID: (),
+}
+
+
+def row_actions(attempt: Attempt, *, can_manage: bool, can_select: bool) -> list[tuple[str, str]]:
+    """The (action, label) pairs ``attempt``'s row offers someone who may manage attempts
+    and/or select them: only what its status allows (a practice or bot attempt is never selected
+    by hand)."""
+    offered = []
+    for action in ACTIONS_BY_STATUS[AttemptStatus(attempt.outcome.status)]:
+        if action == "select":
+            allowed = can_select and not attempt.is_practice and not attempt.is_bot
+        else:
+            allowed = can_manage
+        if allowed:
+            offered.append((action, ACTION_LABELS[action]))
+    return offered
+
+
 def grant_coached_retry(actor, attempt: Attempt, note: str) -> Attempt:
     """A new attempt on the same cell for the same person, coached by ``actor``."""
     attempt = _managed(actor, attempt)

@@ -10,7 +10,7 @@ from shifts.models import Shift
 from shifts.naming import names_of
 
 from .assignment import seen_pairs
-from .attempts import reassignment_candidates, reassignment_targets
+from .attempts import reassignment_candidates, reassignment_targets, row_actions
 from .design import missing_task_cells, stale_calibration
 from .models import Attempt, AuditEvent, Invitation, Role, Study, StudyMembership
 from .permissions import Action, can, require, roles_of
@@ -52,11 +52,14 @@ def study_overview(actor, study: Study) -> Overview:
         cell.n_completed = completed[cell.pk]  # type: ignore[attr-defined]  # read through each attempt's shift
     invitations = list(Invitation.objects.filter(participant__study=study).select_related("participant"))
     candidates, seen = reassignment_candidates(study), seen_pairs(study)
-    for attempt in attempts:  # whom each attempt row offers a reassignment to (the domain's rule)
+    can_manage, can_select = can(actor, study, Action.MANAGE), can(actor, study, Action.SELECT)
+    for attempt in attempts:  # what each attempt row offers, and whom a reassignment (the domain's rules)
+        attempt.actions = row_actions(attempt, can_manage=can_manage, can_select=can_select)  # type: ignore[attr-defined]
+        attempt.offers = {action for action, _label in attempt.actions}  # type: ignore[attr-defined]
         attempt.reassign_targets = reassignment_targets(  # type: ignore[attr-defined]
-            study, attempt, candidates, seen)
-    return Overview(study=study, roles=roles_of(actor, study), can_manage=can(actor, study, Action.MANAGE),
-                    can_select=can(actor, study, Action.SELECT), can_export=can(actor, study, Action.EXPORT),
+            study, attempt, candidates, seen) if "reassign" in attempt.offers else []  # type: ignore[attr-defined]
+    return Overview(study=study, roles=roles_of(actor, study), can_manage=can_manage,
+                    can_select=can_select, can_export=can(actor, study, Action.EXPORT),
                     cells=cells, participants=participants, attempts=attempts, invitations=invitations,
                     selected=sum(1 for a in attempts if a.is_selected and a.participant.withdrawn_at is None), rehearsal=last_outcome(study),
                     stale_calibration=stale_calibration(study), missing_tasks=missing_task_cells(study),

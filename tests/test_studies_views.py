@@ -669,3 +669,34 @@ def test_a_study_without_a_consent_text_says_nobody_is_asked(coord_client, study
             in response.content.decode())
     add_consent_version(admin, study, "You run a simulated store.")
     assert 'id="no-consent"' not in coord_client.get(f"/studies/{study.pk}/").content.decode()
+
+
+def _offered(client, study, attempt):
+    html = client.get(f"/studies/{study.pk}/").content.decode()
+    row = html[html.index(f'<tr data-attempt="{attempt.pk}"'):].split("</tr>")[0]
+    return re.findall(r'<option value="(\w+)">', row.split('name="action"')[1].split("</select>")[0]) \
+        if 'name="action"' in row else row
+
+
+def test_each_attempt_row_offers_only_what_its_status_allows(coord_client, study, admin, bot, cell):
+    from studies import attempts
+
+    attempt = assignment.assign(admin, bot, cell)
+    assert _offered(coord_client, study, attempt) == ["reassign", "force_end", "invalidate"]
+    bots.play(attempt, "clerk")
+    assert _offered(coord_client, study, attempt) == ["retry", "reassign", "invalidate"]  # a bot's is not selected
+    attempt.refresh_from_db()
+    attempt.is_bot = False  # as a person's completed attempt
+    assert [a for a, _ in attempts.row_actions(attempt, can_manage=False, can_select=True)] == ["select"]
+    attempts.invalidate(admin, attempt, "rehearsal only")
+    assert '<span class="muted" title="an invalid attempt takes no further action">' in _offered(coord_client, study,
+                                                                                                   attempt)
+
+
+def test_a_long_consent_text_can_be_read_whole_on_the_study_page(coord_client, study, admin):
+    text = "I agree to take part. " * 10 + "The last sentence says what happens to my data."
+    add_consent_version(admin, study, text)
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    versions = html[html.index('<ul id="consent-versions">'):].split("</ul>")[0]
+    assert "<details><summary>Version 1 (" in versions
+    assert "The last sentence says what happens to my data.</p></div></details>" in versions

@@ -207,17 +207,16 @@ def test_a_refused_action_comes_back_filled_in_as_sent(page, server, login):
     page.click("text=Demo study")
     row = page.locator("section#attempts tr", has=page.locator(f"td:text-is('{label}')"))  # the bot's only attempt
     form = row.locator("form.act")
-    form.locator("select[name=action]").select_option("extend")
+    assert form.locator("input[name=minutes]").count() == 0  # not started: no deadline to move
+    form.locator("select[name=action]").select_option("reassign")
     form.locator("input[name=reason]").fill("a note typed before the refusal")
-    form.locator("input[name=minutes]").fill("15")
-    form.locator("button[type=submit]").click()
+    form.locator("button[type=submit]").click()  # no one chosen to reassign to
     page.wait_for_selector("form.refilled")  # refill.js runs once the page is parsed
-    assert "only a running shift has a deadline to change" in page.inner_text("ul.messages")
+    assert "choose the participant to reassign to" in page.inner_text("ul.messages")
     form = row.locator("form.act")
     assert "refilled" in form.get_attribute("class")
-    assert form.locator("select[name=action]").input_value() == "extend"
+    assert form.locator("select[name=action]").input_value() == "reassign"
     assert form.locator("input[name=reason]").input_value() == "a note typed before the refusal"
-    assert form.locator("input[name=minutes]").input_value() == "15"
     page.reload()  # taken once
     assert row.locator("input[name=reason]").input_value() == ""
 
