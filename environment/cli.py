@@ -678,6 +678,24 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that an epilog of examples keeps its lines as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(EXAMPLES_HEADING):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
+EXAMPLES_HEADING = "Examples:"
+
+
+def with_examples(parser: argparse.ArgumentParser, *lines: str) -> None:
+    """End ``parser``'s --help with example command lines, one a line, as written."""
+    parser.epilog = "\n".join((EXAMPLES_HEADING, *(f"  {line}" for line in lines)))
+    parser.formatter_class = _ExamplesFormatter
+
+
 def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "storebench") -> argparse.ArgumentParser:
     """The ``storebench`` parser; ``extend(subparsers)`` adds the commands that live above the
     core (``mcp``, ``agent``: :mod:`mcp_client.cli`, the console entry point).  Under another
@@ -705,6 +723,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     stats.add_argument("--json", action="store_true", help="print JSON")
     stats.add_argument("--world", metavar="FILE", help="a world export to read instead of generating")
     stats.set_defaults(func=_cmd_world_stats)
+    with_examples(stats, "storebench world stats", "storebench world stats --world world.json.gz --json")
 
     aud = wsub.add_parser("audit", help="run the seed-quality audits (exit 1 if any fails)",
                           description="Run the seed-quality audits, the distributional and coherence checks "
@@ -715,6 +734,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     aud.add_argument("--json", action="store_true", help="print JSON")
     aud.add_argument("--world", metavar="FILE", help="a world export to read instead of generating")
     aud.set_defaults(func=_cmd_world_audit)
+    with_examples(aud, "storebench world audit", "storebench world audit --json > audits.json")
 
     hsh = wsub.add_parser("hash", help="generate the world and compare its hash with the recorded one",
                           description="Generate the world afresh, time it, and compare its content hash with "
@@ -725,6 +745,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     hsh.add_argument("--record", action="store_true",
                      help="write the generated hash as the recorded one (after reviewing a generator change)")
     hsh.set_defaults(func=_cmd_world_hash)
+    with_examples(hsh, "storebench world hash", "storebench world hash --record   # after reviewing a generator change")
 
     exp = wsub.add_parser("export", help="write the world as canonical JSON (.json or .json.gz)",
                           description="Write the generated world as canonical JSON: plain for a name ending in "
@@ -733,6 +754,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
                                       "the file back.")
     exp.add_argument("path", help="output file, ending in .json or .json.gz")
     exp.set_defaults(func=_cmd_world_export)
+    with_examples(exp, "storebench world export world.json.gz", "storebench world stats --world world.json.gz")
 
     tasks = sub.add_parser("tasks", help="the task suite", description="Tasks bundled with the environment.")
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="TASKS_COMMAND", required=True)
@@ -745,6 +767,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     tlist.add_argument("--split", choices=("train", "eval", "practice"),
                        help="only this split (without it: train and eval; practice is the console's practice task)")
     tlist.set_defaults(func=_cmd_tasks_list)
+    with_examples(tlist, "storebench tasks list", "storebench tasks list --split eval --json")
     tshow = tsub.add_parser("show", help="one task's public terms, or with --prompt the brief an agent is given",
                             description="Show a task's public terms. With --prompt, print exactly the brief an "
                                         "agent receives (the MCP server's instructions, prompt 'brief' and "
@@ -754,6 +777,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     tshow.add_argument("--prompt", action="store_true", help="print only the agent's brief")
     tshow.add_argument("--json", action="store_true", help="print JSON (the terms and the brief)")
     tshow.set_defaults(func=_cmd_tasks_show)
+    with_examples(tshow, "storebench tasks show liquidity", "storebench tasks show steady --prompt")
     tabl = tsub.add_parser("ablate", help="remove each ingredient of a lens and show how the anchors change",
                            description="Ablate a lens: for each defining ingredient (an event, the rivals, the "
                                        "cash or terms overrides, a trimmed or empty shelf) replay blast-list, "
@@ -770,13 +794,13 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
                       help=f"with all: parallel worker processes (default {ABLATE_WORKERS})")
     tabl.add_argument("--json", action="store_true", help="print JSON")
     tabl.set_defaults(func=_cmd_tasks_ablate)
+    with_examples(tabl, "storebench tasks ablate liquidity", "storebench tasks ablate all --out calibration/ablation.md")
 
     run = sub.add_parser("run", help="run a scripted policy on one task and seed and write its trial folder",
                          description="Run a scripted policy (one of the six anchors, or the diligence-only "
                                      "clerk the calibration plays as a check) through the tool surface, grade it and "
                                      "write the trial's artifacts (score.json, actions, ledger, per-window "
-                                     "balances). Example: storebench run --task steady --seed 7 --policy "
-                                     "smart-triage --out trials/st-steady-7")
+                                     "balances).")
     run.add_argument("--task", required=True, help="task id (see `storebench tasks list`)")
     run.add_argument("--seed", required=True, type=seed_arg, help="task seed, e.g. 7, 11 or 13")
     run.add_argument("--policy", required=True, help=policy_names())
@@ -787,6 +811,9 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
                           "on the spot")
     run.add_argument("--json", action="store_true", help="print the score as JSON")
     run.set_defaults(func=_cmd_run)
+    with_examples(run, "storebench run --task steady --seed 7 --policy smart-triage --out trials/st-steady-7 \\",
+                  "    --calibration calibration/public.json",
+                  "storebench run --task liquidity --seed 11 --policy diligence --out trials/clerk --json")
 
     batch = sub.add_parser("batch", help="play a policy or a recorded action log on many cells in parallel",
                            description="Play a scripted policy, or replay a recorded action log, on every "
@@ -812,6 +839,10 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     batch.add_argument("--json", action="store_true",
                        help="print the summary and every trial's result as JSON (else one line of text)")
     batch.set_defaults(func=_cmd_batch)
+    with_examples(batch, "storebench batch --tasks eval --policy smart-triage --out trials/batch \\",
+                  "    --calibration calibration/public.json",
+                  "storebench batch --tasks eval --policy smart-triage --out trials/batch --skip-played   # finish it",
+                  "storebench batch --tasks train --seeds 7 --actions trials/st-steady-7/actions.jsonl --out trials/again")
 
     rep = sub.add_parser("replay", help="re-execute trial folders and demand a byte-exact match",
                          description="Check every file of each trial against the checksums in its manifest.json, "
@@ -821,6 +852,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     rep.add_argument("dirs", nargs="+", type=path_arg, help="trial folders (for a batch's output, DIR/*)")
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(func=_cmd_replay)
+    with_examples(rep, "storebench replay trials/st-steady-7", "storebench replay trials/batch/*   # every trial of a batch")
 
     ana = sub.add_parser("analyze", help="failure-mode report of trial folders (no model in the loop)",
                          description="Replay a trial and report: never restocked, restocked only after running "
@@ -833,6 +865,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     ana.add_argument("--json", action="store_true",
                      help="print JSON: one folder's report as an object, several as a list; each names its path")
     ana.set_defaults(func=_cmd_analyze)
+    with_examples(ana, "storebench analyze trials/st-steady-7", "storebench analyze trials/batch/* --json > report.json")
 
     cal = sub.add_parser("calibrate", help="run the anchors on task-seed cells, check the gates, write the file",
                          description="Calibrate cells: the six anchors set each cell's zero, scale and pass "
@@ -845,8 +878,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
                                      "fails it exits 1 naming the cell and the gate, and leaves OUT as it was: "
                                      "the failed calibration goes to STEM.failed.json beside it, with its report. "
                                      "Shows each cell as it is done. The 51 public cells take about a minute with "
-                                     "--workers 2 on a two-core machine (the default is one worker). Example: "
-                                     "storebench calibrate --tasks steady --seeds 7 11 --out my.json")
+                                     "--workers 2 on a two-core machine (the default is one worker).")
     cal.add_argument("--tasks", nargs="+", default=["all"], help=f"{TASKS_HELP} (default all)")
     cal.add_argument("--seeds", nargs="+", type=seed_arg, default=[7, 11, 13], help="seeds (default 7 11 13)")
     cal.add_argument("--out", required=True, type=path_arg, help="calibration JSON to write (only if every gate holds)")
@@ -855,6 +887,8 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     cal.add_argument("--workers", type=positive_int, default=1,
                      help="parallel worker processes, one cell each (default 1)")
     cal.set_defaults(func=_cmd_calibrate)
+    with_examples(cal, "storebench calibrate --tasks steady --seeds 7 11 --out my.json",
+                  "storebench calibrate --out calibration/public.json --workers 2   # every public cell")
 
     reg = sub.add_parser("regrade", help="recompute scores of trial folders from their ledgers",
                          description="Re-grade trials: recompute business, reliability, composite and pass from "
@@ -864,6 +898,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     reg.add_argument("--calibration", required=True, type=path_arg, help="calibration file")
     reg.add_argument("--json", action="store_true", help="print JSON")
     reg.set_defaults(func=_cmd_regrade)
+    with_examples(reg, "storebench regrade trials/batch/* --calibration calibration/public.json")
 
     srch = sub.add_parser("search", help="random search or hill climbing over action sequences",
                           description="Check that cheap search cannot game the composite: play N episodes of "
@@ -878,6 +913,8 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     srch.add_argument("--calibration", metavar="FILE", type=path_arg, help="calibration file (else the cell is calibrated now)")
     srch.add_argument("--json", action="store_true", help="print JSON, with the best-so-far curve")
     srch.set_defaults(func=_cmd_search)
+    with_examples(srch, "storebench search --method random --calibration calibration/public.json",
+                  "storebench search --method hill --task steady --seed 7 --episodes 300 --json > hill.json")
 
     bench = sub.add_parser("bench", help="measure speed and memory (medians, printed, never asserted)",
                            description="Measure, in one run: in-process tool calls, window advances and whole "
@@ -893,6 +930,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
                        help="time the full calibration with 1 and 2 workers (default on; minutes)")
     bench.add_argument("--engine-only", action="store_true", help="only the in-process engine figures")
     bench.set_defaults(func=_cmd_bench)
+    with_examples(bench, "storebench bench --quick", "storebench bench --engine-only --json")
     if extend is not None:
         extend(sub)
     return parser

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from environment.cli import TASKS_HELP, path_arg, positive_int, seed_arg, whole_number, writable_folder
+from environment.cli import TASKS_HELP, path_arg, positive_int, seed_arg, whole_number, with_examples, writable_folder
 from environment.orchestration import expand_tasks, run_cells
 
 from .agent import (
@@ -135,3 +135,6 @@ def add_agent_command(sub: Any) -> None:
                             f"after its Retry-After or 0.5 s doubled each time up to 8 s (default {RETRIES}; 0 "
                             "never); counted in the trial's metrics as retries")
     agent.set_defaults(func=_cmd_agent)
+    with_examples(agent, "storebench agent --model my-model --base-url http://127.0.0.1:8000/v1 --task steady --seed 7",
+                  "storebench agent --model my-model --base-url https://api.example.com/v1 --tasks eval \\",
+                  "    --seeds 7 11 13 --concurrency 4 --trials trials/my-model --skip-played")

@@ -25,7 +25,7 @@ from typing import Any
 
 from environment.cli import build_parser as core_parser
 from environment.cli import main as core_main
-from environment.cli import path_arg, positive_int, seconds_above_zero, seed_arg, writable_folder
+from environment.cli import path_arg, positive_int, seconds_above_zero, seed_arg, with_examples, writable_folder
 from environment.errors import InvalidSeed, check_seed
 
 OPERATOR_TOKEN_ENV = "STOREBENCH_OPERATOR_TOKEN"
@@ -260,6 +260,9 @@ def _add_mcp(sub: Any) -> None:
                      help="stdio: a JSON object of labels (e.g. token metrics) read when the host hangs up; "
                           "the trial folder is then written, also for an episode that reached its horizon earlier")
     mcp.set_defaults(func=_cmd_mcp)
+    with_examples(mcp, "storebench mcp --task steady --seed 7 --trials trials   # stdio, for an MCP host",
+                  "storebench mcp --http --episode steady:7 --episode liquidity:11 --port 8765",
+                  "storebench mcp --http --episode steady:7 --state state/ --operator-token \"$TOKEN\"")
 
 
 def _extend(sub: Any) -> None:
