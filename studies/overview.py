@@ -9,10 +9,10 @@ from django.db.models import Count, Q
 from shifts.models import Shift
 from shifts.naming import names_of
 
-from .assignment import seen_pairs
+from .assignment import QUOTA_STATUSES, seen_pairs
 from .attempts import reassignment_candidates, reassignment_targets, row_actions
 from .design import missing_task_cells, stale_calibration
-from .models import Attempt, AuditEvent, Invitation, Role, Study, StudyMembership
+from .models import Attempt, AttemptKind, AuditEvent, Invitation, Role, Study, StudyMembership
 from .permissions import Action, can, require, roles_of
 from .rehearsal import last_outcome
 
@@ -36,10 +36,16 @@ class Overview:
     open_shifts: int  # attempts assigned or running, which closing the study leaves to be finished
 
 
+IN_QUOTA = Q(attempts__kind=AttemptKind.FIRST, attempts__is_practice=False, attempts__status__in=QUOTA_STATUSES)
+
+
 def study_overview(actor, study: Study) -> Overview:
     require(actor, study, Action.VIEW)
     cells = list(study.cells.annotate(
         n_attempts=Count("attempts", filter=Q(attempts__is_practice=False)),
+        # the places taken under the quota, as assignment counts them (quota_used), and how many by bots
+        n_places=Count("attempts", filter=IN_QUOTA),
+        n_bot_places=Count("attempts", filter=IN_QUOTA & Q(attempts__is_bot=True)),
         # a withdrawn person's selected attempt leaves the figures, as on the leaderboard
         n_selected=Count("attempts", filter=Q(attempts__is_selected=True,
                                               attempts__participant__withdrawn_at__isnull=True)),

@@ -700,3 +700,10 @@ def test_a_long_consent_text_can_be_read_whole_on_the_study_page(coord_client, s
     versions = html[html.index('<ul id="consent-versions">'):].split("</ul>")[0]
     assert "<details><summary>Version 1 (" in versions
     assert "The last sentence says what happens to my data.</p></div></details>" in versions
+
+
+def test_the_cells_table_says_the_places_taken_and_how_many_by_rehearsal_bots(coord_client, study, admin, bot, cell):
+    assignment.assign(admin, bot, cell)
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    row = html[html.index("<tr><td>steady/7</td>"):].split("</tr>")[0]
+    assert "<td>1 of 1 taken <small>(1 by rehearsal bot)</small></td>" in row
