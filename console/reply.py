@@ -216,7 +216,7 @@ def card_html(card: Card, page: Page) -> str:
 # --- the result panel (templates/console/_result.html) -------------------------------------------
 
 def result_html(shown: Any, result: CallResult, view: Presentation | None, page: Page,
-                rereading: bool = False) -> str:
+                rereading: bool = False, repeated: bool = False) -> str:
     """The panel for ``shown`` (``view`` is its presentation, :func:`console.present.present`)."""
     if not shown:
         return "\n\n  <p class=\"muted\">The result of your next call appears here.</p>\n\n"
@@ -231,6 +231,10 @@ def result_html(shown: Any, result: CallResult, view: Presentation | None, page:
                    if read else "")
         out.append(f'\n      <p class="cached-banner">Cached view: stored result of call #{seq}{read_at}.'
                    " Re-reading spends nothing; call the tool again for fresh data.</p>\n    ")
+    out.append("\n    ")
+    if repeated:
+        out.append(f'\n      <p class="repeat-banner" role="status">Sent again: call #{seq} had already been made,'
+                   " so its answer is shown again and nothing more was spent.</p>\n    ")
     if shown.spent_operation:
         cost = '<span class="tag">1 operation</span>'
     elif not shown.reached_core:
@@ -382,7 +386,7 @@ def _field(row: dict, key: str) -> str:
 def call_reply(*, shown: Any, result: CallResult, view: Presentation, header: Any, fresh: bool, inbox: Any,
                inbox_changed: bool, cached: list, cached_changed: bool, form_html: str, page: Page) -> SafeString:
     """The whole reply (templates/console/_call_response.html)."""
-    out = [result_html(shown, result, view, page), "\n", header_html(header, oob=True), "\n"]
+    out = [result_html(shown, result, view, page, repeated=not fresh), "\n", header_html(header, oob=True), "\n"]
     if fresh:
         out.append('<template><ol hx-swap-oob="afterbegin:#history-list">'
                    f"{history_item_html(shown, page.shift.pk)}</ol></template>")

@@ -155,12 +155,20 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         "due": overview.due,
         "families": tool_families(),
         "values": {},
+        # A result shown again after the store has moved on to a later window than the one its call
+        # left it in (a re-read, a reload) offers no row action: what its rows name may have changed.
+        "earlier_window": _moved_on_since(shown, overview.header),
         **extra,
     }
     if shift.status == Shift.Status.ENDED:
         context.update(_end_context(shift))
         context["chart"] = mark_safe(timeline_svg(timeline_of(shift)))  # numbers and fixed labels only
     return context
+
+
+def _moved_on_since(shown, header) -> bool:
+    after = result_of(shown).header if shown else None
+    return bool(after and header and header.window > after.window)
 
 
 def _end_context(shift: Shift) -> dict:
@@ -399,7 +407,7 @@ def shift_call(request: HttpRequest, pk: int) -> HttpResponse:
         shown=done.call, result=result_of(done.call), view=present_call(done.call, done.calls), header=done.header,
         fresh=done.fresh, inbox=done.inbox if inbox_changed else None, inbox_changed=inbox_changed,
         cached=done.cached if cached_changed else [], cached_changed=cached_changed,
-        form_html=tool_form(form_context, form, True), page=page)
+        form_html=tool_form(form_context, form, True, call_id), page=page)  # the same id: a second press is this call
     return HttpResponse(html)
 
 

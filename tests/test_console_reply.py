@@ -44,14 +44,16 @@ def first(done, key):
 
 def play(user, shift):
     """Calls of every tool, each with what the ones before it found; yields each CallDone."""
-    def call(tool, **arguments):
-        return workspace.perform_call(Shift(pk=shift.pk), tool, arguments, uuid.uuid4().hex, owner=user.pk)
+    def call(tool, call_id="", **arguments):
+        return workspace.perform_call(Shift(pk=shift.pk), tool, arguments, call_id or uuid.uuid4().hex, owner=user.pk)
 
     orders = call("list_orders", page_size=5, status="awaiting_shipment")
     yield orders
     order = first(orders, "order_id") or "ORD-none"
     yield call("get_order", order_id=order)
-    yield call("fulfill_order", order_id=order)
+    shipped = call("fulfill_order", order_id=order)
+    yield shipped
+    yield call("fulfill_order", call_id=shipped.call.call_id, order_id=order)  # pressed twice: the same call
     yield call("list_orders", page_size=5)  # the shipped row is marked done
     returns = call("list_returns")
     yield returns
@@ -175,3 +177,16 @@ def test_empty_panels(user, shift):
         "console/_cached.html", {"cached": [], "header": None, "shift": shift, "oob": True})
     assert reply.inbox_html(None, page) == render_to_string("console/_inbox.html", {"inbox": None, "shift": shift})
     assert reply.result_html(None, None, None, page) == render_to_string("console/_result.html", {"shown": None})
+
+
+def test_a_call_sent_twice_is_answered_again_saying_so_and_spends_nothing(user, shift):
+    request = RequestFactory().post("/")
+    request.user = user
+    first_send = workspace.perform_call(Shift(pk=shift.pk), "list_orders", {"page_size": 5}, "a" * 32, owner=user.pk)
+    again = workspace.perform_call(Shift(pk=shift.pk), "list_orders", {"page_size": 5}, "a" * 32, owner=user.pk)
+    assert not again.fresh and again.call.seq == first_send.call.seq
+    assert again.header.ops_left == first_send.header.ops_left
+    banner = (f"Sent again: call #{first_send.call.seq} had already been made, so its answer is shown again and "
+              "nothing more was spent.")
+    assert banner in python_reply(request, again, False, False)
+    assert banner not in python_reply(request, first_send, False, False)

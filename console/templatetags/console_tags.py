@@ -99,20 +99,24 @@ def _kept_tool_form(name: str, oob: bool, values: tuple, prefix: str, urlconf) -
 
 
 @register.simple_tag(takes_context=True)
-def tool_form(context, form, oob=False) -> SafeString:
+def tool_form(context, form, oob=False, call_id: str = "") -> SafeString:
     """``{% include "console/_tool_form.html" %}``, rendered once per tool, refill values
     and script prefix and kept (a call's reply carries its tool's form again, and the
-    workspace all 29): each copy gets the shift's URL, a fresh call id and this request's
-    CSRF token.  The URL is replaced only in the ``action`` and ``hx-post`` attributes,
-    where no refill value can reach (a value's quotes are escaped)."""
+    workspace all 29): each copy gets the shift's URL, a call id (``call_id``, the one the
+    reply answers, the form then marked ``data-held`` for the page's script, which renews it
+    soon; else a fresh one) and this request's CSRF token.  The URL is replaced only
+    in the ``action`` and ``hx-post`` attributes, where no refill value can reach (a value's
+    quotes are escaped)."""
     values = context.get("values") or {}
     kept, marked_url = _kept_tool_form(form.name, bool(oob), tuple(sorted(values.items())),
                                        get_script_prefix(), get_urlconf())
     url = conditional_escape(shift_url("console:shift_call", context["shift"].pk))
+    if call_id:
+        kept = kept.replace("<form ", '<form data-held="1" ', 1)
     return mark_safe(kept.replace(f'action="{marked_url}"', f'action="{url}"')
                      .replace(f'hx-post="{marked_url}"', f'hx-post="{url}"')
                      .replace(_CSRF_INPUT, CsrfTokenNode().render(context))
-                     .replace(_CALL_ID_MARK, _fresh_call_id()))
+                     .replace(_CALL_ID_MARK, call_id or _fresh_call_id()))
 
 
 @register.filter
@@ -243,7 +247,7 @@ def table_rows(context, table) -> SafeString:
     """A result table's ``<tr>`` rows: what each row is (its key, done or urgent), its
     actions while the shift is active, its cells (:func:`row_cells`).  Written out here
     rather than as template nodes: a result has up to a hundred rows."""
-    active = context["shift"].takes_calls
+    active = context["shift"].takes_calls and not context.get("earlier_window")
     has_actions = table.has_actions
     parts = _form_parts(context) if has_actions and active else None  # worked out once, not once a row
     out = []

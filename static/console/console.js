@@ -3,17 +3,32 @@
 
 // The last operation of a window moves the world on: ask first. A form with its own
 // question (a destructive tool, a reorder landing after the close) gets one dialog that
-// asks both; end_window's own question already says the window ends.
+// asks both. end_window's question names the window it ends, so that a second press
+// (after the first has moved the store on) is seen to end the next one.
+// A question answered yes is a press made on purpose: it is sent as a new call even within
+// the moment a form keeps its last call's id (below), so that ending two windows one after
+// the other ends two.
 document.addEventListener("htmx:confirm", function (evt) {
   var form = evt.detail.elt;
   if (!form || !form.dataset || form.dataset.spends !== "1") return;
   var header = document.getElementById("store-header");
-  if (!header || header.dataset.opsLeft !== "1") return;
+  var question = evt.detail.question;
   var tool = form.querySelector && form.querySelector("input[name=tool]");
-  if (tool && tool.value === "end_window") return;
+  if (tool && tool.value === "end_window" && header && question) {
+    var d = header.dataset, now = parseInt(d.window, 10), left = parseInt(d.opsLeft, 10);
+    if (!isNaN(now) && !isNaN(left)) {
+      question = "End window " + now + " of " + d.windows + " now? " +
+        (left === 1 ? "Its 1 operation left is" : "Its " + left + " operations left are") + " forfeited and the store " +
+        (now < parseInt(d.windows, 10) ? "moves on to window " + (now + 1) + "." : "reaches the end of the shift.");
+    }
+  } else if (header && header.dataset.opsLeft === "1") {
+    var last = "This is the last operation of the window: after this call the store moves on to the next window. Continue?";
+    question = question ? question + "\n\n" + last : last;
+  }
+  if (!question) return;
   evt.preventDefault();
-  var last = "This is the last operation of the window: after this call the store moves on to the next window. Continue?";
-  if (window.confirm(evt.detail.question ? evt.detail.question + "\n\n" + last : last)) {
+  if (window.confirm(question)) {
+    if (window.storebenchNewCall) window.storebenchNewCall(form);
     evt.detail.issueRequest(true);
   }
 });
@@ -414,10 +429,14 @@ document.addEventListener("htmx:confirm", function (evt) {
 // Row actions: each is one call through the call endpoint with its own call id. The
 // reply's outcome line lands in the row; the list stays. After any answer from the
 // server every form that makes a call (row actions, quick reads, the inbox's refunds, the
-// purchase-order grid, the tool forms) gets a fresh call id: a retry or a corrected
-// amount is a new call. Until the answer it keeps its id and its button is disabled; a
-// submit made meanwhile (a row's key pressed twice) is dropped, not queued: htmx would
-// send a queued one after the answer, by when the form holds a fresh id, a second call.
+// purchase-order grid, the tool forms; a call's reply brings its tool form back with the
+// id it was sent with) keeps that id for REPEAT_MS, then gets a fresh one, at once if
+// anything in it is changed or another call is sent: a second press that soon after the
+// answer, with nothing between (a double click, Enter pressed twice), is the same call,
+// answered from the call record with nothing spent, while a retry, a corrected amount or a
+// read made again after other calls is a new call. Until the answer its button is
+// disabled; a submit made meanwhile is dropped, not queued (htmx would send a queued one
+// after the answer).
 // With no answer (or a 5xx) it keeps its id, and the page asks the server's call record
 // whether that call was stored.
 (function () {
@@ -442,6 +461,43 @@ document.addEventListener("htmx:confirm", function (evt) {
     var top = document.getElementById("shift-top");
     return top ? top.dataset.shift : null;
   }
+  var REPEAT_MS = 1500;
+  var held = [];  // the renewals of the ids kept after their answer, each run once
+  window.storebenchNewCall = function (form) {  // the next press of ``form`` is a new call, now
+    var input = form.querySelector("input[name=call_id]");
+    held.forEach(function (h) { if (h.input === input) h.renew(); });
+  };
+  function renewSoon(input) {
+    var form = input.form, sent = input.value, timer = null, done = false;
+    function renew() {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (form) { form.removeEventListener("input", renew); form.removeEventListener("change", renew); }
+      if (input.value === sent) input.value = freshId();
+    }
+    if (form) { form.addEventListener("input", renew); form.addEventListener("change", renew); }
+    timer = setTimeout(renew, REPEAT_MS);
+    held.push({ id: sent, input: input, renew: renew });
+  }
+  document.addEventListener("htmx:load", function (evt) {  // a tool form a reply brought back with its call's id
+    var root = evt.detail.elt;
+    if (!root || !root.querySelectorAll) return;
+    var forms = Array.prototype.slice.call(root.querySelectorAll("form[data-held]"));
+    if (root.matches && root.matches("form[data-held]")) forms.push(root);
+    forms.forEach(function (form) {
+      form.removeAttribute("data-held");
+      var input = form.querySelector("input[name=call_id]");
+      if (input) renewSoon(input);
+    });
+  });
+  document.addEventListener("htmx:beforeRequest", function (evt) {  // another call: every other kept id goes
+    var form = evt.detail.elt, input = form && form.querySelector && form.querySelector("input[name=call_id]");
+    if (!input) return;
+    var keep = [];
+    held.forEach(function (h) { if (h.id === input.value) keep.push(h); else h.renew(); });
+    held = keep;
+  });
   document.addEventListener("htmx:afterRequest", function (evt) {
     var form = evt.detail.elt;
     if (!form || form.tagName !== "FORM") return;
@@ -462,7 +518,8 @@ document.addEventListener("htmx:confirm", function (evt) {
         return;
       }
     }
-    id.value = freshId();
+    renewSoon(id);  // a form that stays (a quick read, a refused row action, the inbox); a tool form the
+    // reply replaced comes back marked data-held (above)
   });
   function unanswered(evt) {
     var form = evt.detail.elt;

@@ -131,6 +131,19 @@ def test_a_participant_works_a_whole_shift(page, server, login, screenshot):
     assert ops_left(page) == OPS - 6
     assert page.locator("#history-list li").count() == history_before + 1
 
+    # a second click once the answer is in, as soon as a hurried person's, is the same call: nothing more spent
+    form = page.locator("#tool-list_orders")
+    form.locator("[name=arg_page_size]").fill("4")
+    before = shown_seq(page)
+    form.locator("button[type=submit]").click()
+    page.wait_for_function(f"() => Number(document.querySelector('#result .result').dataset.seq) > {before}")
+    page.locator("#tool-list_orders button[type=submit]").click()  # the form the answer brought back
+    page.wait_for_selector("#result .repeat-banner")
+    assert ops_left(page) == OPS - 7
+    page.wait_for_timeout(1600)  # then a press is a new call
+    page.locator("#tool-list_orders button[type=submit]").click()
+    page.wait_for_function(f"() => document.querySelector('#store-header').dataset.opsLeft === '{OPS - 8}'")
+
     # a reload and a server restart resume the same shift
     header = page.inner_text("#store-header")
     history = page.inner_text("#history-list")
@@ -141,7 +154,7 @@ def test_a_participant_works_a_whole_shift(page, server, login, screenshot):
     assert page.inner_text("#store-header") == header and page.inner_text("#history-list") == history
     again = call_tool(page, "list_orders", page_size=5)  # and the next call continues the count
     assert again["rows"][0]["order_id"] != order_id  # the shipped order is no longer awaiting shipment
-    assert ops_left(page) == OPS - 7
+    assert ops_left(page) == OPS - 9
     page.wait_for_selector("body[data-live=websocket]")
     for window in range(2, 6):  # a few windows, so the end page's timeline has a shape
         call_tool(page, "end_window")

@@ -436,8 +436,10 @@ def test_the_last_operation_warning_is_not_lost_behind_a_forms_own_question(coun
     page.locator(".quick-bar button[data-tool=list_orders]").click()  # no question of its own
     page.locator(".quick-bar button[data-tool=end_window]").click()  # its own question says the window ends
     page.wait_for_timeout(500)
-    assert asked[1].startswith("This is the last operation of the window") and asked[2].startswith("End the window now?")
-    assert "last operation" not in asked[2]
+    now, windows = (int(page.get_attribute("#store-header", f"data-{k}")) for k in ("window", "windows"))
+    assert asked[1].startswith("This is the last operation of the window")
+    assert asked[2] == (f"End window {now} of {windows} now? Its 1 operation left is forfeited and the store moves on "
+                        f"to window {now + 1}.")  # its own question, naming the window it ends
     page.reload()
     assert page.get_attribute("#store-header", "data-ops-left") == "1"
 
