@@ -136,6 +136,12 @@ class Presentation:
     still_open: bool = False  # the write went through but left its row to act on (a refund not accepted)
     is_read: bool = False  # a read tool: what it shows is as of a moment ("read ... · window N")
 
+    @property
+    def acts(self) -> bool:
+        """Whether anything shown offers an action: a row's, the card's, or the card's order lines."""
+        return (any(table.has_actions for table in self.tables)
+                or bool(self.card and (self.card.actions or self.card.lines)))
+
 
 # --- cells -----------------------------------------------------------------------------------
 

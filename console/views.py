@@ -155,8 +155,8 @@ def _context(overview: workspace.Overview, **extra) -> dict:
         "due": overview.due,
         "families": tool_families(),
         "values": {},
-        # A result shown again after the store has moved on to a later window than the one its call
-        # left it in (a re-read, a reload) offers no row action: what its rows name may have changed.
+        # A result shown again (a re-read, a reload) that was read in an earlier window than the
+        # store's now offers no row action: what its rows name may have changed.
         "earlier_window": _moved_on_since(shown, overview.header),
         **extra,
     }
@@ -167,8 +167,9 @@ def _context(overview: workspace.Overview, **extra) -> dict:
 
 
 def _moved_on_since(shown, header) -> bool:
-    after = result_of(shown).header if shown else None
-    return bool(after and header and header.window > after.window)
+    """Whether ``shown`` was read in an earlier window than the store's ``header`` now (as the
+    cached views mark it)."""
+    return bool(shown and shown.window and header and header.window > shown.window)
 
 
 def _end_context(shift: Shift) -> dict:

@@ -841,7 +841,8 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     batch.set_defaults(func=_cmd_batch)
     with_examples(batch, "storebench batch --tasks eval --policy smart-triage --out trials/batch \\",
                   "    --calibration calibration/public.json",
-                  "storebench batch --tasks eval --policy smart-triage --out trials/batch --skip-played   # finish it",
+                  "storebench batch --tasks eval --policy smart-triage --out trials/batch --skip-played \\",
+                  "    --calibration calibration/public.json   # finish an interrupted batch",
                   "storebench batch --tasks train --seeds 7 --actions trials/st-steady-7/actions.jsonl --out trials/again")
 
     rep = sub.add_parser("replay", help="re-execute trial folders and demand a byte-exact match",
@@ -888,7 +889,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
                      help="parallel worker processes, one cell each (default 1)")
     cal.set_defaults(func=_cmd_calibrate)
     with_examples(cal, "storebench calibrate --tasks steady --seeds 7 11 --out my.json",
-                  "storebench calibrate --out calibration/public.json --workers 2   # every public cell")
+                  "storebench calibrate --out my-calibration.json --workers 2   # every public cell")
 
     reg = sub.add_parser("regrade", help="recompute scores of trial folders from their ledgers",
                          description="Re-grade trials: recompute business, reliability, composite and pass from "

@@ -262,7 +262,7 @@ def _add_mcp(sub: Any) -> None:
     mcp.set_defaults(func=_cmd_mcp)
     with_examples(mcp, "storebench mcp --task steady --seed 7 --trials trials   # stdio, for an MCP host",
                   "storebench mcp --http --episode steady:7 --episode liquidity:11 --port 8765",
-                  "storebench mcp --http --episode steady:7 --state state/ --operator-token \"$TOKEN\"")
+                  "storebench mcp --http --episode steady:7 --state state/   # sessions resume after a restart")
 
 
 def _extend(sub: Any) -> None:

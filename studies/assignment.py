@@ -23,7 +23,7 @@ read with its study's (both locked on PostgreSQL), so a study closed meanwhile
 Policies (:func:`assign_next`) choose only among people who can start a scored shift
 now: not bots, invitation accepted, current consent given (a bot is never asked: a script
 gives no consent), briefing acknowledged and practice shift finished, no open attempt, and
-an account that has never held staff powers or a team role (:func:`scored_bar`).  Attempts whose shift has ended are settled
+an account without staff powers that holds no team role and has held none (:func:`scored_bar`).  Attempts whose shift has ended are settled
 first (:func:`studies.settling.settle_ended`): the console ends a shift without touching
 its attempt, and a finished person is not busy.
 """
@@ -279,7 +279,8 @@ def _assign_by_policy(actor, study: Study, participants, policy: str | None, *, 
 def why_nothing_assigned(study: Study) -> str:
     """Why :func:`assign_next` found nobody for any cell, in one sentence for the coordinator:
     how many of the study's people could not take a scored cell now and why (each counted once,
-    under the first reason in the order the policy checks them), then what kept the rest out."""
+    under the first of these reasons that holds), then what kept the rest out: no cell with room,
+    or none they have not had a scored attempt on (a policy gives nobody a cell twice)."""
     people = list(study.participants.select_related("user"))
     busy = set(Attempt.objects.filter(study=study, status__in=OPEN_STATUSES).values_list("participant_id", flat=True))
     barred = barred_users([p.user_id for p in people])
@@ -307,7 +308,7 @@ def why_nothing_assigned(study: Study) -> str:
         "bot": ("is a rehearsal bot (a rehearsal assigns it)", "are rehearsal bots (a rehearsal assigns them)"),
         "account": ("has no account yet (invitation not accepted)", "have no account yet (invitation not accepted)"),
         "consent": ("has not accepted the current consent text", "have not accepted the current consent text"),
-        "team": ("has, or had, staff powers or a team role", "have, or had, staff powers or a team role"),
+        "team": ("holds staff powers, or holds or held a team role", "hold staff powers, or hold or held a team role"),
         "ready": ("has not read the briefing or finished the practice shift",
                   "have not read the briefing or finished the practice shift"),
         "busy": ("has a shift open", "have a shift open"),
@@ -322,11 +323,18 @@ def why_nothing_assigned(study: Study) -> str:
         head, rest = "Nothing to assign: ", counted(len(ready), "participant")
     if not ready:
         return f"{head}nobody is left who can take a scored cell now."
-    room = [c for c in study.cells.all() if installed(c.task_id) and quota_used(c) < c.quota]
+    cells = [c for c in study.cells.all() if installed(c.task_id)]
+    if not cells:
+        return (f"{head}{rest} could take one, but no cell's task can be loaded on this server: install the task "
+                "files the study page names.")
+    room = [c for c in cells if quota_used(c) < c.quota]
     if not room:
-        return f"{head}{rest} could take one, but every cell is full: raise a quota on the study page."
-    return (f"{head}{rest} {plural(len(ready), 'has', 'have')} seen every cell with room left "
-            f"({counted(len(room), 'cell')}): grant a coached retry, or add participants.")
+        held = sum(1 for c in cells if c.quota == 0)
+        on_hold = f" or on hold (quota 0: {counted(held, 'cell')})" if held else ""
+        return f"{head}{rest} could take one, but every cell is full{on_hold}: raise a quota on the study page."
+    return (f"{head}{rest} {plural(len(ready), 'has', 'have')} already had a scored attempt on every cell with room "
+            f"left ({counted(len(room), 'cell')}), and a policy gives nobody a cell twice: assign one by hand, grant "
+            "a coached retry, or add participants.")
 
 
 def abandon_unstarted(attempt: Attempt, reason: str) -> None:

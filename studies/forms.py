@@ -68,7 +68,7 @@ class QuotaForm(forms.Form):
 
 class ParticipantForm(forms.Form):
     label = forms.CharField(max_length=80)
-    email = forms.EmailField(label="E-mail", required=False)
+    email = forms.EmailField(label="E-mail", required=False, max_length=254)  # the model's column
     years_ecommerce = forms.IntegerField(label="Years in e-commerce", min_value=0, max_value=60, required=False)
     role = forms.CharField(max_length=200, required=False)
     platforms = forms.CharField(max_length=200, required=False)

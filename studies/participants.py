@@ -113,6 +113,8 @@ def add_participant(actor, study: Study, label: str, qualifications: dict | None
             validate_email(email)
         except ValidationError as exc:
             raise StudyError(f"email {email[:80]!r} is not an e-mail address") from exc
+        if len(email) > 254:
+            raise StudyError(f"an e-mail address is at most 254 characters, not {len(email)}")
     with transaction.atomic():
         # As the study stands now (a rehearsal task's copy may be older): closing locks this row too.
         refuse_closed(Study.objects.select_for_update().get(pk=study.pk), NO_NEW_PARTICIPANT)
@@ -441,9 +443,10 @@ def affiliation(shift) -> Affiliation | None:
 
 def person_page(user_id: int) -> PersonPage | None:
     """The shift domain's person page lookup (added in ``StudiesConfig.ready``): the study page
-    of the person's latest participation, and why it gives them no more shifts (withdrawn, left,
-    or the study closed); None for someone in no study."""
-    latest = Participant.objects.filter(user_id=user_id).select_related("study").order_by("-pk").first()
+    of the person's latest participation still going on (else their latest), and why it gives
+    them no more shifts (withdrawn, left, or the study closed); None for someone in no study."""
+    mine = Participant.objects.filter(user_id=user_id).select_related("study").order_by("-pk")
+    latest = (mine.filter(withdrawn_at=None, returned_at=None, study__closed_at=None).first() or mine.first())
     if latest is None:
         return None
     if latest.withdrawn_at is not None:

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("fresh_console_cache")
 # and _row_action.html), kept here as the reference the tags must match byte for byte.
 ROW_ACTION = """{% load console_tags %}
 <form class="row-action" method="post" action="{% url 'console:shift_call' shift.pk %}"
-      hx-post="{% url 'console:shift_call' shift.pk %}" hx-target="next .row-status" hx-select=".window-marker, .outcome" hx-swap="innerHTML"
+      hx-post="{% url 'console:shift_call' shift.pk %}" hx-target="next .row-status" hx-select=".repeat-banner, .window-marker, .outcome" hx-swap="innerHTML"
       hx-disabled-elt="find button" data-spends="1" data-key="{{ action.key }}" data-tool="{{ action.tool }}"{% if action.confirm %} hx-confirm="{{ action.confirm }}"{% endif %}{% if action.late %} data-late="1"{% endif %}>
   {% csrf_token %}
   <input type="hidden" name="tool" value="{{ action.tool }}">

@@ -175,6 +175,25 @@ def test_home_of_a_withdrawn_participant_says_no_shift_will_come(signed_in, user
                     f'/studies/me/?study={study.pk}</a>.')
 
 
+def test_home_points_to_the_study_still_going_on_not_the_latest_one_left(signed_in, user):
+    from django.contrib.auth import get_user_model
+
+    from shifts.briefing import PRACTICE_CELL
+    from shifts.lifecycle import start_shift
+    from studies.bulk import withdraw
+    from studies.design import create_study
+    from studies.participants import add_participant
+
+    signed_in.post(f"/shifts/{start_shift(user, *PRACTICE_CELL, practice=True).pk}/end/")
+    owner = get_user_model().objects.create_superuser("study-owner", password=None)
+    going_on = create_study(owner, "Study A", ["steady"], [7])
+    add_participant(owner, going_on, "p-1", user=user)
+    left = create_study(owner, "Study B", ["steady"], [7])
+    withdraw(owner, add_participant(owner, left, "p-1", user=user), "asked to stop")
+    html = signed_in.get("/").content.decode()
+    assert f'<a href="/studies/me/?study={going_on.pk}">' in html and "You have been withdrawn" not in html
+
+
 def test_home_after_practice_says_what_comes_next(signed_in, user):
     from shifts.briefing import PRACTICE_CELL
     from shifts.lifecycle import assign_shift, start_shift

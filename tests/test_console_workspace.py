@@ -31,8 +31,8 @@ def test_the_workspace_says_its_keyboard_keys_beside_the_result(signed_in, shift
     keys = re.search(r'<p class="hint" id="keys">(.*?)</p>', page(signed_in, shift), re.S)
     assert keys is not None
     assert re.sub(r"<[^>]+>|\s+", " ", keys[1]).split() == (
-        "Keys in a result table: j / k next / previous row · s ship · r refund · p reprice · o reorder · "
-        "x tick the row for a batch. use these keys").split()
+        "Keys in a result table: j / k next / previous row · s ship · r refund · p the new price (then Enter ) · "
+        "o reorder · x tick the row for a batch. use these keys").split()
     assert re.search(r'<label class="keys-switch"><input type="checkbox" id="keys-on" checked> use these keys</label>',
                      keys[1])
 

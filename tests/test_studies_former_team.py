@@ -86,7 +86,7 @@ def test_nothing_to_assign_says_every_cell_is_full(study, admin):
         "could take one, but every cell is full: raise a quota on the study page.")
 
 
-def test_nothing_to_assign_says_the_ready_have_seen_every_cell_with_room(study, admin):
+def test_nothing_to_assign_says_the_ready_have_had_every_cell_with_room(study, admin):
     for cell in study.cells.all():
         set_quota(admin, study, cell, 2)
     person = ready_person(admin, study, "Solo")
@@ -98,8 +98,8 @@ def test_nothing_to_assign_says_the_ready_have_seen_every_cell_with_room(study, 
         made.append(attempt)
     assert len(made) == 4 and {a.participant for a in made} == {person}
     assert assignment.why_nothing_assigned(study) == (
-        "Nothing to assign: 1 participant has seen every cell with room left (4 cells): grant a coached "
-        "retry, or add participants.")
+        "Nothing to assign: 1 participant has already had a scored attempt on every cell with room left (4 cells), "
+        "and a policy gives nobody a cell twice: assign one by hand, grant a coached retry, or add participants.")
 
 
 def test_the_study_page_says_why_nothing_was_assigned(client, study, admin):
@@ -108,3 +108,13 @@ def test_the_study_page_says_why_nothing_was_assigned(client, study, admin):
     html = client.post(f"/studies/{study.pk}/assign-next/", {"policy": ""}, follow=True).content.decode()
     assert ("Nothing to assign. Of 1 participant, 1 has no account yet (invitation not accepted); nobody is left "
             "who can take a scored cell now.") in html
+
+
+def test_nothing_to_assign_says_cells_on_hold(study, admin):
+    for cell in study.cells.all():
+        set_quota(admin, study, cell, 0)
+    ready_person(admin, study, "Ready")
+    assert assignment.assign_next(admin, study) is None
+    assert assignment.why_nothing_assigned(study) == (
+        "Nothing to assign: 1 participant could take one, but every cell is full or on hold (quota 0: 4 cells): "
+        "raise a quota on the study page.")

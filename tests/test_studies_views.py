@@ -689,8 +689,8 @@ def test_each_attempt_row_offers_only_what_its_status_allows(coord_client, study
     attempt.is_bot = False  # as a person's completed attempt
     assert [a for a, _ in attempts.row_actions(attempt, can_manage=False, can_select=True)] == ["select"]
     attempts.invalidate(admin, attempt, "rehearsal only")
-    assert '<span class="muted" title="an invalid attempt takes no further action">' in _offered(coord_client, study,
-                                                                                                   attempt)
+    assert '<span class="muted" title="no action of yours applies to this attempt as it stands">' in _offered(
+        coord_client, study, attempt)
 
 
 def test_a_long_consent_text_can_be_read_whole_on_the_study_page(coord_client, study, admin):
@@ -707,3 +707,19 @@ def test_the_cells_table_says_the_places_taken_and_how_many_by_rehearsal_bots(co
     html = coord_client.get(f"/studies/{study.pk}/").content.decode()
     row = html[html.index("<tr><td>steady/7</td>"):].split("</tr>")[0]
     assert "<td>1 of 1 taken <small>(1 by rehearsal bot)</small></td>" in row
+
+
+def test_an_e_mail_longer_than_its_column_is_refused_not_a_server_error(coord_client, study):
+    address = "p" * 64 + "@" + ".".join(["d" * 60] * 4) + ".org"  # valid, and 312 characters
+    response = coord_client.post(f"/studies/{study.pk}/participants/", {"label": "P1", "email": address})
+    assert response.status_code == 400 and not study.participants.exists()
+    assert "E-mail: Ensure this value has at most 254 characters (it has 312)." in response.content.decode()
+
+
+def test_a_cell_on_hold_says_so_in_the_cells_table(coord_client, study, admin, cell):
+    from studies.design import set_quota
+
+    set_quota(admin, study, cell, 0)
+    html = coord_client.get(f"/studies/{study.pk}/").content.decode()
+    row = html[html.index("<tr><td>steady/7</td>"):].split("</tr>")[0]
+    assert "<td>on hold (quota 0)</td>" in row

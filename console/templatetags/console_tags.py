@@ -181,7 +181,7 @@ def _row_action(context, action, target, csrf: str, url: str) -> str:
     late = f'<span class="late" title="{confirm}">lands after close</span>' if action.late else ""
     key = f" · key {_value(action.key, context)}" if action.key else ""
     return (f'\n<form class="row-action" method="post" action="{url}"\n'
-            f'      hx-post="{url}" hx-target="next .row-status" hx-select=".window-marker, .outcome" hx-swap="innerHTML"\n'
+            f'      hx-post="{url}" hx-target="next .row-status" hx-select=".repeat-banner, .window-marker, .outcome" hx-swap="innerHTML"\n'
             f'      hx-disabled-elt="find button" data-spends="1" data-key="{_value(action.key, context)}"'
             f' data-tool="{tool}"{confirm_attrs}>\n'
             f"  {csrf}\n"

@@ -5,14 +5,14 @@
 // question (a destructive tool, a reorder landing after the close) gets one dialog that
 // asks both. end_window's question names the window it ends, so that a second press
 // (after the first has moved the store on) is seen to end the next one.
-// A question answered yes is a press made on purpose: it is sent as a new call even within
-// the moment a form keeps its last call's id (below), so that ending two windows one after
-// the other ends two.
+// A form's own question answered yes is a press made on purpose: it is sent as a new call
+// even within the moment a form keeps its last call's id (below), so that ending two windows
+// one after the other ends two.
 document.addEventListener("htmx:confirm", function (evt) {
   var form = evt.detail.elt;
   if (!form || !form.dataset || form.dataset.spends !== "1") return;
   var header = document.getElementById("store-header");
-  var question = evt.detail.question;
+  var question = evt.detail.question, own = !!question;
   var tool = form.querySelector && form.querySelector("input[name=tool]");
   if (tool && tool.value === "end_window" && header && question) {
     var d = header.dataset, now = parseInt(d.window, 10), left = parseInt(d.opsLeft, 10);
@@ -28,7 +28,9 @@ document.addEventListener("htmx:confirm", function (evt) {
   if (!question) return;
   evt.preventDefault();
   if (window.confirm(question)) {
-    if (window.storebenchNewCall) window.storebenchNewCall(form);
+    // Its own question answered yes (End window, a destructive tool) is a press made on purpose; the
+    // last operation's question alone is not: a double press there is still one call.
+    if (own && window.storebenchNewCall) window.storebenchNewCall(form);
     evt.detail.issueRequest(true);
   }
 });
@@ -474,12 +476,26 @@ document.addEventListener("htmx:confirm", function (evt) {
       done = true;
       clearTimeout(timer);
       if (form) { form.removeEventListener("input", renew); form.removeEventListener("change", renew); }
+      // Sent again meanwhile and not answered yet: the id stays (the call-record check after no
+      // answer reads it); the answer holds it anew.
+      if (form && form.classList.contains("htmx-request")) return;
       if (input.value === sent) input.value = freshId();
+    }
+    if (form && form.dataset.edited === "1") {  // changed while its call was on its way
+      delete form.dataset.edited;
+      input.value = freshId();
+      return;
     }
     if (form) { form.addEventListener("input", renew); form.addEventListener("change", renew); }
     timer = setTimeout(renew, REPEAT_MS);
     held.push({ id: sent, input: input, renew: renew });
   }
+  function edited(evt) {
+    var form = evt.target && evt.target.form;
+    if (form && form.classList.contains("htmx-request")) form.dataset.edited = "1";
+  }
+  document.addEventListener("input", edited);
+  document.addEventListener("change", edited);
   document.addEventListener("htmx:load", function (evt) {  // a tool form a reply brought back with its call's id
     var root = evt.detail.elt;
     if (!root || !root.querySelectorAll) return;
@@ -494,6 +510,7 @@ document.addEventListener("htmx:confirm", function (evt) {
   document.addEventListener("htmx:beforeRequest", function (evt) {  // another call: every other kept id goes
     var form = evt.detail.elt, input = form && form.querySelector && form.querySelector("input[name=call_id]");
     if (!input) return;
+    delete form.dataset.edited;
     var keep = [];
     held.forEach(function (h) { if (h.id === input.value) keep.push(h); else h.renew(); });
     held = keep;
@@ -585,8 +602,9 @@ document.addEventListener("htmx:confirm", function (evt) {
 })();
 
 // Keyboard: in a result table, j / k move between rows; a row action's letter
-// (s ship, r refund, p reprice, o reorder) submits it for the focused row; x ticks the
-// focused row for a batch.  The keys can be switched off (a screen reader's own single
+// (s ship, r refund, o reorder) submits it for the focused row, and p (reprice) goes to
+// the row's price box, since the new price is to be typed first (Enter sends it); x ticks
+// the focused row for a batch.  The keys can be switched off (a screen reader's own single
 // letters then reach it); the choice is kept in this browser.
 (function () {
   var KEPT = "storebench-keys";
@@ -630,6 +648,12 @@ document.addEventListener("htmx:confirm", function (evt) {
     if (form) {
       evt.preventDefault();
       if (form.classList.contains("htmx-request")) return;  // its call is on its way
+      var price = form.dataset.tool === "set_price" && form.querySelector("input[name=arg_price]");
+      if (price) {  // a reprice needs the new price first: the key goes to its box (Enter sends it)
+        price.focus();
+        price.select();
+        return;
+      }
       if (form.requestSubmit) form.requestSubmit(); else form.querySelector("button").click();
     }
   });
@@ -864,8 +888,10 @@ document.addEventListener("htmx:confirm", function (evt) {
         if (result.declined) {
           bar.dataset.running = "";
           status.classList.add("problem");
-          status.textContent = "Batch stopped at row " + row.dataset.key + ": its warning was declined, so its call was not sent and nothing was spent. " +
-            (total - sent) + " row" + (total - sent === 1 ? " was" : "s were") + " not sent; they stay ticked.";
+          var said = row.querySelector(".row-status .unchanged");  // the page held it back (see the row)
+          status.textContent = "Batch stopped at row " + row.dataset.key + ": " +
+            (said ? "its price is unchanged" : "its warning was declined") + ", so its call was not sent and nothing was spent. " +
+            (total - sent) + " row" + (total - sent === 1 ? " was not sent; it stays" : "s were not sent; they stay") + " ticked.";
           update(block);
           return;
         }
@@ -948,6 +974,8 @@ document.addEventListener("htmx:confirm", function (evt) {
       question = "End the whole shift now, in window " + at + " of " + of + "?" +
         (left ? " The " + left + " window" + (left === 1 ? "" : "s") + " after this one " + (left === 1 ? "is" : "are") +
           " not played, and continuity counts " + (left === 1 ? "it" : "them") + " as missed." : "") +
+        " Every order still unshipped that falls due before the shift's last day ends is cancelled, fined and " +
+        "counts as late, even one not due yet, and every open return that would escalate by then escalates." +
         " The store is frozen and settled as played; this cannot be undone.";
     }
     form.setAttribute("hx-confirm", question);
@@ -972,4 +1000,32 @@ document.addEventListener("htmx:confirm", function (evt) {
       });
     });
   });
+})();
+
+// A reprice to the price the row already shows changes nothing and would spend an operation:
+// said in the row instead, before anything is sent (a capturing listener runs before htmx's own).
+(function () {
+  function cents(text) {
+    var n = Number(String(text).trim().replace(/^\$/, ""));
+    return isFinite(n) && String(text).trim() !== "" ? Math.round(n * 100) : NaN;
+  }
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target;
+    if (!form.classList || !form.classList.contains("row-action") || form.dataset.tool !== "set_price") return;
+    var box = form.querySelector("input[name=arg_price]");
+    if (!box || isNaN(cents(box.value)) || cents(box.value) !== cents(box.defaultValue)) return;
+    evt.preventDefault();
+    evt.stopPropagation();
+    var status = form.parentNode.querySelector(".row-status");
+    if (status) {
+      status.innerHTML = "";
+      var note = document.createElement("p");
+      note.className = "problem unchanged";
+      note.setAttribute("role", "alert");
+      note.textContent = "The price is already " + box.defaultValue + ": type the new price, then Reprice (nothing was sent).";
+      status.appendChild(note);
+    }
+    box.focus();
+    box.select();
+  }, true);
 })();

@@ -317,7 +317,9 @@ def test_ending_the_shift_early_says_how_many_windows_go_unplayed(page, server, 
     tab.click("form.end-shift button")
     tab.wait_for_function("() => true")
     assert asked == [f"End the whole shift now, in window 1 of {windows}? The {windows - 1} windows after this one are "
-                     "not played, and continuity counts them as missed. The store is frozen and settled as played; "
-                     "this cannot be undone."]
+                     "not played, and continuity counts them as missed. Every order still unshipped that falls due "
+                     "before the shift's last day ends is cancelled, fined and counts as late, even one not due yet, "
+                     "and every open return that would escalate by then escalates. The store is frozen and settled "
+                     "as played; this cannot be undone."]
     tab.reload()
     assert tab.locator("#store-header").count() == 1 and tab.locator("#end-page").count() == 0  # declined: goes on

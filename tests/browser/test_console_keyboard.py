@@ -142,3 +142,24 @@ def test_a_pause_without_a_reason_marks_its_field_invalid_until_one_is_typed(cou
     assert reason.get_attribute("aria-invalid") == "true"
     reason.fill("coffee")
     assert reason.get_attribute("aria-invalid") is None
+
+
+def test_p_goes_to_the_rows_price_and_the_price_it_already_shows_is_not_sent(counted, server, login):
+    c, page = counted, counted.page
+    page.goto(f"/shifts/{ready_participant(server, login, page, 'steady', 7)}/")
+    quick(c, "list_products")
+    ops = page.get_attribute("#store-header", "data-ops-left")
+    key = page.locator("#result tr:has(form.row-action[data-tool=set_price])").first.get_attribute("data-key")
+    row = page.locator(f'#result tr[data-key="{key}"]')
+    row.focus()
+    page.keyboard.press("p")
+    assert focused(page) == "arg_price"
+    page.keyboard.press("Enter")  # the price as shown
+    note = row.locator(".row-status .unchanged")
+    expect(note).to_contain_text("The price is already ")
+    expect(note).to_contain_text(": type the new price, then Reprice (nothing was sent).")
+    assert page.get_attribute("#store-header", "data-ops-left") == ops
+    page.keyboard.type("123.45")  # the price's text was selected: typed over
+    page.keyboard.press("Enter")
+    expect(row.locator(".row-status .outcome[data-ok='1']")).to_be_visible()
+    assert int(page.get_attribute("#store-header", "data-ops-left")) == int(ops) - 1

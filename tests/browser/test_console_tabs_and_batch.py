@@ -235,6 +235,7 @@ def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, l
     page, shift = batch_workspace(context, server, login, "list_products")
     rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=set_price])")
     first, second, third = (rows.nth(i).get_attribute("data-key") for i in range(3))
+    page.fill(f'#result tr[data-key="{first}"] input[name=arg_price]', "71.11")  # a new price: sent
     page.fill(f'#result tr[data-key="{second}"] input[name=arg_price]', "1.234")  # refused by the store
     for key in (first, second, third):
         page.check(f'#result tr[data-key="{key}"] input.pick')
@@ -249,6 +250,22 @@ def test_a_batch_stops_at_the_first_refusal_and_names_the_row(context, server, l
     assert "done" not in (page.get_attribute(f'#result tr[data-key="{third}"]', "class") or "")
     page.goto(f"/shifts/{shift}/history/?tool=set_price")
     assert page.locator("ol.history li, table.history-table tbody tr").count() == 2
+
+
+def test_a_batch_stops_at_a_price_left_unchanged_without_sending_it(context, server, login):
+    page, shift = batch_workspace(context, server, login, "list_products")
+    rows = page.locator("#result table.result-table tbody tr:has(form.row-action[data-tool=set_price])")
+    first, second = (rows.nth(i).get_attribute("data-key") for i in range(2))
+    ops = page.get_attribute("#store-header", "data-ops-left")
+    page.fill(f'#result tr[data-key="{first}"] input[name=arg_price]', "71.11")
+    for key in (first, second):  # the second keeps the price it shows
+        page.check(f'#result tr[data-key="{key}"] input.pick')
+    page.click("#result [data-batch] button.batch-send")
+    page.wait_for_function("() => /Batch stopped/.test(document.querySelector('#result .batch-status').textContent)")
+    assert page.inner_text("#result .batch-status") == (
+        f"Batch stopped at row {second}: its price is unchanged, so its call was not sent and nothing was spent. "
+        "1 row was not sent; it stays ticked.")
+    assert int(page.get_attribute("#store-header", "data-ops-left")) == int(ops) - 1
 
 
 def test_a_form_submitted_again_while_its_call_is_on_its_way_is_one_call(context, server, login):

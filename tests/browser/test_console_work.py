@@ -401,15 +401,15 @@ def test_a_text_too_long_is_held_back_whole_with_its_length_named(counted, serve
     assert seq_shown(page) == before + 1
 
 
-def spend_to_last_operation(server, shift: int) -> None:
-    """Spend the shift's window down to its last operation, through the console's own call path."""
+def spend_to_last_operation(server, shift: int, left: int = 1) -> None:
+    """Spend the shift's window down to its last operation (or ``left``), through the console's own call path."""
     server.shell(
         "import uuid\n"
         "from console.workspace import perform_call\n"
         "from shifts.models import Shift\n"
         f"shift = Shift.objects.get(pk={shift})\n"
         "left = None\n"
-        "while left != 1:\n"
+        f"while left != {left}:\n"
         "    done = perform_call(shift, 'list_orders', {'page_size': 1}, uuid.uuid4().hex, owner=shift.participant_id)\n"
         "    left = done.header.ops_left\n")
 
@@ -594,3 +594,21 @@ def test_an_order_under_the_vendors_minimum_is_stopped_in_the_page_and_what_was_
     again = page.locator("#result form.po-lines input.po-line")
     assert [again.nth(0).input_value(), again.nth(1).input_value()] == ["1", "1"]
     assert page.inner_text("#result form.po-lines .po-total") == "2"
+
+
+def test_a_double_press_on_the_windows_last_two_operations_is_one_call(counted, server, login):
+    """The second press asks the last operation's question (accepted here); it is still the
+    first press's call, answered again: the window does not end."""
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    spend_to_last_operation(server, shift, left=2)
+    page.goto(f"/shifts/{shift}/")
+    window = page.get_attribute("#store-header", "data-window")
+    before = seq_shown(page)
+    page.locator(".quick-bar button[data-tool=list_orders]").click()
+    page.wait_for_function(f"() => Number(document.querySelector('#result .result').dataset.seq) > {before}")
+    page.locator(".quick-bar button[data-tool=list_orders]").click()
+    page.wait_for_selector("#result .repeat-banner")
+    assert counted.inputs == 1  # the question, accepted
+    assert page.get_attribute("#store-header", "data-ops-left") == "1"
+    assert page.get_attribute("#store-header", "data-window") == window
