@@ -100,8 +100,12 @@ def row_actions(attempt: Attempt, *, can_manage: bool, can_select: bool) -> list
     """The (action, label) pairs ``attempt``'s row offers someone who may manage attempts
     and/or select them: only what its status allows (a practice or bot attempt is never selected
     by hand)."""
+    status = AttemptStatus(attempt.outcome.status)
+    shift = attempt.shift
+    if status in (AttemptStatus.ACTIVE, AttemptStatus.PAUSED) and shift is not None and is_due(shift):
+        status = AttemptStatus.TIMED_OUT  # as any action first settles it (the sweep has not come by yet)
     offered = []
-    for action in ACTIONS_BY_STATUS[AttemptStatus(attempt.outcome.status)]:
+    for action in ACTIONS_BY_STATUS[status]:
         if action == "select":
             allowed = can_select and not attempt.is_practice and not attempt.is_bot
         else:

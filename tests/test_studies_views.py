@@ -723,3 +723,17 @@ def test_a_cell_on_hold_says_so_in_the_cells_table(coord_client, study, admin, c
     html = coord_client.get(f"/studies/{study.pk}/").content.decode()
     row = html[html.index("<tr><td>steady/7</td>"):].split("</tr>")[0]
     assert "<td>on hold (quota 0)</td>" in row
+
+
+def test_a_running_attempt_past_its_deadline_offers_what_a_timed_out_one_does(coord_client, study, admin, bot, cell):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from shifts.models import Shift
+
+    attempt = assignment.assign(admin, bot, cell)
+    now = timezone.now()  # the sweep has not come by yet: extending or ending it would be refused
+    Shift.objects.filter(pk=attempt.shift_id).update(status=Shift.Status.ACTIVE, started_at=now - timedelta(hours=12),
+                                                     deadline=now - timedelta(minutes=1))
+    assert _offered(coord_client, study, attempt) == ["retry", "reassign", "invalidate"]
