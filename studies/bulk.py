@@ -22,8 +22,6 @@ import io
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
@@ -79,19 +77,13 @@ def import_participants(actor, study: Study, text: str) -> list[RowReport]:
             if holder is not None:
                 raise StudyError(f"PROLIFIC_PID {pid} already belongs to participant {holder.label!r} in this "
                                  "study (one Prolific account is one participant): correct the id or leave it out")
-            email = row.get("email", "")
-            if email:
-                try:
-                    validate_email(email)
-                except ValidationError as exc:
-                    raise StudyError(f"email {email[:80]!r} is not an e-mail address") from exc
-            with transaction.atomic():
+            with transaction.atomic():  # add_participant checks the e-mail address
                 person = participants.add_participant(
-                    actor, study, label, {k: row[k] for k in participants.QUALIFICATION_KEYS if row.get(k)})
-                if ids or email:
+                    actor, study, label, {k: row[k] for k in participants.QUALIFICATION_KEYS if row.get(k)},
+                    email=row.get("email", ""))
+                if ids:
                     person.external_ids = ids
-                    person.email = email
-                    person.save(update_fields=["external_ids", "email"])
+                    person.save(update_fields=["external_ids"])
         except StudyError as exc:
             reports.append(RowReport(line, label, False, str(exc)))
         else:

@@ -155,19 +155,27 @@ def test_home_links_the_study_page_only_of_someone_in_a_study(signed_in, user):
     assert 'its "Get my next shift" button there gives you the next one' in html  # a study link's way
 
 
-def test_home_of_a_withdrawn_participant_says_no_shift_will_come(signed_in, user):
+def _practised_in_studies(signed_in, user, *names):
+    """The user past the practice shift and a participant of a new study of each name (its owner too)."""
     from django.contrib.auth import get_user_model
 
     from shifts.briefing import PRACTICE_CELL
     from shifts.lifecycle import start_shift
-    from studies.bulk import withdraw
     from studies.design import create_study
     from studies.participants import add_participant
 
     signed_in.post(f"/shifts/{start_shift(user, *PRACTICE_CELL, practice=True).pk}/end/")
     owner = get_user_model().objects.create_superuser("study-owner", password=None)
-    study = create_study(owner, "Study A", ["steady"], [7])
-    withdraw(owner, add_participant(owner, study, "p-1", user=user), "asked to stop")
+    studies = [create_study(owner, name, ["steady"], [7]) for name in names]
+    return owner, [add_participant(owner, study, "p-1", user=user) for study in studies]
+
+
+def test_home_of_a_withdrawn_participant_says_no_shift_will_come(signed_in, user):
+    from studies.bulk import withdraw
+
+    owner, (person,) = _practised_in_studies(signed_in, user, "Study A")
+    withdraw(owner, person, "asked to stop")
+    study = person.study
     html = signed_in.get("/").content.decode()
     step = html[html.index('<span id="next-step">'):].split("</span>")[0]
     assert step == ('<span id="next-step">You have been withdrawn from this study: no further shift will be assigned '
@@ -176,22 +184,12 @@ def test_home_of_a_withdrawn_participant_says_no_shift_will_come(signed_in, user
 
 
 def test_home_points_to_the_study_still_going_on_not_the_latest_one_left(signed_in, user):
-    from django.contrib.auth import get_user_model
-
-    from shifts.briefing import PRACTICE_CELL
-    from shifts.lifecycle import start_shift
     from studies.bulk import withdraw
-    from studies.design import create_study
-    from studies.participants import add_participant
 
-    signed_in.post(f"/shifts/{start_shift(user, *PRACTICE_CELL, practice=True).pk}/end/")
-    owner = get_user_model().objects.create_superuser("study-owner", password=None)
-    going_on = create_study(owner, "Study A", ["steady"], [7])
-    add_participant(owner, going_on, "p-1", user=user)
-    left = create_study(owner, "Study B", ["steady"], [7])
-    withdraw(owner, add_participant(owner, left, "p-1", user=user), "asked to stop")
+    owner, (going_on, left) = _practised_in_studies(signed_in, user, "Study A", "Study B")
+    withdraw(owner, left, "asked to stop")
     html = signed_in.get("/").content.decode()
-    assert f'<a href="/studies/me/?study={going_on.pk}">' in html and "You have been withdrawn" not in html
+    assert f'<a href="/studies/me/?study={going_on.study.pk}">' in html and "You have been withdrawn" not in html
 
 
 def test_home_after_practice_says_what_comes_next(signed_in, user):
