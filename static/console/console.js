@@ -428,6 +428,43 @@ document.addEventListener("htmx:confirm", function (evt) {
   });
 })();
 
+// A double click lands its second press on whatever the first press's answer put under the
+// pointer: the next page's Next button, a row's Ship in a list just read, an inbox row
+// offering the rest of a refund the customer did not accept. So a control that arrived
+// in answer to a press takes no press until DOUBLE_MS after that press, and never in its
+// first SETTLE_MS on the page (no one aims at a button that quickly): a click there falls
+// through its buttons (console.css, form.arriving). Keys are left alone: a key acts on the
+// focus, which an answer does not move onto a new button. A tool form the answer brought
+// back with its call's id (data-held) is left alone too: a second press there is the same
+// call, and the server answers it as such.
+(function () {
+  var DOUBLE_MS = 600, SETTLE_MS = 300, ANSWER_MS = 3000, pressed = 0;
+  function callForms(root) {
+    if (!root || !root.querySelectorAll) return [];
+    var forms = Array.prototype.slice.call(root.querySelectorAll("form"));
+    if (root.tagName === "FORM") forms.push(root);
+    return forms.filter(function (f) { return f.querySelector("input[name=call_id]") && !f.hasAttribute("data-held"); });
+  }
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (form && form.tagName === "FORM" && form.querySelector("input[name=call_id]")) pressed = Date.now();
+  });
+  // Marked as they enter the page (htmx:load comes only after the swap has settled, time
+  // enough for a quick second click to land).
+  new MutationObserver(function (records) {
+    var now = Date.now();
+    if (now - pressed > ANSWER_MS) return;  // not in answer to a press (a push, a poll)
+    var forms = [];
+    records.forEach(function (r) {
+      Array.prototype.forEach.call(r.addedNodes, function (node) { forms = forms.concat(callForms(node)); });
+    });
+    if (!forms.length) return;
+    forms.forEach(function (f) { f.classList.add("arriving"); });
+    setTimeout(function () { forms.forEach(function (f) { f.classList.remove("arriving"); }); },
+               Math.max(pressed + DOUBLE_MS - now, SETTLE_MS));
+  }).observe(document.documentElement, { childList: true, subtree: true });
+})();
+
 // Row actions: each is one call through the call endpoint with its own call id. The
 // reply's outcome line lands in the row; the list stays. After any answer from the
 // server every form that makes a call (row actions, quick reads, the inbox's refunds, the

@@ -612,3 +612,29 @@ def test_a_double_press_on_the_windows_last_two_operations_is_one_call(counted, 
     assert counted.inputs == 1  # the question, accepted
     assert page.get_attribute("#store-header", "data-ops-left") == "1"
     assert page.get_attribute("#store-header", "data-window") == window
+
+
+def test_the_second_click_of_a_double_click_on_next_page_reads_nothing_more(counted, server, login):
+    """The first click's answer puts the next page's buttons where the pointer is (Previous
+    page now stands where Next page stood); the second click, made once the answer is in,
+    takes no press: one page read, one operation."""
+    page = counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    form = page.locator("#tool-list_orders")
+    if not form.is_visible():
+        form.locator("xpath=ancestor::details").locator("summary").click()
+    form.locator("[name=arg_page_size]").fill("2")
+    answered(page, form.locator("button[type=submit]"))
+    left = int(page.get_attribute("#store-header", "data-ops-left"))
+    box = page.locator("#result form.page-read button", has_text="Next page").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    before = seq_shown(page)
+    page.mouse.click(x, y)
+    page.wait_for_function(f"() => Number(document.querySelector('#result .result').dataset.seq) > {before}")
+    page.mouse.click(x, y)  # the second half of a double click, as soon as the answer is in
+    page.wait_for_timeout(1000)
+    assert int(page.get_attribute("#store-header", "data-ops-left")) == left - 1
+    assert seq_shown(page) == before + 1
+    assert '"page":2' in page.locator("#result p.args").inner_text().replace(" ", "")
+    assert page.locator("#result form.page-read button", has_text="Previous page").count() == 1
