@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
 from environment.tools import REGISTRY
@@ -534,8 +534,18 @@ def _done(call, words: tuple[str, str]) -> str:
     said = words[0]
     price = (call.arguments or {}).get("price") if call.tool == "set_price" else None
     if price is not None:
-        said += f" to {cell('price', str(price)).text}"
+        said += f" to {cell('price', _cents(price)).text}"
     return f"{said} (#{call.seq})"
+
+
+def _cents(price: object) -> str:
+    """A price the store took (214, "214.5") written to the cent ("214.00", "214.50"), as its
+    rows show prices; as sent where it is not a finite number."""
+    try:
+        value = Decimal(str(price))
+    except InvalidOperation:
+        return str(price)
+    return str(value.quantize(Decimal("0.01"))) if value.is_finite() else str(price)
 
 
 # The row actions a write leaves nothing to do for on the row it was made from (a cancelled

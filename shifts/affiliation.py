@@ -30,6 +30,7 @@ class Affiliation:
 @dataclass(frozen=True)
 class PersonPage:
     url: str  # the person's page there: completion codes, the next shift on request
+    study: str = ""  # the study's name, as its pages show it to the person
     no_more_shifts: str = ""  # why no shift will be given there any more, said to the person ("" while one may be)
 
 

@@ -147,7 +147,13 @@ def team_powers(participant: Participant) -> str:
         return "is a staff account"
     role = (user.study_memberships.exclude(role=Role.PARTICIPANT).select_related("study")
             .order_by("study_id").first())
-    return f"holds the role {role.role} in study {role.study.name!r}" if role else ""
+    return f"holds the role {role.role} {_in_study(role.study, participant)}" if role else ""
+
+
+def _in_study(study: Study, participant: Participant) -> str:
+    """Where a team role is held, as this study's team may be told: another study is not named
+    (its name is its own team's to know)."""
+    return f"in this study ({study.name!r})" if study.pk == participant.study_id else "in another study"
 
 
 # Why an account that has seen the team's pages takes no scored attempt.
@@ -167,7 +173,7 @@ def scored_bar(participant: Participant) -> str:
               .order_by("removed_at", "id").first())
     if former is None:
         return ""
-    return (f"held the role {former.role} in study {former.study.name!r} until {former.removed_at:%Y-%m-%d}, "
+    return (f"held the role {former.role} {_in_study(former.study, participant)} until {former.removed_at:%Y-%m-%d}, "
             f"which showed them {SAW_THRESHOLDS}")
 
 
@@ -457,7 +463,7 @@ def person_page(user_id: int) -> PersonPage | None:
         why = "This study is closed: it gives no new shifts."
     else:
         why = ""
-    return PersonPage(url=my_page_url(latest), no_more_shifts=why)
+    return PersonPage(url=my_page_url(latest), study=latest.study.name, no_more_shifts=why)
 
 
 def has_withdrawn(study_name: str, label: str, lock: bool = False) -> bool:

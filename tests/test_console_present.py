@@ -151,7 +151,7 @@ def test_home_links_the_study_page_only_of_someone_in_a_study(signed_in, user):
     study = create_study(owner, "Study A", ["steady"], [7])
     add_participant(owner, study, "p-1", user=user)
     html = signed_in.get("/").content.decode()
-    assert f'Your study page, with any completion codes: <a href="/studies/me/?study={study.pk}">' in html
+    assert f'Your study page, with any completion codes: <a href="/studies/me/?study={study.pk}">Study A</a>.' in html
     assert 'its "Get my next shift" button there gives you the next one' in html  # a study link's way
 
 
@@ -180,7 +180,7 @@ def test_home_of_a_withdrawn_participant_says_no_shift_will_come(signed_in, user
     step = html[html.index('<span id="next-step">'):].split("</span>")[0]
     assert step == ('<span id="next-step">You have been withdrawn from this study: no further shift will be assigned '
                     f'to you. Your study page, with any completion codes: <a href="/studies/me/?study={study.pk}">'
-                    f'/studies/me/?study={study.pk}</a>.')
+                    'Study A</a>.')
 
 
 def test_home_points_to_the_study_still_going_on_not_the_latest_one_left(signed_in, user):
@@ -367,6 +367,11 @@ def test_an_order_read_short_of_stock_offers_no_ship_button():
     assert [a.tool for a in present.ROW_ACTIONS["list_orders"](row)] == ["fulfill_order"]
     assert present.ROW_ACTIONS["list_orders"]({**row, "in_stock": False}) == []
     assert [a.tool for a in present.ROW_ACTIONS["get_order"]({**row, "in_stock": None})] == ["fulfill_order"]
+
+
+def test_a_reprice_sent_as_a_whole_number_says_the_price_in_dollars_and_cents(signed_in, shift):
+    reply = call(signed_in, shift, "set_price", product_id="PRD-002", price="214").content.decode()
+    assert re.search(r'<p class="outcome" data-ok="1" data-seq="\d+">repriced to \$214\.00 \(#\d+\)</p>', reply)
 
 
 def test_a_list_of_rows_in_a_cell_is_counted_in_the_singular_when_one():
