@@ -31,6 +31,7 @@ from .errors import StudyError
 from .models import (
     COMPLETED_STATUSES,
     INVALIDATED,
+    OPEN_STATUSES,
     Attempt,
     AttemptKind,
     AttemptStatus,
@@ -96,18 +97,40 @@ ACTIONS_BY_STATUS = {
 }
 
 
-def row_actions(attempt: Attempt, *, can_manage: bool, can_select: bool) -> list[tuple[str, str]]:
-    """The (action, label) pairs ``attempt``'s row offers someone who may manage attempts
-    and/or select them: only what its status allows (a practice or bot attempt is never selected
-    by hand)."""
+def _status_now(attempt: Attempt) -> AttemptStatus:
+    """``attempt``'s status as its shift has it, a running shift past its deadline as timed out
+    (as any action first settles it; the sweep may not have come by yet)."""
     status = AttemptStatus(attempt.outcome.status)
     shift = attempt.shift
     if status in (AttemptStatus.ACTIVE, AttemptStatus.PAUSED) and shift is not None and is_due(shift):
-        status = AttemptStatus.TIMED_OUT  # as any action first settles it (the sweep has not come by yet)
+        return AttemptStatus.TIMED_OUT
+    return status
+
+
+def open_places(attempts) -> set[tuple[int, int]]:
+    """The (participant, cell) pairs of ``attempts`` still open: a new attempt there is refused."""
+    return {(a.participant_id, a.cell_id) for a in attempts if _status_now(a) in OPEN_STATUSES}
+
+
+def row_actions(attempt: Attempt, *, can_manage: bool, can_select: bool,
+                open_pairs: set[tuple[int, int]] | None = None) -> list[tuple[str, str]]:
+    """The (action, label) pairs ``attempt``'s row offers someone who may manage attempts
+    and/or select them: only what its status allows (a practice or bot attempt is never selected
+    by hand), and no new attempt (a coached retry, a reassignment) where one would be refused
+    for the study being closed or the person having left; nor a coached retry while the person
+    holds an attempt on the cell open (``open_pairs``, :func:`open_places`)."""
+    person, study = attempt.participant, attempt.study
+    no_new = study.closed_at is not None
+    gone = person.withdrawn_at is not None or person.returned_at is not None
     offered = []
-    for action in ACTIONS_BY_STATUS[status]:
+    for action in ACTIONS_BY_STATUS[_status_now(attempt)]:
         if action == "select":
             allowed = can_select and not attempt.is_practice and not attempt.is_bot
+        elif action == "retry":
+            allowed = (can_manage and not no_new and not gone
+                       and (person.pk, attempt.cell_id) not in (open_pairs or set()))
+        elif action == "reassign":
+            allowed = can_manage and not no_new
         else:
             allowed = can_manage
         if allowed:

@@ -10,7 +10,7 @@ from shifts.models import Shift
 from shifts.naming import names_of
 
 from .assignment import QUOTA_STATUSES, seen_pairs
-from .attempts import reassignment_candidates, reassignment_targets, row_actions
+from .attempts import open_places, reassignment_candidates, reassignment_targets, row_actions
 from .design import missing_task_cells, stale_calibration
 from .models import Attempt, AttemptKind, AuditEvent, Invitation, Role, Study, StudyMembership
 from .permissions import Action, can, require, roles_of
@@ -59,8 +59,10 @@ def study_overview(actor, study: Study) -> Overview:
     invitations = list(Invitation.objects.filter(participant__study=study).select_related("participant"))
     candidates, seen = reassignment_candidates(study), seen_pairs(study)
     can_manage, can_select = can(actor, study, Action.MANAGE), can(actor, study, Action.SELECT)
+    open_pairs = open_places(attempts)
     for attempt in attempts:  # what each attempt row offers, and whom a reassignment (the domain's rules)
-        attempt.actions = row_actions(attempt, can_manage=can_manage, can_select=can_select)  # type: ignore[attr-defined]
+        attempt.actions = row_actions(attempt, can_manage=can_manage, can_select=can_select,  # type: ignore[attr-defined]
+                                      open_pairs=open_pairs)
         attempt.offers = {action for action, _label in attempt.actions}  # type: ignore[attr-defined]
         attempt.reassign_targets = reassignment_targets(  # type: ignore[attr-defined]
             study, attempt, candidates, seen) if "reassign" in attempt.offers else []  # type: ignore[attr-defined]

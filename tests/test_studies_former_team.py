@@ -23,7 +23,7 @@ def former_reviewer(study, other_study, admin):
 def test_a_removed_team_role_still_bars_scored_attempts(study, admin, former_reviewer):
     cell = study.cells.get(task_id="steady", seed=7)
     when = FormerTeamRole.objects.get(user=former_reviewer.user).removed_at
-    expected = (f"participant Rita's account held the role reviewer in study 'Study B' until {when:%Y-%m-%d}, which "
+    expected = (f"participant Rita's account held the role reviewer in another study until {when:%Y-%m-%d}, which "
                 "showed them pass thresholds and the anchors' play: it takes no scored attempt (a practice one is "
                 "allowed)")
     with pytest.raises(StudyError, match=f"^{re.escape(expected)}$"):
@@ -45,7 +45,7 @@ def test_a_former_team_member_is_no_reassignment_target(study, admin, former_rev
     attempt = assignment.assign(admin, bot, study.cells.get(task_id="steady", seed=7))
     assert former_reviewer not in attempts.reassignment_candidates(study)
     assert attempts.reassign_refusal(attempt, former_reviewer).startswith(
-        "Rita's account held the role reviewer in study 'Study B' until ")
+        "Rita's account held the role reviewer in another study until ")
 
 
 def test_removals_logged_before_the_record_existed_are_carried_over(study, other_study, admin, former_reviewer):
@@ -118,3 +118,14 @@ def test_nothing_to_assign_says_cells_on_hold(study, admin):
     assert assignment.why_nothing_assigned(study) == (
         "Nothing to assign: 1 participant could take one, but every cell is full or on hold (quota 0: 4 cells): "
         "raise a quota on the study page.")
+
+
+def test_a_team_role_is_named_with_its_study_only_in_that_study(study, other_study, admin):
+    """Another study's name is its own team's to know: this study's coordinator is told the role
+    is held in another study; a role in this study names it."""
+    elsewhere, here = ready_person(admin, study, "Eli"), ready_person(admin, study, "Hana")
+    add_member(admin, other_study, elsewhere.user, Role.RESEARCHER)
+    add_member(admin, study, here.user, Role.REVIEWER)
+    assert participants.scored_bar(elsewhere).startswith("holds the role researcher in another study, which shows")
+    assert participants.scored_bar(here).startswith("holds the role reviewer in this study ('Study A'), which shows")
+    assert "Study B" not in participants.scored_bar(elsewhere)

@@ -606,7 +606,7 @@ def test_an_account_with_a_team_role_takes_no_scored_attempt_but_may_practise(st
     from studies.models import Role
 
     add_member(admin, other_study, bot.user, Role.RESEARCHER)
-    with pytest.raises(StudyError, match=r"^participant bot-1's account holds the role researcher in study 'Study B', "
+    with pytest.raises(StudyError, match=r"^participant bot-1's account holds the role researcher in another study, "
                                          r"which shows pass thresholds and the anchors' play: it takes no scored "
                                          r"attempt \(a practice one is allowed\)$"):
         assignment.assign(admin, bot, cell)

@@ -693,6 +693,30 @@ def test_each_attempt_row_offers_only_what_its_status_allows(coord_client, study
         coord_client, study, attempt)
 
 
+def test_no_row_offers_a_coached_retry_the_service_would_refuse(coord_client, study, admin, bot, cell):
+    from studies import attempts
+    from studies.design import close_study
+
+    first = assignment.assign(admin, bot, cell)
+    bots.play(first, "clerk")
+    assert "retry" in _offered(coord_client, study, first)
+    retry = attempts.grant_coached_retry(admin, Attempt.objects.get(pk=first.pk), "ship the oldest first")
+    assert _offered(coord_client, study, first) == ["reassign", "invalidate"]  # the retry is open on that cell
+    bots.play(retry, "clerk")
+    assert "retry" in _offered(coord_client, study, first)
+    close_study(admin, study, "done")
+    assert _offered(coord_client, study, first) == ["invalidate"]  # a closed study takes no new attempt
+
+
+def test_no_row_offers_a_coached_retry_to_someone_who_left(coord_client, study, admin, bot, cell):
+    from studies import bulk
+
+    attempt = assignment.assign(admin, bot, cell)
+    bots.play(attempt, "clerk")
+    bulk.withdraw(admin, bot, "moved away")
+    assert "retry" not in _offered(coord_client, study, attempt)
+
+
 def test_a_long_consent_text_can_be_read_whole_on_the_study_page(coord_client, study, admin):
     text = "I agree to take part. " * 10 + "The last sentence says what happens to my data."
     add_consent_version(admin, study, text)
