@@ -18,6 +18,12 @@ Practice attempts are never counted there, even when ``include_practice`` lists 
 the attempts table: practice takes no quota, cannot be selected and is not paid, and the
 wide table's best composite leaves it out too.
 
+A de-identified export (``Filters.deidentified``), made to be shared, leaves out every
+column that names a person (:data:`IDENTIFYING`: the coordinator's labels and the
+recruitment platform's participant and session ids) and writes, in the events table, a
+participant's code wherever their label or username would stand; the codebook lists only
+the columns written and says what was left out, and the manifest records the choice.
+
 Every table is produced by a generator of dicts whose keys are the codebook's
 columns, in order.  ``codebook.json`` names every column with its type and meaning,
 and ``manifest.json`` holds each file's row count and sha256. CSV text cells that a
@@ -162,6 +168,18 @@ WIDE_COLUMNS_FIXED = (
 )
 
 
+# The columns that name a person, left out of a de-identified export.
+IDENTIFYING = {
+    "attempts": ("participant_label",),
+    "participants": ("participant_label", "prolific_pid", "prolific_session_id"),
+    "wide": ("participant_label",),
+}
+DEIDENTIFIED_NOTE = ("a de-identified export: the columns that name a person (participant_label; prolific_pid and "
+                     "prolific_session_id in participants) are left out, and the events table gives a participant's "
+                     "code where their label or username stood; free text typed by the study team (reasons, "
+                     "coaching notes) is kept as typed, so read it before sharing the files")
+
+
 def _s(value) -> str | None:
     return None if value is None else str(value)
 
@@ -233,6 +251,17 @@ def _unnamed(value, labels: set[str]):
     return value
 
 
+def _coded(value, codes: dict[str, str]):
+    """``value`` (an event's detail) with each participant label of ``codes`` read as its code."""
+    if isinstance(value, str):
+        return codes.get(value, value)
+    if isinstance(value, list):
+        return [_coded(v, codes) for v in value]
+    if isinstance(value, dict):
+        return {k: _coded(v, codes) for k, v in value.items()}
+    return value
+
+
 def event_rows(study: Study, filters: Filters | None = None) -> Iterator[dict]:
     """The study's audit events, but none about a withdrawn person (theirs, or their
     attempts'); where another event names one (as its actor, or by label in its detail,
@@ -244,6 +273,14 @@ def event_rows(study: Study, filters: Filters | None = None) -> Iterator[dict]:
     withdrawn = study.participants.filter(withdrawn_at__isnull=False)
     users = set(withdrawn.exclude(user=None).values_list("user_id", flat=True))
     labels = set(withdrawn.values_list("label", flat=True))
+    codes: dict[str, str] = {}  # a label -> the code a de-identified export writes instead
+    code_of_user: dict[int, str] = {}
+    if filters.deidentified:
+        for label, user_id, code in (study.participants.filter(withdrawn_at__isnull=True)
+                                     .values_list("label", "user_id", "code")):
+            codes[label] = code
+            if user_id is not None:
+                code_of_user[user_id] = code
     events = (AuditEvent.objects.filter(study=study).exclude(participant__in=withdrawn)
               .exclude(attempt__participant__in=withdrawn).select_related("actor", "participant", "cell"))
     if not filters.include_bots:
@@ -252,9 +289,16 @@ def event_rows(study: Study, filters: Filters | None = None) -> Iterator[dict]:
         events = events.exclude(attempt__is_practice=True)
     for e in events:
         detail = _unnamed(e.detail, labels) if labels else e.detail
+        if codes:
+            detail = _coded(detail, codes)
+        if e.actor_id in users:
+            actor = WITHDRAWN
+        elif e.actor_id in code_of_user:
+            actor = code_of_user[e.actor_id]
+        else:
+            actor = e.actor.get_username() if e.actor else ""
         yield {
-            "event_id": e.pk, "at": _iso(e.created_at), "action": e.action,
-            "actor": WITHDRAWN if e.actor_id in users else e.actor.get_username() if e.actor else "",
+            "event_id": e.pk, "at": _iso(e.created_at), "action": e.action, "actor": actor,
             "attempt_id": e.attempt_id,
             "cell": e.cell.key if e.cell else "", "participant_code": e.participant.code if e.participant else "",
             "reason": e.reason, "detail": detail,
@@ -302,7 +346,10 @@ def wide_rows(study: Study, filters: Filters) -> Iterator[dict]:
         code = row["participant_code"]
         entry = per.setdefault(code, {"row": row, "attempts": []})
         entry["attempts"].append(row)
-    for code, entry in sorted(per.items(), key=lambda kv: kv[1]["row"]["participant_label"]):
+    def order(item) -> str:  # by label, as the pages list people; by code where labels are left out
+        return item[0] if filters.deidentified else item[1]["row"]["participant_label"]
+
+    for code, entry in sorted(per.items(), key=order):
         rows = [r for r in entry["attempts"] if not r["practice"]]  # practice left out, as participant_rows counts
         selected = [Decimal(r["composite"]) for r in rows if r["selected"] and r["composite"]]
         out = {"participant_code": code, "participant_label": entry["row"]["participant_label"],
@@ -325,18 +372,23 @@ DECIMAL_NOTE = ("a column of type decimal is written in the JSON files as a stri
                 "(or a float, if a rounded value will do); an empty value is null")
 
 
-def codebook(study: Study) -> list[dict]:
+def codebook(study: Study, deidentified: bool = False) -> list[dict]:
+    """Every column an export writes, with its type and meaning (a de-identified export's
+    leaves out :data:`IDENTIFYING` and says so)."""
     tables = {"attempts": ATTEMPT_COLUMNS, "participants": PARTICIPANT_COLUMNS, "events": EVENT_COLUMNS,
               "aggregates": AGGREGATE_COLUMNS,
               "wide": wide_columns(study)}
+    notes = [{"table": "(every CSV file)", "column": "(text cells)", "type": "note", "meaning": CODEBOOK_NOTE},
+             {"table": "(every JSON file)", "column": "(decimal columns)", "type": "note", "meaning": DECIMAL_NOTE}]
+    if deidentified:
+        notes.append({"table": "(every file)", "column": "(de-identified)", "type": "note", "meaning": DEIDENTIFIED_NOTE})
     return [{"table": table, "column": name, "type": kind, "meaning": meaning}
-            for table, columns in tables.items() for name, kind, meaning in columns] + [
-        {"table": "(every CSV file)", "column": "(text cells)", "type": "note", "meaning": CODEBOOK_NOTE},
-        {"table": "(every JSON file)", "column": "(decimal columns)", "type": "note", "meaning": DECIMAL_NOTE}]
+            for table, columns in tables.items() for name, kind, meaning in columns
+            if not (deidentified and name in IDENTIFYING.get(table, ()))] + notes
 
 
-def columns_of(study: Study, table: str) -> list[str]:
-    return [row["column"] for row in codebook(study) if row["table"] == table]
+def columns_of(study: Study, table: str, deidentified: bool = False) -> list[str]:
+    return [row["column"] for row in codebook(study, deidentified) if row["table"] == table]
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -463,9 +515,9 @@ def _write_into(study: Study, filters: Filters, tmp: Path, progress) -> dict:
         "wide": lambda: wide_rows(study, filters),
     }
     for i, table in enumerate(TABLES):
-        counts.update(write_table(tmp, table, columns_of(study, table), producers[table]()))
+        counts.update(write_table(tmp, table, columns_of(study, table, filters.deidentified), producers[table]()))
         progress(int(90 * (i + 1) / len(TABLES)))
-    book = codebook(study)
+    book = codebook(study, filters.deidentified)
     (tmp / "codebook.json").write_text(json.dumps(book, indent=1) + "\n", encoding="utf-8")
     counts["codebook.json"] = len(book)
     files = {name: {"rows": rows, "sha256": sha256_of(tmp / name)} for name, rows in sorted(counts.items())}

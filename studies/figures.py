@@ -23,6 +23,8 @@ class Filters:
     include_bots: bool = False
     include_coached: bool = True
     include_invalid: bool = False
+    # Not a row filter: an export made for sharing leaves out what names a person (exports only).
+    deidentified: bool = False
 
     @classmethod
     def from_mapping(cls, data) -> Filters:

@@ -156,6 +156,7 @@ class ExportForm(forms.Form):
     include_bots = forms.BooleanField(required=False)
     include_coached = forms.BooleanField(required=False, initial=True)
     include_invalid = forms.BooleanField(required=False)
+    deidentified = forms.BooleanField(required=False)
 
 
 class ConsentForm(forms.Form):

@@ -548,6 +548,18 @@ class ExportJob(models.Model):
         return f"export {self.pk} ({self.status})"
 
     @property
+    def filters_text(self) -> str:
+        """What the job was asked for, in the exports page's words ("bots, practice, coached
+        retries, de-identified"); its filters as stored, so a job made before a filter existed
+        reads as made without it."""
+        f = self.filters or {}
+        said = [words for key, words in (("include_bots", "bots"), ("include_practice", "practice"),
+                                         ("include_coached", "coached retries"), ("include_invalid", "invalid"))
+                if f.get(key, key == "include_coached")]
+        text = "with " + ", ".join(said) if said else "no bots, practice, coached retries or invalid"
+        return text + ("; de-identified" if f.get("deidentified") else "")
+
+    @property
     def matched_nothing(self) -> bool:
         """Done, with no attempt row: the page says which filters leave attempts out."""
         return self.status == self.Status.DONE and self.row_counts.get("attempts.csv") == 0

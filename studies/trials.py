@@ -14,6 +14,7 @@ keeps only the attempts selected as the study's reference scores.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -27,6 +28,7 @@ from shifts.lifecycle import release
 from shifts.models import Shift
 
 from .design import check_calibration
+from .errors import StudyError
 from .models import COMPLETED_STATUSES, Attempt, Study
 
 HUMAN_SHIFT = "human shift"  # the trial's policy: who played
@@ -93,14 +95,34 @@ def folder_name(attempt: Attempt) -> str:
     return f"{attempt.cell.task_id}-{attempt.cell.seed}-human-attempt{attempt.pk}"
 
 
-def export_trials(study: Study, out: Path, *, selected: bool = False) -> Iterator[Written]:
+def named(attempt: Attempt, deidentified: bool) -> str:
+    """How a trial folder names the person: their study label, or for sharing their code."""
+    return attempt.participant.code if deidentified else attempt.participant.label
+
+
+def _kept_naming(folder: Path, attempt: Attempt, deidentified: bool) -> None:
+    """Refuse to keep a folder written naming the person otherwise than asked now (a folder
+    written with labels kept in a de-identified export would name them)."""
+    try:
+        written = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("participant")
+    except (OSError, ValueError):
+        written = None
+    if written != named(attempt, deidentified):
+        asked = "by code (--deidentified)" if deidentified else "by study label"
+        raise StudyError(f"{folder} is already there, written naming the participant otherwise than {asked} now; "
+                         "write into a new --out folder (or remove that one)")
+
+
+def export_trials(study: Study, out: Path, *, selected: bool = False, deidentified: bool = False) -> Iterator[Written]:
     """Write each exported attempt's trial folder under ``out`` (one at a time, as a row
-    generator: a caller shows progress); a folder already there is kept as it is."""
+    generator: a caller shows progress); a folder already there is kept as it is, if it names
+    the person as asked (their label, or with ``deidentified`` their code)."""
     calibration = check_calibration(study)
     for attempt in exported_attempts(study, selected=selected):
         folder = out / folder_name(attempt)
         shift = attempt.shift
         if folder.exists():
+            _kept_naming(folder, attempt, deidentified)
             yield Written(attempt, folder, float(shift.score_composite or 0), kept=True, differs=False)
             continue
         try:
@@ -112,7 +134,7 @@ def export_trials(study: Study, out: Path, *, selected: bool = False) -> Iterato
             continue
         data = settle(episode, folder, policy=HUMAN_SHIFT, calibration=calibration,
                       calibration_hash=study.calibration_hash,
-                      labels={"participant": attempt.participant.label, "study": study.name})
+                      labels={"participant": named(attempt, deidentified), "study": study.name})
         composite = float(data["reward_composite"])
         differs = shift.score_composite is not None and Decimal(str(composite)).quantize(
             Decimal(1).scaleb(-6)) != Decimal(shift.score_composite).quantize(Decimal(1).scaleb(-6))

@@ -248,3 +248,44 @@ def test_every_decimal_column_is_a_string_or_null_in_json_as_the_codebook_says(p
                     Decimal(row[column])
                     seen += 1
     assert seen > 0
+
+
+def test_a_deidentified_export_names_nobody(played, admin, django_capture_on_commit_callbacks):
+    """Labels and Prolific ids are left out; the events give a participant's code where their
+    label (in a detail) or username (as the actor) stood; the codebook and manifest say so."""
+    from studies import audit
+    from studies.models import Participant
+    from studies.participants import add_participant
+
+    user = get_user_model().objects.create_user("rita.example@mail.test", password=None)
+    person = add_participant(admin, played, "Rita Example", user=user)
+    Participant.objects.filter(pk=person.pk).update(external_ids={"PROLIFIC_PID": "5f1e2d3c4b5a69788796a5b4",
+                                                                  "SESSION_ID": "sess-0f9e8d7c6b"})
+    audit.record(played, user, AuditAction.CONSENTED, participant=person, version=1)
+    audit.record(played, admin, AuditAction.REASSIGNED, from_participant="Rita Example")
+
+    shared = export(admin, played, Filters(include_bots=True, deidentified=True), django_capture_on_commit_callbacks)
+    directory = job_dir(shared.pk)
+    text = "".join(p.read_text() for p in sorted(directory.iterdir()))
+    for secret in ("Rita Example", "rita.example@mail.test", "5f1e2d3c4b5a69788796a5b4", "sess-0f9e8d7c6b"):
+        assert secret not in text
+    for name in ("b0", "b1", "b2"):  # the bots' labels too
+        assert f'"{name}"' not in (directory / "participants.json").read_text()
+    events = rows_from_csv(directory / "events.csv")
+    assert any(r["action"] == "consented" and r["actor"] == person.code for r in events)
+    assert any(json.loads(r["detail"]).get("from_participant") == person.code for r in events)
+    assert "participant_label" not in rows_from_csv(directory / "attempts.csv")[0]
+    book = json.loads((directory / "codebook.json").read_text())
+    assert any(b["column"] == "(de-identified)" for b in book)
+    assert json.loads((directory / "manifest.json").read_text())["filters"]["deidentified"] is True
+
+    plain = export(admin, played, BOTS, django_capture_on_commit_callbacks)  # the team's own export keeps them
+    kept = (job_dir(plain.pk) / "participants.csv").read_text()
+    assert "Rita Example" in kept and "5f1e2d3c4b5a69788796a5b4" in kept
+
+
+def test_the_exports_page_says_what_each_job_was_asked_for(client, played, admin, django_capture_on_commit_callbacks):
+    export(admin, played, Filters(include_bots=True, deidentified=True), django_capture_on_commit_callbacks)
+    client.force_login(admin)
+    page = client.get(f"/studies/{played.pk}/exports/").content.decode()
+    assert '<small class="muted filters">with bots, coached retries; de-identified</small>' in page

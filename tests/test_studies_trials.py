@@ -182,3 +182,19 @@ def test_a_shift_whose_task_was_removed_is_skipped_saying_so_and_the_others_are_
     assert printed[0].endswith("); install it again, then run this again to write it")
     assert printed[1].startswith(f"[2/2] wrote      {tmp_path}/trade-war-7-human-attempt{other.pk}: composite ")
     assert [p.name for p in tmp_path.iterdir()] == [f"trade-war-7-human-attempt{other.pk}"]
+
+
+def test_a_deidentified_export_names_the_participant_by_code(study, person, tmp_path):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path), "--deidentified")
+    summary = json.loads((tmp_path / f"steady-7-human-attempt{person.pk}" / "summary.json").read_text())
+    assert summary["participant"] == person.participant.code
+    assert "bot-1" not in "".join(p.read_text() for p in (tmp_path / f"steady-7-human-attempt{person.pk}").iterdir()
+                                  if p.suffix in (".json", ".jsonl", ".md"))
+
+
+def test_a_folder_written_with_labels_is_not_kept_in_a_deidentified_export(study, person, tmp_path):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    folder = tmp_path / f"steady-7-human-attempt{person.pk}"
+    with pytest.raises(CommandError, match=rf"^{folder} is already there, written naming the participant otherwise "
+                                           r"than by code \(--deidentified\) now; write into a new --out folder"):
+        call_command("export_human_trials", str(study.pk), "--out", str(tmp_path), "--deidentified")

@@ -17,13 +17,17 @@ class Command(BaseCommand):
             "folders under --out, one per attempt, replayed from their stored calls and graded with the study's "
             "calibration: `manage.py import_trials DIR` then shows them in the explorer as human trials, and "
             "`storebench regrade` and `replay` check them. A folder already written is kept; run it again after "
-            "more shifts end. Participants are named by their study label.")
+            "more shifts end. Participants are named by their study label, or with --deidentified by their "
+            "participant code (for sharing).")
 
     def add_arguments(self, parser):
         parser.add_argument("study", type=int, help="the study's number (as in /studies/<number>/)")
         parser.add_argument("--out", required=True, help="folder to write the trial folders in (created if need be)")
         parser.add_argument("--selected", action="store_true",
                             help="only the attempts selected as the study's reference scores")
+        parser.add_argument("--deidentified", action="store_true",
+                            help="name each participant by their code, not their study label (folders to share; "
+                                 "a folder already written naming them by label is refused: use a new --out)")
 
     def handle(self, *args, **options):
         study = Study.objects.filter(pk=options["study"]).first()
@@ -37,7 +41,8 @@ class Command(BaseCommand):
                 which = "selected attempt" if options["selected"] else "ended shift by a participant"
                 self.stdout.write(f"study {study.pk} ({study.name}) has no {which} yet: nothing written")
                 return
-            for index, written in enumerate(export_trials(study, out, selected=options["selected"]), start=1):
+            written_all = export_trials(study, out, selected=options["selected"], deidentified=options["deidentified"])
+            for index, written in enumerate(written_all, start=1):
                 self.stdout.write(f"[{index}/{total}] {written.line()}")
         except (StudyError, StoreBenchError) as refused:
             raise CommandError(str(refused)) from refused
