@@ -626,6 +626,7 @@ def test_the_second_click_of_a_double_click_on_next_page_reads_nothing_more(coun
         form.locator("xpath=ancestor::details").locator("summary").click()
     form.locator("[name=arg_page_size]").fill("2")
     answered(page, form.locator("button[type=submit]"))
+    page.wait_for_selector("#result form.page-read:not(.arriving)")  # as a person reads the page first
     left = int(page.get_attribute("#store-header", "data-ops-left"))
     box = page.locator("#result form.page-read button", has_text="Next page").bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
