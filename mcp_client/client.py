@@ -53,7 +53,7 @@ from mcp.client import Transport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, TextContent, Tool
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
 
 __all__ = ["CallOutcome", "EpisodeClient", "EpisodeServerError", "ServerUnreachable", "SessionClosed",
            "SyncEpisodeClient", "TokenRefused", "episode_client", "outcome"]
@@ -176,7 +176,17 @@ class EpisodeClient:
         return [tool.name for tool in await self.list_tools()]
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> CallOutcome:
-        return outcome(await self._explained(self.client.call_tool(name, dict(arguments or {}))))
+        """The call's outcome.  A call the server refuses as malformed before any tool runs (a
+        tool name or arguments over the size limits: a protocol error, ``invalid params``) is
+        an error outcome with the server's reason, as a tool's refusal is, so that an agent
+        loop answers its model and plays on; any other protocol error is raised."""
+        try:
+            result = await self._explained(self.client.call_tool(name, dict(arguments or {})))
+        except MCPError as refused:
+            if refused.error.code != INVALID_PARAMS:
+                raise
+            return CallOutcome(True, f"Error: {refused.error.message}")
+        return outcome(result)
 
     async def _explained(self, request: Awaitable[T]) -> T:
         """``request``'s result; over HTTP, a refusal it met is raised as :class:`TokenRefused` and the like."""

@@ -150,3 +150,32 @@ def test_an_endpoint_refusing_a_request_sent_without_a_key_is_told_how_to_give_o
     assert out.stderr.strip().endswith("no trial was written (no API key was sent: give one with --api-key KEY or "
                                        "set $OPENAI_API_KEY)")
 
+
+
+class Oversized(Script):
+    """Its second reply makes two calls over the server's size limits: a title of 70,000
+    characters and a tool name of 200."""
+
+    def reply(self, request: dict) -> dict:
+        if self.n == 1:
+            self.requests.append(request)
+            self.n += 1
+            return self._calls(("update_listing_copy", json.dumps({"product_id": "PRD-001", "title": "x" * 70_000})),
+                               ("t" * 200, "{}"))
+        return super().reply(request)
+
+
+def test_a_call_over_the_size_limits_is_answered_as_an_error_and_the_cell_plays_on(tmp_path):
+    script = Oversized()
+
+    def answer(body: dict) -> tuple[int, bytes]:
+        return completion(script.reply(body), model=body["model"], prompt_tokens=100, completion_tokens=7)
+
+    with chat_stub.endpoint(answer, api_key="k-test") as (base_url, _seen):
+        run = asyncio.run(play(TASK, SEED, model="scripted-1", base_url=base_url, api_key="k-test",
+                               trials=tmp_path / "trials", max_turns=4, log=io.StringIO()))
+    answers = [m["content"] for m in script.requests[2]["messages"] if m["role"] == "tool"][-2:]
+    assert answers[0].startswith("Error: the arguments of 'update_listing_copy' take 70,0")
+    assert answers[0].endswith("nothing was sent to the store")
+    assert answers[1].startswith("Error: a tool name of 200 characters; names are at most 128")
+    assert run.turns_taken == 4 and (Path(run.result["out"]) / "summary.json").exists()
