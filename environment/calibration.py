@@ -140,6 +140,19 @@ def check_gates(task_id: str, cell: dict[str, Any]) -> list[GateFailure]:
     return failures
 
 
+def unchecked_gates(task_id: str, cell: dict[str, Any]) -> list[str]:
+    """The gates a cell calibrated on the spot fails, each as ``"gate: detail"`` ([] when it
+    passes them all).  A calibration file's cells passed them when it was written; a cell
+    calibrated on the spot (a seed outside the file) was never checked, and where a gate
+    fails its composite may rank volume play above judgment, so its pass says little."""
+    return [f"{f.gate}: {f.detail}" for f in check_gates(task_id, cell)]
+
+
+GATES_NOTE = ("this cell was calibrated on the spot and fails the calibration's gates, so its composite may rank "
+              "volume play above judgment and its pass says little: for results, play the cells of a calibration "
+              "file (the shipped calibration/public.json has seeds 7, 11 and 13)")
+
+
 def document(cells: dict[str, dict[int, dict[str, Any]]], world_hash: str) -> dict[str, Any]:
     return {"world_hash": world_hash,
             "tasks": {tid: {str(seed): cells[tid][seed] for seed in sorted(cells[tid])} for tid in cells}}

@@ -14,6 +14,7 @@ from typing import Any
 from .anchors import get_anchor
 from .api import arm, cell_constants, grade
 from .artifacts import read_action_log, write_trial
+from .calibration import unchecked_gates
 from .engine import Episode
 from .suite import suite_id
 from .world import world_hash
@@ -76,5 +77,6 @@ def settle(ep: Episode, out: str | Path, *, policy: str, calibration: dict[str, 
     data["threshold"] = cell["threshold"]
     data["out"] = str(folder)
     data["calibration"] = source
+    data["gates_failed"] = unchecked_gates(ep.task.id, cell)  # [] for every cell of a calibration file
     data["suite"] = suite_id()
     return data

@@ -262,3 +262,29 @@ def test_openenv_answers_a_malformed_dict_as_gymnasium_does(openenv):
     assert json.loads(gym_obs.split("\n", 1)[1])["error"] == {
         "code": "malformed_action", "message": "unknown keys ['args']: an action has only \"tool\" and \"arguments\""}
     assert obs.error.message == "unknown keys ['args']: an action has only \"tool\" and \"arguments\""
+
+
+def test_a_cell_calibrated_on_the_spot_that_fails_the_gates_says_so(monkeypatch):
+    """counter-punch seed 3 (outside the file): its judgment anchors do not outscore blast-list, so its
+    rewards would rank volume play above judgment. A warning at reset and the final info say which gates."""
+    from environment.rl import session as session_module
+    from environment.rl.session import GateWarning
+
+    monkeypatch.setattr(session_module, "_calibrated_on_the_spot", {})
+    env = gym.make("StoreBench-v0", task="counter-punch", task_seed=3)
+    with pytest.warns(GateWarning, match=r"^counter-punch seed 3: this cell was calibrated on the spot and fails the "
+                                         r"calibration's gates, .* \(ordering: rule-based .*\)$"):
+        env.reset()
+    terminated = False
+    while not terminated:
+        _obs, _reward, terminated, _truncated, info = env.step('{"tool": "end_window"}')
+    assert info["gates_failed"] and info["gates_failed"][0].startswith("ordering: rule-based ")
+
+
+def test_a_cell_of_the_calibration_file_fails_no_gate():
+    env = gym.make("StoreBench-v0", task="counter-punch", task_seed=7)
+    env.reset()
+    terminated = False
+    while not terminated:
+        _obs, _reward, terminated, _truncated, info = env.step('{"tool": "end_window"}')
+    assert info["gates_failed"] == []

@@ -186,3 +186,16 @@ def test_read_actions_names_the_line_of_a_malformed_log(tmp_path):
 def test_read_actions_of_a_missing_log_says_what_to_give(tmp_path):
     with pytest.raises(ArtifactError, match=re.escape(f"{tmp_path / 'gone.jsonl'} is missing: give the actions.jsonl")):
         read_actions(tmp_path / "gone.jsonl")
+
+
+def test_a_trial_says_which_gates_its_cell_calibrated_on_the_spot_fails(tmp_path):
+    """The practice store (three days, nothing reordered lands) is calibrated on the spot: shipping
+    everything outscores both judgment anchors there, and the trial's result says so."""
+    data = run_trial("practice", 1, tmp_path / "t", policy="blast-list", calibration=None)
+    assert data["calibration"] == "calibrated for this cell on the spot" and data["pass"]
+    assert [g.split(":")[0] for g in data["gates_failed"]] == ["ordering", "ordering", "judgment-gap"]
+
+
+def test_a_trial_of_a_calibration_files_cell_fails_no_gate(tmp_path):
+    calibration, _digest = load_calibration(Path(__file__).resolve().parent.parent / "calibration" / "public.json")
+    assert run_trial("steady", 7, tmp_path / "t", policy="blast-list", calibration=calibration)["gates_failed"] == []

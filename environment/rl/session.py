@@ -88,7 +88,12 @@ the same in every adapter, so that training over many seeds works out of the box
 by calibrating a missing cell on the spot.  The cost: the first reset of each cell
 outside the file runs the calibration's anchor policies on it, about 0.5 to 1.5
 seconds per cell on this machine, once per process (cached); later resets of that
-cell cost nothing extra.  With ``calibrate_missing=False`` such a cell is refused
+cell cost nothing extra.  Such a cell was never checked against the calibration's gates:
+where it fails one (on some seeds the judgment anchors do not outscore blast-list), its
+rewards may rank volume play above judgment, so it is checked as it is calibrated, a
+:class:`GateWarning` names the gates it fails (once per cell and process), and the
+episode's final info lists them (``gates_failed``, [] for a cell that passes them all).
+With ``calibrate_missing=False`` such a cell is refused
 at reset (:class:`RLConfigError`) unless ``reward="dense"``, which needs no constants.
 The official score is reported only when constants exist; otherwise it is ``None``.
 
@@ -101,12 +106,13 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..calibration import calibrate_cell, cell_of, load_calibration
+from ..calibration import GATES_NOTE, calibrate_cell, cell_of, load_calibration, unchecked_gates
 from ..engine import Episode, ToolResult
 from ..engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
 from ..errors import ErrorCode, StoreBenchError, check_seed
@@ -139,6 +145,11 @@ class RLConfigError(StoreBenchError, ValueError):
 
     code = ErrorCode.INVALID_CONFIG
 _calibrated_on_the_spot: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+class GateWarning(UserWarning):
+    """A cell calibrated on the spot fails the calibration's gates: its rewards may rank volume
+    play above judgment (``info["gates_failed"]`` at the episode's end names the gates)."""
 
 
 def tool_specs() -> list[dict[str, Any]]:
@@ -359,7 +370,11 @@ class Session:
             return None, None
         key = (task.id, seed)
         if key not in _calibrated_on_the_spot:
-            _calibrated_on_the_spot[key] = calibrate_cell(task, seed, load_world())
+            cell = calibrate_cell(task, seed, load_world())
+            failed = unchecked_gates(task.id, cell)
+            if failed:  # once per cell and process, as the calibration itself
+                warnings.warn(f"{task.id} seed {seed}: {GATES_NOTE} ({'; '.join(failed)})", GateWarning, stacklevel=2)
+            _calibrated_on_the_spot[key] = cell
         return _calibrated_on_the_spot[key], "calibrated for this cell on the spot"
 
     def start(self, task_id: str, seed: int, reward: str | None = None) -> str:
@@ -528,6 +543,8 @@ class Session:
             "dense_return": self.paid_cents / 100, "dense_rewards": [c / 100 for c in ep.dense_rewards()],
             "dense_relative_return": None if self.idle is None else self.paid_relative_cents / 100,
             "calibration_source": self.calibration_source,
+            # the gates the cell fails: a cell calibrated on the spot was never checked (see GATES_NOTE)
+            "gates_failed": unchecked_gates(ep.task.id, self.cell) if self.cell is not None else None,
             "score": s.as_json() if has_constants else None,
             "reward_composite": float(s.reward_composite) if has_constants else None,
             "shaped_business": float(self.shaped_business(s)) if has_constants else None,
