@@ -20,12 +20,15 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
+from functools import partial
+from itertools import islice
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from .errors import InvalidSeed, StoreBenchError, check_seed
 
@@ -72,29 +75,71 @@ def pool_size(workers: int, items: int) -> int:
 
 
 INTERRUPTED_EXIT = 130  # as a shell reports a command stopped by Ctrl-C (SIGINT)
+INTERRUPTED = "storebench: interrupted: no further cell starts; waiting for the ones under way"
+NOTICE_SECONDS = 0.2  # how soon a pool run says it saw Ctrl-C while its cells are under way
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 def _leave_interrupts_to_the_command() -> None:
     """A pool worker's initializer: Ctrl-C reaches every process of the terminal's group, and
-    each worker would print its own traceback; the command stops the pool instead (:func:`worker_pool`)."""
+    each worker would print its own traceback; the command stops the pool instead (:func:`run_in_pool`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextmanager
-def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    """A process pool for a command's cells.  On Ctrl-C no further cell starts; the cells under
-    way finish (a trial folder is written whole or not at all), then the interruption goes on
-    to :func:`main`, which says so and exits 130."""
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_leave_interrupts_to_the_command)
+def _ctrl_c_noted() -> Iterator[threading.Event]:
+    """While the block runs, Ctrl-C sets the event instead of raising KeyboardInterrupt wherever
+    the command happens to be (between handing a cell to the pool and noting it, say, which would
+    lose that cell's report).  Signals reach the main thread only: elsewhere, and where Ctrl-C is
+    ignored (a command started in the background), the event is never set and nothing is installed."""
+    pressed = threading.Event()
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield pressed
+        return
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: pressed.set())
     try:
-        yield pool
-    except KeyboardInterrupt:
-        print("storebench: interrupted: no further cell starts; waiting for the ones under way",
-              file=sys.stderr, flush=True)
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
+        yield pressed
     finally:
-        pool.shutdown(wait=True)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
+def run_in_pool(work: Callable[[Item], Result], items: Iterable[Item], workers: int,
+                done: Callable[[Item, Result], None]) -> None:
+    """Run ``work`` on every item in ``workers`` processes, calling ``done(item, result)`` in this
+    process as each finishes (in the order they finish).
+
+    The pool never holds more than ``workers`` items: the next is handed over only when one
+    finishes.  (A ``ProcessPoolExecutor`` given every item at once moves ``workers + 1`` of them
+    ahead into its call queue, where ``shutdown(cancel_futures=True)`` cannot reach them, so a
+    cell started after Ctrl-C.)  On Ctrl-C, or when ``done`` raises KeyboardInterrupt, no further
+    item is handed over; the ones under way finish (a trial folder is written whole or not at
+    all) and each is passed to ``done`` like any other; then KeyboardInterrupt goes on to the
+    command and to :func:`main`, which says so and exits 130."""
+    waiting = iter(items)
+    running: dict[Future[Result], Item] = {}
+    told = False
+    with _ctrl_c_noted() as pressed, \
+            ProcessPoolExecutor(max_workers=workers, initializer=_leave_interrupts_to_the_command) as pool:
+        while True:
+            if not pressed.is_set():
+                for item in islice(waiting, workers - len(running)):
+                    running[pool.submit(work, item)] = item
+            elif not told:
+                told = True
+                print(INTERRUPTED, file=sys.stderr, flush=True)
+            if not running:
+                break
+            finished, _ = wait(running, timeout=NOTICE_SECONDS, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item = running.pop(future)
+                try:
+                    done(item, future.result())
+                except KeyboardInterrupt:
+                    pressed.set()
+    if pressed.is_set():
+        raise KeyboardInterrupt
 
 
 def path_arg(text: str) -> str:
@@ -257,8 +302,6 @@ ABLATE_WORKERS = 2  # tasks ablate all's worker processes; --workers is None unl
 
 
 def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
-    from concurrent.futures import as_completed
-
     from .ablation import document, render
     from .tasks import all_tasks
 
@@ -279,11 +322,13 @@ def _cmd_tasks_ablate(args: argparse.Namespace) -> int:
         writable_file(args.out, "--out", "ablation.md")
     ids = [t.id for t in all_tasks()]
     results: dict[str, dict[str, Any]] = {}
-    with worker_pool(pool_size(args.workers or ABLATE_WORKERS, len(ids))) as pool:
-        futures = {pool.submit(_ablate_one, task_id, args.seed): task_id for task_id in ids}
-        for n, future in enumerate(as_completed(futures), start=1):
-            results[futures[future]] = future.result()
-            print(f"[{n}/{len(ids)}] {futures[future]} ablated", file=sys.stderr)
+
+    def ablated(task_id: str, result: dict[str, Any]) -> None:
+        results[task_id] = result
+        print(f"[{len(results)}/{len(ids)}] {task_id} ablated", file=sys.stderr, flush=True)
+
+    run_in_pool(partial(_ablate_one, seed=args.seed), ids, pool_size(args.workers or ABLATE_WORKERS, len(ids)),
+                ablated)
     ordered = [results[task_id] for task_id in ids]
     if args.json:
         _print_json(ordered)
@@ -374,7 +419,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
               f"(business {data['business']:.3f}, reliability {data['reliability']:.3f}, continuity "
               f"{data['continuity']:.3f}); threshold {data['threshold']:.3f} ({data['calibration']}); "
               f"{'pass' if data['pass'] else 'no pass'}; wrote {data['out']}")
+    if data.get("gates_failed"):
+        _say_gates_failed([f"{args.task} seed {args.seed}"], data["gates_failed"])
     return 0
+
+
+def _say_gates_failed(cells: list[str], gates: list[str] | None = None) -> None:
+    """On stderr: ``cells`` were calibrated on the spot and fail the calibration's gates (see
+    :data:`~environment.calibration.GATES_NOTE`), naming the gates when one cell is meant."""
+    from .calibration import GATES_NOTE
+    from .orchestration import some_of
+
+    named = some_of(cells, 5)
+    which = f"{named}: " if len(cells) == 1 else f"{len(cells)} cells ({named}): "
+    said = f" (gates failed: {'; '.join(gates)})" if gates else ""
+    print(f"storebench: {which}{GATES_NOTE}{said}", file=sys.stderr, flush=True)
 
 
 def _batch_one(job: tuple[Any, ...]) -> dict[str, Any]:
@@ -411,7 +470,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
             print(f"storebench: not in {args.calibration}, so calibrated on the spot: {some_of(missing, 5)}",
                   file=sys.stderr)
     started = time.perf_counter()
-    results, failed = [], []
+    results: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     for i, c in enumerate(c for c in cells if c.out in played):
         threshold = cell_constants(c.task, c.seed, calibration)[0]["threshold"]
         composite = float(played[c.out]["reward_composite"])
@@ -420,20 +480,30 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         print(f"[{i + 1}/{len(cells)}] {c.out}: already played, composite {composite:.3f}"
               f"{' pass' if composite >= threshold else ''}", file=sys.stderr, flush=True)
     jobs = [(c.task, c.seed, str(c.out), args.policy, args.actions, calibration, cal_hash) for c in to_play]
+    place = {job[2]: i for i, job in enumerate(jobs)}
+    finished: list[tuple[int, dict[str, Any]]] = []  # each cell played now, by its place in the run
+
+    def report(job: tuple[Any, ...], data: dict[str, Any]) -> None:
+        finished.append((place[job[2]], data))
+        i = len(played) + len(finished)
+        if "error" in data:
+            print(f"[{i}/{len(cells)}] {data['out']}: FAILED: {data['error']}", file=sys.stderr, flush=True)
+        else:
+            print(f"[{i}/{len(cells)}] {data['out']}: composite {data['reward_composite']:.3f}"
+                  f"{' pass' if data['pass'] else ''}{' (its cell fails the gates)' if data.get('gates_failed') else ''}",
+                  file=sys.stderr, flush=True)
+
     try:
-        with worker_pool(pool_size(args.workers, max(1, len(jobs)))) as pool:
-            for i, data in enumerate(pool.map(_batch_one, jobs), start=len(played) + 1):
-                if "error" in data:
-                    failed.append(data)
-                    print(f"[{i}/{len(cells)}] {data['out']}: FAILED: {data['error']}", file=sys.stderr, flush=True)
-                    continue
-                results.append(data)
-                print(f"[{i}/{len(cells)}] {data['out']}: composite {data['reward_composite']:.3f}"
-                      f"{' pass' if data['pass'] else ''}", file=sys.stderr, flush=True)
+        run_in_pool(_batch_one, jobs, pool_size(args.workers, max(1, len(jobs))), report)
     except KeyboardInterrupt:
         print(f"storebench: the batch was interrupted; the trials written under {args.out} are whole: run the same "
               "command with --skip-played to play the rest", file=sys.stderr, flush=True)
         raise
+    for _place, data in sorted(finished, key=lambda placed: placed[0]):  # the summary lists them in the run's order
+        (failed if "error" in data else results).append(data)
+    ungated = [f"{r['task']} seed {r['seed']}" for r in results if r.get("gates_failed")]
+    if ungated:
+        _say_gates_failed(ungated)
     wall = time.perf_counter() - started
     counts = batch_summary(results)
     summary = {"trials": counts["trials"], "passed": counts["passed"], "wall_seconds": round(wall, 2),
@@ -555,13 +625,17 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               f"{cell['oracle']} ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
     workers = pool_size(args.workers, len(cells))
-    if workers > 1:
-        with worker_pool(workers) as pool:
-            for item in pool.map(_calibrate_one, cells):
-                record(item)
-    else:
-        for cell in cells:
-            record(_calibrate_one(cell))
+    try:
+        if workers > 1:
+            run_in_pool(_calibrate_one, cells, workers, lambda _cell, item: record(item))
+        else:
+            for cell in cells:
+                record(_calibrate_one(cell))
+    except KeyboardInterrupt:
+        print(f"storebench: the calibration was interrupted with {done} of {len(cells)} cells finished, and nothing "
+              f"was written (a calibration is written whole, after its last cell): run the same command again to "
+              "calibrate", file=sys.stderr, flush=True)
+        raise
     written = finish_calibration(results, task_ids, args.out)
     wall = time.perf_counter() - started
     print(written.report.read_text())
@@ -666,16 +740,34 @@ CORE_ONLY = ("The core's commands only (pure Python, no MCP): the installed `sto
 
 
 class _Version(argparse.Action):
-    """``--version``: the package's version and the suite id, worked out only when asked (the
-    suite's digest reads the task files and the world)."""
+    """``--version``: the package's version, the suite id (worked out only when asked: the suite's
+    digest reads the task files and the world) and the folder the core was imported from, so that
+    someone with two clones sharing one virtual environment sees which one runs."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         from . import __version__
         from .suite import suite_id
 
-        print(f"storebench {__version__} (suite {suite_id()})")
+        print(f"storebench {__version__} (suite {suite_id()}) from {Path(__file__).resolve().parent}")
         parser.exit()
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A parser that refuses an argument it does not know itself, with its own usage.
+
+    argparse hands a subcommand's unknown arguments up to the top parser, which refused
+    ``storebench run --bogus`` with the usage of ``storebench`` (``COMMAND ...``) instead of
+    ``run``'s.  Subparsers are made of their parent's class, so every subcommand, nested
+    (``world stats``) or added above the core (``mcp``, ``agent``), reports its own.
+    """
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]  # one signature, not overloads
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed, unknown
 
 
 class _ExamplesFormatter(argparse.HelpFormatter):
@@ -701,7 +793,7 @@ def build_parser(extend: Callable[[Any], None] | None = None, prog: str = "store
     core (``mcp``, ``agent``: :mod:`mcp_client.cli`, the console entry point).  Under another
     ``prog`` (``python -m environment``) its description says it has the core's commands only."""
     description = "StoreBench: run, grade and inspect the Ostrelle live-commerce environment."
-    parser = argparse.ArgumentParser(
+    parser = _CommandParser(
         prog=prog,
         description=description if prog == "storebench" else f"{description} {CORE_ONLY}",
     )

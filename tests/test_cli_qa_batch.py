@@ -180,8 +180,10 @@ def test_batch_names_each_cell_its_calibration_file_lacks(capsys, tmp_path):
     code, _out, err = run(capsys, "batch", "--tasks", "steady", "practice", "--seeds", "7", "--policy", "absentee",
                           "--out", tmp_path / "b", "--calibration", CALIBRATION, "--workers", "1")
     assert code == 0
-    notices = [line for line in err.splitlines() if "calibrated on the spot" in line]
+    notices = [line for line in err.splitlines() if "so calibrated on the spot" in line]
     assert notices == [f"storebench: not in {CALIBRATION}, so calibrated on the spot: practice seed 7"]
+    # and, the practice store failing the gates there, that its pass says little
+    assert "storebench: practice seed 7: this cell was calibrated on the spot and fails the calibration's gates" in err
 
 
 # --- item 10: nothing is created for a refused batch ----------------------------------------------
@@ -371,3 +373,24 @@ def test_ctrl_c_stops_a_batch_with_a_line_not_a_traceback(tmp_path):
     assert rest.rstrip().endswith("storebench: interrupted (Ctrl-C)")
     finished = [p for p in out.iterdir() if (p / "score.json").exists()]
     assert 1 <= len(finished) < 12 and no_partial_folders(out)
+
+
+# --- a cell calibrated on the spot that fails the gates ---------------------------------------------------
+
+
+def test_run_says_its_cell_calibrated_on_the_spot_fails_the_gates(capsys, tmp_path):
+    code, out, err = run(capsys, "run", "--task", "counter-punch", "--seed", "3", "--policy", "blast-list",
+                         "--out", tmp_path / "t")
+    assert code == 0 and "(calibrated for this cell on the spot); pass" in out
+    assert err.startswith("storebench: counter-punch seed 3: this cell was calibrated on the spot and fails the "
+                          "calibration's gates, so its composite may rank volume play above judgment")
+    assert "(gates failed: ordering: rule-based " in err
+
+
+def test_batch_marks_the_cells_that_fail_the_gates_and_names_them_once(capsys, tmp_path):
+    code, _out, err = run(capsys, "batch", "--tasks", "counter-punch", "--seeds", "3", "7", "--policy", "blast-list",
+                          "--out", tmp_path, "--calibration", CALIBRATION, "--workers", "1")
+    assert code == 0
+    assert "counter-punch-3-blast-list: composite 0.849 pass (its cell fails the gates)" in err
+    assert "counter-punch-7-blast-list: composite 0.612\n" in err
+    assert err.count("fails the calibration's gates") == 1 and "storebench: counter-punch seed 3: this cell" in err

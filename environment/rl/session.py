@@ -544,7 +544,8 @@ class Session:
             "dense_relative_return": None if self.idle is None else self.paid_relative_cents / 100,
             "calibration_source": self.calibration_source,
             # the gates the cell fails: a cell calibrated on the spot was never checked (see GATES_NOTE)
-            "gates_failed": unchecked_gates(ep.task.id, self.cell) if self.cell is not None else None,
+            "gates_failed": (None if self.cell is None else [] if self.calibration_source == "calibration file"
+                             else unchecked_gates(ep.task.id, self.cell)),
             "score": s.as_json() if has_constants else None,
             "reward_composite": float(s.reward_composite) if has_constants else None,
             "shaped_business": float(self.shaped_business(s)) if has_constants else None,
