@@ -41,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from environment.errors import StoreBenchError
+from environment.errors import InvalidSeed, StoreBenchError, check_seed
 
 from .codes import ServerErrorCode
 
@@ -69,6 +69,22 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
+# Each route's body, as its refusals show it.
+OPEN_EXAMPLE = '{"task": "steady", "seed": 7}'
+LABELS_EXAMPLE = '{"model": "m", "harness": "h"}'
+END_EXAMPLE = '{"labels": {"model": "m"}}'
+
+
+def seed_of(value: object) -> int:
+    """The seed of a request to open a session, refused as the CLI and OpenEnv refuse one
+    (:class:`~environment.errors.InvalidSeed`, code ``invalid_seed``); a seed sent as text
+    (``"7"``) is told to be sent as a number."""
+    if isinstance(value, str):
+        raise InvalidSeed(f"the seed {json.dumps(value)} is text: give the seed as an integer, e.g. {OPEN_EXAMPLE}",
+                          seed=repr(value))
+    return check_seed(value)
+
+
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
@@ -85,7 +101,8 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
             return False
         return hmac.compare_digest(hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest(), expected)
 
-    async def body_of(request: Request) -> dict:
+    async def body_of(request: Request, example: str) -> dict:
+        """The request's JSON object (``{}`` for no body); a refusal shows ``example``, the route's own body."""
         raw = b""
         async for chunk in request.stream():
             raw += chunk
@@ -99,10 +116,9 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
         except RecursionError:
             raise StoreBenchError("the request body is nested too deeply; labels and options are flat objects") from None
         except ValueError:
-            raise StoreBenchError("the request body is not JSON; send an object such as "
-                                  "{\"task\": \"steady\", \"seed\": 7}") from None
+            raise StoreBenchError(f"the request body is not JSON; send an object such as {example}") from None
         if not isinstance(data, dict):
-            raise StoreBenchError("the request body must be a JSON object")
+            raise StoreBenchError(f"the request body must be a JSON object, such as {example}")
         return data
 
     def guarded(handler):
@@ -122,11 +138,11 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
         return JSONResponse({"sessions": [s.as_json() for s in hub.sessions()]})
 
     async def open_session(request: Request) -> JSONResponse:
-        data = await body_of(request)
+        data = await body_of(request, OPEN_EXAMPLE)
         task, seed = data.get("task"), data.get("seed")
-        if not isinstance(task, str) or isinstance(seed, bool) or not isinstance(seed, int):
-            raise StoreBenchError("give the task id as a string and the seed as an integer, e.g. "
-                                  "{\"task\": \"steady\", \"seed\": 7}")
+        if not isinstance(task, str) or seed is None:
+            raise StoreBenchError(f"give the task id as a string and the seed as an integer, e.g. {OPEN_EXAMPLE}")
+        seed = seed_of(seed)
         unknown = sorted(set(data) - {"task", "seed", "labels"})
         if unknown:
             raise StoreBenchError(f"unknown field(s) {', '.join(unknown)}; send task, seed and labels")
@@ -140,16 +156,15 @@ def operator_routes(hub: Any, operator_token: str) -> list[Route]:
     async def set_labels(request: Request) -> JSONResponse:
         sid = request.path_params["sid"]
         hub.session(sid)
-        labels = await body_of(request)
+        labels = await body_of(request, LABELS_EXAMPLE)
         session = await anyio.to_thread.run_sync(lambda: hub.set_labels(sid, labels))
         return JSONResponse(session.as_json())
 
     async def end_session(request: Request) -> JSONResponse:
-        data = await body_of(request)
+        data = await body_of(request, END_EXAMPLE)
         unknown = sorted(set(data) - {"labels"})
         if unknown:  # a label sent at the top level would be lost without a word
-            raise StoreBenchError(f"unknown field(s) {', '.join(unknown)}; the end takes labels only, e.g. "
-                                  "{\"labels\": {\"model\": \"m\"}}")
+            raise StoreBenchError(f"unknown field(s) {', '.join(unknown)}; the end takes labels only, e.g. {END_EXAMPLE}")
         sid = request.path_params["sid"]
         hub.session(sid)
         result = await anyio.to_thread.run_sync(lambda: hub.end(sid, data.get("labels")))
