@@ -12,6 +12,25 @@ from studies.models import Study
 from studies.trials import export_trials, exported_attempts
 
 
+def known_studies() -> str:
+    """The first studies by number, for a refusal to name: ``3 (Demo study), 4 (Pilot)``."""
+    return ", ".join(f"{s.pk} ({s.name})" for s in Study.objects.order_by("pk")[:10]) or "none yet"
+
+
+def study_numbered(given: str) -> Study:
+    """The study ``given`` names by its number; a CommandError naming the studies when it is not
+    a number (a study's name, say) or no study has that number."""
+    try:
+        number = int(given)
+    except ValueError:
+        raise CommandError(f"{given!r} is not a study number: give the study's number, as in /studies/<number>/; "
+                           f"studies: {known_studies()}") from None
+    study = Study.objects.filter(pk=number).first()
+    if study is None:
+        raise CommandError(f"no study {number}; studies: {known_studies()}")
+    return study
+
+
 class Command(BaseCommand):
     help = ("Write a study's ended human shifts (not rehearsal bots, practice or invalidated attempts) as trial "
             "folders under --out, one per attempt, replayed from their stored calls and graded with the study's "
@@ -21,7 +40,7 @@ class Command(BaseCommand):
             "participant code (for sharing).")
 
     def add_arguments(self, parser):
-        parser.add_argument("study", type=int, help="the study's number (as in /studies/<number>/)")
+        parser.add_argument("study", help="the study's number, as in /studies/<number>/ (not its name)")
         parser.add_argument("--out", required=True, help="folder to write the trial folders in (created if need be)")
         parser.add_argument("--selected", action="store_true",
                             help="only the attempts selected as the study's reference scores")
@@ -30,10 +49,7 @@ class Command(BaseCommand):
                                  "a folder already written naming them by label is refused: use a new --out)")
 
     def handle(self, *args, **options):
-        study = Study.objects.filter(pk=options["study"]).first()
-        if study is None:
-            known = ", ".join(f"{s.pk} ({s.name})" for s in Study.objects.order_by("pk")[:10]) or "none yet"
-            raise CommandError(f"no study {options['study']}; studies: {known}")
+        study = study_numbered(str(options["study"]))
         try:
             out = writable_folder(Path(options["out"]), "--out")
             total = exported_attempts(study, selected=options["selected"]).count()

@@ -21,7 +21,9 @@ DEMO_USERS = (
 
 
 class Command(BaseCommand):
-    help = "Create or reset the demo users (admin, coordinator, participant) and a practice shift."
+    help = ("Create or reset the demo users (admin, coordinator, participant) and the participant's practice "
+            "shift, and create the demo study (\"Demo study\": coordinator runs it, participant is enrolled in it) "
+            "unless it exists. Runs in debug only; safe to run any number of times.")
 
     def handle(self, *args, **options) -> None:
         if not settings.DEMO_DATA_ALLOWED:
