@@ -194,6 +194,11 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     trials = None if args.no_trial else args.trials or "trials"
     if trials is not None:
         writable_folder(trials, "--trials")
+    if args.labels_file is not None and not Path(args.labels_file).parent.is_dir():
+        # Read only at hang-up: a typo would otherwise be found when the episode is over.
+        print(f"storebench: --labels-file {args.labels_file}: its folder {Path(args.labels_file).parent} does not "
+              "exist yet; the labels are read from that file when the host hangs up, so the harness must create "
+              "it there (or fix the path)", file=sys.stderr, flush=True)
     from .server import serve_stdio
 
     # stderr is the host's log: stdout carries the protocol alone.

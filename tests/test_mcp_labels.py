@@ -263,3 +263,15 @@ def test_a_resumed_session_leaves_out_server_labels_an_older_server_stored(tmp_p
     resumed, _digest = restore_session(tmp_path / session.id, out=None)
     resumed.close_log()
     assert resumed.labels == {"model": "m"}
+
+
+def test_a_stdio_labels_file_in_a_folder_that_does_not_exist_is_told_at_the_start(tmp_path):
+    path = tmp_path / "no-such-folder" / "labels.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_client", "mcp", "--task", TASK, "--seed", "7", "--trials", str(tmp_path / "trials"),
+         "--labels-file", str(path)], cwd=REPO, input=ONE_CALL, capture_output=True, text=True, timeout=120)
+    lines = done.stderr.splitlines()
+    assert lines[0] == (f"storebench: --labels-file {path}: its folder {path.parent} does not exist yet; the labels "
+                        "are read from that file when the host hangs up, so the harness must create it there (or fix "
+                        "the path)")
+    assert f"storebench: --labels-file {path} does not exist; labels left out" in lines  # and again at hang-up
