@@ -214,7 +214,8 @@ def withdraw(actor, person: Participant, reason: str) -> Participant:
                 assignment.abandon_unstarted(attempt, WITHDREW_REASON)
                 closed += 1
         superseded = withdrawal_supersedes(study, locked.label, locked.withdrawn_at)
-        copies = withdrawals.withdrawn(study.name, locked.label)  # the explorer's imported trials of theirs
+        # the explorer's imported trials of theirs, named by label or, written de-identified, by code
+        copies = withdrawals.withdrawn(study.name, locked.label) + withdrawals.withdrawn(study.name, locked.code)
         audit.record(study, actor, AuditAction.WITHDRAWN, reason=reason.strip(), participant=locked,
                      unstarted_closed=closed or None, exports_superseded=superseded or None,
                      copies_removed=copies or None)

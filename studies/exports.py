@@ -47,8 +47,10 @@ from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count
+from django.utils.crypto import salted_hmac
 
 from environment.csvcells import CODEBOOK_NOTE, safe_cell
 from shifts.briefing import BRIEFING_VERSION, ON_PRACTICE_TASK
@@ -175,9 +177,19 @@ IDENTIFYING = {
     "wide": ("participant_label",),
 }
 DEIDENTIFIED_NOTE = ("a de-identified export: the columns that name a person (participant_label; prolific_pid and "
-                     "prolific_session_id in participants) are left out, and the events table gives a participant's "
-                     "code where their label or username stood; free text typed by the study team (reasons, "
-                     "coaching notes) is kept as typed, so read it before sharing the files")
+                     "prolific_session_id in participants) are left out; where a participant's label or username "
+                     "stood (an event's actor, a reassignment's from_participant, a bonus file's without_pid) their "
+                     "code stands, and where a team member's username stood (an event's actor, a member event's user, "
+                     "an attempt's coach) a pseudonym team-xxxxxxxx, the same in every export of the study; free text "
+                     "typed by the study team (reasons, coaching notes) is kept as typed, so read it before sharing "
+                     "the files")
+# What a de-identified export writes in the columns that otherwise hold usernames.
+DEIDENTIFIED_MEANINGS = {
+    ("attempts", "coach"): "the coach's pseudonym, team-xxxxxxxx (coached retries; the same in every export of the "
+                           "study)",
+    ("events", "actor"): "who did it: a participant's code, or a team member's pseudonym team-xxxxxxxx (the same in "
+                         "every export of the study); empty for the system, (withdrawn) for a withdrawn participant",
+}
 
 
 def _s(value) -> str | None:
@@ -189,6 +201,7 @@ def _iso(value) -> str | None:
 
 
 def attempt_rows(study: Study, filters: Filters) -> Iterator[dict]:
+    names = Pseudonyms(study) if filters.deidentified else None
     for a in attempts(study, filters):
         yield {
             "attempt_id": a.pk, "cell": a.cell.key, "task": a.cell.task_id, "seed": a.cell.seed,
@@ -196,7 +209,8 @@ def attempt_rows(study: Study, filters: Filters) -> Iterator[dict]:
             "attempt_number": a.number, "kind": a.kind, "replaces_attempt_id": a.replaces_id,
             "release": a.release, "calibration_hash": a.calibration_hash, "selected": a.is_selected,
             "selection_rule": a.selection_rule, "status": a.status, "end_reason": a.end_reason,
-            "coached": a.kind == AttemptKind.COACHED_RETRY, "coach": a.coach.get_username() if a.coach else "",
+            "coached": a.kind == AttemptKind.COACHED_RETRY,
+            "coach": (names.of_user(a.coach_id) if names else a.coach.get_username()) if a.coach else "",
             "reassigned": a.kind == AttemptKind.REASSIGNMENT, "platform_fault": a.platform_fault,
             "practice": a.is_practice, "bot": a.is_bot, "assigned_at": _iso(a.assigned_at),
             "completed_at": _iso(a.completed_at), "threshold": _s(a.cell.threshold),
@@ -251,15 +265,58 @@ def _unnamed(value, labels: set[str]):
     return value
 
 
-def _coded(value, codes: dict[str, str]):
-    """``value`` (an event's detail) with each participant label of ``codes`` read as its code."""
-    if isinstance(value, str):
-        return codes.get(value, value)
-    if isinstance(value, list):
-        return [_coded(v, codes) for v in value]
-    if isinstance(value, dict):
-        return {k: _coded(v, codes) for k, v in value.items()}
-    return value
+# The keys of an event's detail that hold participant labels, and those that hold usernames.
+LABEL_KEYS = ("from_participant", "without_pid")
+USERNAME_KEYS = ("user",)
+
+
+class Pseudonyms:
+    """How a de-identified export names people: a participant by their code; anyone else (the
+    study team, staff) as ``team-`` and eight hex digits, the same in every export of the study
+    and not to be worked back without the site's secret key (an HMAC of the study and the
+    account)."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        rows = study.participants.values_list("label", "user_id", "code")
+        self.code_of_label = {label: code for label, _user, code in rows}
+        self.code_of_user = {user: code for _label, user, code in rows if user is not None}
+        self._usernames: dict[str, str] = {}
+
+    def of_user(self, user_id: int | None) -> str:
+        if user_id is None:
+            return ""
+        if user_id in self.code_of_user:
+            return self.code_of_user[user_id]
+        digest = salted_hmac("storebench.exports.team", f"{self.study.pk}:{user_id}").hexdigest()
+        return f"team-{digest[:8]}"
+
+    def of_username(self, username: str) -> str:
+        if username not in self._usernames:
+            user_id = get_user_model().objects.filter(username=username).values_list("pk", flat=True).first()
+            self._usernames[username] = self.of_user(user_id) if user_id is not None else "(unknown account)"
+        return self._usernames[username]
+
+    def detail(self, detail):
+        """An event's detail with the labels and usernames its known keys hold written as above."""
+        if not isinstance(detail, dict):
+            return detail
+        out = dict(detail)
+        for key in LABEL_KEYS:
+            if key in out:
+                out[key] = self._each(out[key], lambda label: self.code_of_label.get(label, label))
+        for key in USERNAME_KEYS:
+            if key in out:
+                out[key] = self._each(out[key], self.of_username)
+        return out
+
+    @staticmethod
+    def _each(value, name):
+        if isinstance(value, str):
+            return name(value)
+        if isinstance(value, list):
+            return [name(v) if isinstance(v, str) else v for v in value]
+        return value
 
 
 def event_rows(study: Study, filters: Filters | None = None) -> Iterator[dict]:
@@ -273,14 +330,7 @@ def event_rows(study: Study, filters: Filters | None = None) -> Iterator[dict]:
     withdrawn = study.participants.filter(withdrawn_at__isnull=False)
     users = set(withdrawn.exclude(user=None).values_list("user_id", flat=True))
     labels = set(withdrawn.values_list("label", flat=True))
-    codes: dict[str, str] = {}  # a label -> the code a de-identified export writes instead
-    code_of_user: dict[int, str] = {}
-    if filters.deidentified:
-        for label, user_id, code in (study.participants.filter(withdrawn_at__isnull=True)
-                                     .values_list("label", "user_id", "code")):
-            codes[label] = code
-            if user_id is not None:
-                code_of_user[user_id] = code
+    names = Pseudonyms(study) if filters.deidentified else None
     events = (AuditEvent.objects.filter(study=study).exclude(participant__in=withdrawn)
               .exclude(attempt__participant__in=withdrawn).select_related("actor", "participant", "cell"))
     if not filters.include_bots:
@@ -289,12 +339,12 @@ def event_rows(study: Study, filters: Filters | None = None) -> Iterator[dict]:
         events = events.exclude(attempt__is_practice=True)
     for e in events:
         detail = _unnamed(e.detail, labels) if labels else e.detail
-        if codes:
-            detail = _coded(detail, codes)
+        if names is not None:
+            detail = names.detail(detail)
         if e.actor_id in users:
             actor = WITHDRAWN
-        elif e.actor_id in code_of_user:
-            actor = code_of_user[e.actor_id]
+        elif names is not None:
+            actor = names.of_user(e.actor_id)
         else:
             actor = e.actor.get_username() if e.actor else ""
         yield {
@@ -382,7 +432,8 @@ def codebook(study: Study, deidentified: bool = False) -> list[dict]:
              {"table": "(every JSON file)", "column": "(decimal columns)", "type": "note", "meaning": DECIMAL_NOTE}]
     if deidentified:
         notes.append({"table": "(every file)", "column": "(de-identified)", "type": "note", "meaning": DEIDENTIFIED_NOTE})
-    return [{"table": table, "column": name, "type": kind, "meaning": meaning}
+    return [{"table": table, "column": name, "type": kind,
+             "meaning": DEIDENTIFIED_MEANINGS.get((table, name), meaning) if deidentified else meaning}
             for table, columns in tables.items() for name, kind, meaning in columns
             if not (deidentified and name in IDENTIFYING.get(table, ()))] + notes
 

@@ -34,7 +34,7 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Case, Q, When
 from django.urls import reverse
 from django.utils import timezone
 
@@ -145,8 +145,9 @@ def team_powers(participant: Participant) -> str:
         return ""
     if user.is_staff or user.is_superuser:
         return "is a staff account"
+    here_first = Case(When(study_id=participant.study_id, then=0), default=1)  # a role in this study is named
     role = (user.study_memberships.exclude(role=Role.PARTICIPANT).select_related("study")
-            .order_by("study_id").first())
+            .order_by(here_first, "study_id").first())
     return f"holds the role {role.role} {_in_study(role.study, participant)}" if role else ""
 
 
@@ -468,9 +469,10 @@ def person_page(user_id: int) -> PersonPage | None:
 
 def has_withdrawn(study_name: str, label: str, lock: bool = False) -> bool:
     """The shift domain's withdrawal check (added in ``StudiesConfig.ready``): whether the
-    participant ``label`` of the study named ``study_name`` has withdrawn.  With ``lock``, their
-    row is locked as a withdrawal locks it, so the two wait for each other."""
-    found = Participant.objects.filter(study__name=study_name, label=label)
+    participant ``label`` of the study named ``study_name`` has withdrawn (``label`` may be their
+    code, as a de-identified trial folder names them).  With ``lock``, their row is locked as a
+    withdrawal locks it, so the two wait for each other."""
+    found = Participant.objects.filter(Q(label=label) | Q(code=label), study__name=study_name)
     if lock:
         found = found.select_for_update(of=("self",))
     return any(when is not None for when in found.values_list("withdrawn_at", flat=True))

@@ -8,7 +8,9 @@ and ``storebench regrade`` and ``replay`` check it like any other.  The composit
 records is the shift's own, recomputed: :func:`export_trials` says so, or says where they
 differ and what the two gradings did not share (a calibration, an engine release).
 
-The participant is named by their study label, never by account or invitation code.
+The participant is named by their study label, or (``deidentified``, folders to share) by
+their participant code; never by account or invitation.  A withdrawal removes the imported
+trials named either way.
 Rehearsal bots, practice shifts and invalidated attempts are left out; ``selected``
 keeps only the attempts selected as the study's reference scores.
 """

@@ -2,6 +2,7 @@
 import csv
 import hashlib
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -252,9 +253,11 @@ def test_every_decimal_column_is_a_string_or_null_in_json_as_the_codebook_says(p
 
 def test_a_deidentified_export_names_nobody(played, admin, django_capture_on_commit_callbacks):
     """Labels and Prolific ids are left out; the events give a participant's code where their
-    label (in a detail) or username (as the actor) stood; the codebook and manifest say so."""
+    label (in a detail) or username (as the actor) stood, and a team member's pseudonym where
+    theirs did; the codebook and manifest say so."""
     from studies import audit
-    from studies.models import Participant
+    from studies.design import add_member
+    from studies.models import Participant, Role
     from studies.participants import add_participant
 
     user = get_user_model().objects.create_user("rita.example@mail.test", password=None)
@@ -263,17 +266,27 @@ def test_a_deidentified_export_names_nobody(played, admin, django_capture_on_com
                                                                   "SESSION_ID": "sess-0f9e8d7c6b"})
     audit.record(played, user, AuditAction.CONSENTED, participant=person, version=1)
     audit.record(played, admin, AuditAction.REASSIGNED, from_participant="Rita Example")
+    audit.record(played, admin, AuditAction.BONUS_FILE, people=1, without_pid=["Rita Example"])
+    audit.record(played, admin, AuditAction.QUOTA_CHANGED, rule="Rita Example")  # not a key that holds labels: left as is
+    add_member(admin, played, user, Role.REVIEWER)  # a member event naming her username
 
     shared = export(admin, played, Filters(include_bots=True, deidentified=True), django_capture_on_commit_callbacks)
     directory = job_dir(shared.pk)
     text = "".join(p.read_text() for p in sorted(directory.iterdir()))
-    for secret in ("Rita Example", "rita.example@mail.test", "5f1e2d3c4b5a69788796a5b4", "sess-0f9e8d7c6b"):
+    for secret in ("rita.example@mail.test", "5f1e2d3c4b5a69788796a5b4", "sess-0f9e8d7c6b", "export-admin"):
         assert secret not in text
+    assert text.count("Rita Example") == 2  # only the quota event's free-form value, in events.csv and .json
     for name in ("b0", "b1", "b2"):  # the bots' labels too
         assert f'"{name}"' not in (directory / "participants.json").read_text()
     events = rows_from_csv(directory / "events.csv")
     assert any(r["action"] == "consented" and r["actor"] == person.code for r in events)
     assert any(json.loads(r["detail"]).get("from_participant") == person.code for r in events)
+    assert any(json.loads(r["detail"]).get("without_pid") == [person.code] for r in events)
+    assert any(json.loads(r["detail"]).get("user") == person.code for r in events if r["action"] == "member_added")
+    team = {r["actor"] for r in events if r["action"] == "reassigned"}
+    assert len(team) == 1 and re.fullmatch(r"team-[0-9a-f]{8}", team.pop())
+    coaches = {r["coach"] for r in rows_from_csv(directory / "attempts.csv") if r["coached"] == "true"}
+    assert len(coaches) == 1 and re.fullmatch(r"team-[0-9a-f]{8}", coaches.pop())
     assert "participant_label" not in rows_from_csv(directory / "attempts.csv")[0]
     book = json.loads((directory / "codebook.json").read_text())
     assert any(b["column"] == "(de-identified)" for b in book)

@@ -129,3 +129,12 @@ def test_a_team_role_is_named_with_its_study_only_in_that_study(study, other_stu
     assert participants.scored_bar(elsewhere).startswith("holds the role researcher in another study, which shows")
     assert participants.scored_bar(here).startswith("holds the role reviewer in this study ('Study A'), which shows")
     assert "Study B" not in participants.scored_bar(elsewhere)
+
+
+def test_a_role_held_here_and_in_another_study_is_named_as_held_here(study, other_study, admin):
+    """Study A was made first; someone in Study B's pool holding roles in both is told by B's
+    role, not as 'another study' (A's, found first by number)."""
+    person = ready_person(admin, other_study, "Bo")
+    add_member(admin, study, person.user, Role.REVIEWER)
+    add_member(admin, other_study, person.user, Role.RESEARCHER)
+    assert participants.scored_bar(person).startswith("holds the role researcher in this study ('Study B')")

@@ -198,3 +198,14 @@ def test_a_folder_written_with_labels_is_not_kept_in_a_deidentified_export(study
     with pytest.raises(CommandError, match=rf"^{folder} is already there, written naming the participant otherwise "
                                            r"than by code \(--deidentified\) now; write into a new --out folder"):
         call_command("export_human_trials", str(study.pk), "--out", str(tmp_path), "--deidentified")
+
+
+def test_a_withdrawal_removes_the_persons_trials_imported_de_identified(study, admin, person, tmp_path):
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path), "--deidentified")
+    call_command("import_trials", str(tmp_path))
+    assert list(Trial.objects.values_list("player", flat=True)) == [person.participant.code]
+    bulk.withdraw(admin, person.participant, "asked to leave")
+    assert not Trial.objects.exists()
+    assert AuditEvent.objects.get(action=AuditAction.WITHDRAWN).detail["copies_removed"] == 1
+    outcome = import_trial(tmp_path / f"steady-7-human-attempt{person.pk}")  # and the folder is refused now
+    assert outcome.status == ImportStatus.REFUSED and "has withdrawn from study Study A" in outcome.reason
