@@ -542,7 +542,7 @@ def _cents(price: object) -> str:
     """A price the store took (214, "214.5") written to the cent ("214.00", "214.50"), as its
     rows show prices; as sent where it is not a finite number."""
     try:
-        value = Decimal(str(price))
+        value = Decimal(str(price).strip().removeprefix("$"))
     except InvalidOperation:
         return str(price)
     return str(value.quantize(Decimal("0.01"))) if value.is_finite() else str(price)

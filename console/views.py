@@ -179,8 +179,11 @@ def _end_context(shift: Shift) -> dict:
     return {
         "score_rows": _score_rows(shift),
         "explained_rows": score_rows(components),
-        "threshold": components.get("threshold") if study is not None and study.show_threshold else None,
+        # A practice attempt has no pass or fail, so no threshold to read one from either.
+        "threshold": (components.get("threshold") if study is not None and study.show_threshold
+                      and not shift.is_practice else None),
         "study_page": study.page_url if study is not None else None,
+        "practice_store": shift.task_id == briefing.PRACTICE_CELL[0],  # the console's three-day practice store
     }
 
 

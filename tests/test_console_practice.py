@@ -149,3 +149,24 @@ def test_the_threshold_switch_in_the_study_settings_form(client, study, coordina
     client.post(f"/studies/{study.pk}/entry/", {**data, "show_threshold_to_participants": ""} | {"reason": "hide"})
     study.refresh_from_db()
     assert not study.show_threshold_to_participants
+
+
+def test_a_study_practice_attempt_shows_no_verdict_nor_threshold(client, study, admin, bot, cell,  # noqa: F811
+                                                                coordinator, fresh_console_cache):
+    """A practice attempt on a study's cell (a 15-day store, say): no pass or fail, so no threshold
+    to read one from even where the study shows thresholds, and not the practice store's three days."""
+    from django.utils import timezone
+
+    from shifts.models import BriefingAcknowledgement
+
+    _configure(coordinator, study, True)
+    user = bot.user
+    BriefingAcknowledgement.objects.create(user=user, version=briefing.BRIEFING_VERSION,
+                                           acknowledged_at=timezone.now())
+    attempt = assignment.assign(admin, bot, cell, practice=True)
+    client.force_login(user)
+    client.post(f"/shifts/{attempt.shift_id}/start/")
+    client.post(f"/shifts/{attempt.shift_id}/end/")
+    html = client.get(f"/shifts/{attempt.shift_id}/").content.decode()
+    assert '<span class="muted" id="practice-note">Practice: not counted, and no pass or fail.</span>' in html
+    assert 'id="threshold"' not in html and 'id="verdict"' not in html

@@ -492,3 +492,8 @@ def test_a_reprice_marks_a_products_row_but_not_an_inventory_rows_reorder(signed
     assert 'class="done"' not in reread and 'value="place_purchase_order"' in reread  # its Reorder stays
     reread = rows_of(signed_in.get(f"/shifts/{shift.pk}/calls/4/", **HX).content.decode())[product]
     assert 'class="done"' in reread and "repriced to" in reread and 'value="set_price"' not in reread
+
+
+def test_a_reprice_sent_with_a_dollar_sign_says_the_price_to_the_cent(signed_in, shift):
+    reply = call(signed_in, shift, "set_price", product_id="PRD-002", price="$214").content.decode()
+    assert "repriced to $214.00 (#" in reply
