@@ -88,21 +88,46 @@ def _leave_interrupts_to_the_command() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class _Pressed:
+    """Whether Ctrl-C was pressed: a plain flag, as a signal handler may run between any two
+    bytecodes of the main thread (an ``Event`` takes a lock the interrupted code may hold)."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def is_set(self) -> bool:
+        return self.pressed
+
+    def set(self) -> None:
+        self.pressed = True
+
+
 @contextmanager
-def _ctrl_c_noted() -> Iterator[threading.Event]:
-    """While the block runs, Ctrl-C sets the event instead of raising KeyboardInterrupt wherever
-    the command happens to be (between handing a cell to the pool and noting it, say, which would
-    lose that cell's report).  Signals reach the main thread only: elsewhere, and where Ctrl-C is
-    ignored (a command started in the background), the event is never set and nothing is installed."""
-    pressed = threading.Event()
+def _ctrl_c_noted() -> Iterator[_Pressed]:
+    """While the block runs, a first Ctrl-C sets the flag instead of raising KeyboardInterrupt
+    wherever the command happens to be (between handing a cell to the pool and noting it, say,
+    which would lose that cell's report); a second raises it, to stop at once.  Signals reach the
+    main thread only: elsewhere, and where Ctrl-C is ignored (a command started in the
+    background), the flag is never set and nothing is installed."""
+    pressed = _Pressed()
     if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield pressed
         return
-    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: pressed.set())
+
+    def noted(_signum: int, _frame: object) -> None:
+        if pressed.is_set():
+            raise KeyboardInterrupt
+        pressed.set()
+
+    previous = signal.signal(signal.SIGINT, noted)
     try:
         yield pressed
     finally:
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
+AGAIN = ("storebench: interrupted again: the cells under way are stopped, not waited for (their trials are not "
+         "written)")
 
 
 def run_in_pool(work: Callable[[Item], Result], items: Iterable[Item], workers: int,
@@ -116,28 +141,38 @@ def run_in_pool(work: Callable[[Item], Result], items: Iterable[Item], workers: 
     cell started after Ctrl-C.)  On Ctrl-C, or when ``done`` raises KeyboardInterrupt, no further
     item is handed over; the ones under way finish (a trial folder is written whole or not at
     all) and each is passed to ``done`` like any other; then KeyboardInterrupt goes on to the
-    command and to :func:`main`, which says so and exits 130."""
+    command and to :func:`main`, which says so and exits 130.  A second Ctrl-C stops the workers
+    at once (a trial under way is not written: its folder is renamed into place only when whole)."""
     waiting = iter(items)
     running: dict[Future[Result], Item] = {}
     told = False
     with _ctrl_c_noted() as pressed, \
             ProcessPoolExecutor(max_workers=workers, initializer=_leave_interrupts_to_the_command) as pool:
-        while True:
-            if not pressed.is_set():
-                for item in islice(waiting, workers - len(running)):
-                    running[pool.submit(work, item)] = item
-            elif not told:
-                told = True
-                print(INTERRUPTED, file=sys.stderr, flush=True)
-            if not running:
-                break
-            finished, _ = wait(running, timeout=NOTICE_SECONDS, return_when=FIRST_COMPLETED)
-            for future in finished:
-                item = running.pop(future)
-                try:
-                    done(item, future.result())
-                except KeyboardInterrupt:
-                    pressed.set()
+        try:
+            while True:
+                if not pressed.is_set():
+                    for item in islice(waiting, workers - len(running)):
+                        running[pool.submit(work, item)] = item
+                elif not told:
+                    told = True
+                    print(INTERRUPTED, file=sys.stderr, flush=True)
+                if not running:
+                    break
+                finished, _ = wait(running, timeout=NOTICE_SECONDS, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    item = running.pop(future)
+                    try:
+                        done(item, future.result())
+                    except KeyboardInterrupt:
+                        if pressed.is_set():  # Ctrl-C again, while this cell was reported
+                            raise
+                        pressed.set()
+        except KeyboardInterrupt:  # pressed again
+            print(AGAIN, file=sys.stderr, flush=True)
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     if pressed.is_set():
         raise KeyboardInterrupt
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from environment.cli import INTERRUPTED, run_in_pool
+from environment.cli import AGAIN, INTERRUPTED, run_in_pool
 
 REPO = Path(__file__).resolve().parent.parent
 CALIBRATION = REPO / "calibration" / "public.json"
@@ -101,3 +101,25 @@ def test_ctrl_c_on_calibrate_says_how_many_cells_finished_and_that_nothing_was_w
     assert code == 130 and not out.exists() and list(tmp_path.iterdir()) == []
     assert (f"storebench: the calibration was interrupted with {finished} of 4 cells finished, and nothing was "
             "written") in err
+
+
+def test_a_second_ctrl_c_stops_the_cells_under_way_instead_of_waiting(tmp_path):
+    """steady finishes first; full-year (a year of windows, several seconds) is under way when Ctrl-C
+    is pressed twice: the command stops it, says so, and writes no trial for it."""
+    out = tmp_path / "b"
+    run = subprocess.Popen([sys.executable, "-m", "mcp_client.cli", "batch", "--tasks", "steady", "full-year",
+                            "--seeds", "7", "--policy", "rule-based", "--out", str(out), "--workers", "2",
+                            "--calibration", str(CALIBRATION)],
+                           cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert run.stderr is not None
+    while not PROGRESS.match(line := run.stderr.readline()):
+        assert line, "storebench batch ended before its first cell"
+    assert "steady-7" in line, "full-year finished first: it is no longer slow enough to be interrupted"
+    os.killpg(run.pid, signal.SIGINT)
+    while INTERRUPTED not in (line := run.stderr.readline()):  # the first press is seen
+        assert line, "storebench batch ended without saying it was interrupted"
+    os.killpg(run.pid, signal.SIGINT)
+    err = run.stderr.read()
+    assert run.wait(timeout=120) == 130
+    assert AGAIN in err
+    assert [p.name for p in out.iterdir() if ".partial-" not in p.name] == ["steady-7-rule-based"]
