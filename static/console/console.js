@@ -450,14 +450,24 @@ document.addEventListener("htmx:confirm", function (evt) {
     if (form && form.tagName === "FORM" && form.querySelector("input[name=call_id]")) pressed = Date.now();
   });
   // Marked as they enter the page (htmx:load comes only after the swap has settled, time
-  // enough for a quick second click to land).
+  // enough for a quick second click to land). A form already on the page and only moved (a
+  // table sorted by a column) is not new: the pointer did not bring it.
+  var known = new WeakSet();
+  function know(root) {
+    if (!root || !root.querySelectorAll) return;
+    Array.prototype.forEach.call(root.querySelectorAll("form"), function (f) { known.add(f); });
+    if (root.tagName === "FORM") known.add(root);
+  }
+  know(document);
+  document.addEventListener("DOMContentLoaded", function () { know(document); });
   new MutationObserver(function (records) {
-    var now = Date.now();
-    if (now - pressed > ANSWER_MS) return;  // not in answer to a press (a push, a poll)
-    var forms = [];
-    records.forEach(function (r) {
-      Array.prototype.forEach.call(r.addedNodes, function (node) { forms = forms.concat(callForms(node)); });
-    });
+    var now = Date.now(), added = [];
+    records.forEach(function (r) { Array.prototype.push.apply(added, r.addedNodes); });
+    var fresh = [];
+    added.forEach(function (node) { fresh = fresh.concat(callForms(node).filter(function (f) { return !known.has(f); })); });
+    added.forEach(know);
+    if (now - pressed > ANSWER_MS) return;  // long after the last press: not in answer to it
+    var forms = fresh;
     if (!forms.length) return;
     forms.forEach(function (f) { f.classList.add("arriving"); });
     setTimeout(function () { forms.forEach(function (f) { f.classList.remove("arriving"); }); },

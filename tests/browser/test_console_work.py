@@ -639,3 +639,16 @@ def test_the_second_click_of_a_double_click_on_next_page_reads_nothing_more(coun
     assert seq_shown(page) == before + 1
     assert '"page":2' in page.locator("#result p.args").inner_text().replace(" ", "")
     assert page.locator("#result form.page-read button", has_text="Previous page").count() == 1
+
+
+def test_sorting_a_list_just_read_leaves_its_row_actions_clickable(counted, server, login):
+    """Sorting re-appends a table's rows: they were already on the page, not brought by an answer,
+    so the double-click guard does not hold their buttons (a sort soon after a read did)."""
+    c, page = counted, counted.page
+    shift = ready_participant(server, login, page, "steady", 3)
+    page.goto(f"/shifts/{shift}/")
+    quick(c, "list_orders")
+    page.wait_for_selector("#result form.row-action")
+    page.wait_for_function("() => !document.querySelector('form.arriving')")
+    page.locator("#result table.result-table thead button.sort").first.click()  # within 3 s of the read
+    assert page.evaluate("() => document.querySelectorAll('form.arriving').length") == 0
