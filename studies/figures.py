@@ -27,8 +27,10 @@ class Filters:
     deidentified: bool = False
 
     @classmethod
-    def from_mapping(cls, data) -> Filters:
-        known = set(cls.__dataclass_fields__)
+    def from_mapping(cls, data, *, rows_only: bool = False) -> Filters:
+        """The filters ``data`` names (text values as a query string gives them); with
+        ``rows_only`` (the leaderboard), only the filters of which attempts count."""
+        known = {name for name in cls.__dataclass_fields__ if not (rows_only and name == "deidentified")}
         unknown = sorted(set(data) - known)
         if unknown:
             raise StudyError(f"unknown {plural(len(unknown), 'filter')}: {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")

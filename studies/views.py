@@ -380,7 +380,8 @@ def monitor_partial(request: HttpRequest, pk: int) -> HttpResponse:
 def leaderboard_page(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)  # refused before the query is read, so a bad filter tells an outsider nothing
     try:
-        filters = Filters.from_mapping({k: v for k, v in request.GET.items() if k.startswith("include_")})
+        filters = Filters.from_mapping({k: v for k, v in request.GET.items() if k.startswith("include_")},
+                                       rows_only=True)
     except StudyError as exc:
         return HttpResponseBadRequest(str(exc))
     entries, figures = leaderboard(request.user, study, filters=filters)
@@ -394,7 +395,8 @@ def leaderboard_page(request: HttpRequest, pk: int) -> HttpResponse:
 def leaderboard_svg(request: HttpRequest, pk: int) -> HttpResponse:
     study = _staff_study(request, pk)  # refused before the query is read, so a bad filter tells an outsider nothing
     try:
-        filters = Filters.from_mapping({k: v for k, v in request.GET.items() if k.startswith("include_")})
+        filters = Filters.from_mapping({k: v for k, v in request.GET.items() if k.startswith("include_")},
+                                       rows_only=True)
     except StudyError as exc:
         return HttpResponseBadRequest(str(exc))
     entries, _figures = leaderboard(request.user, study, filters=filters)

@@ -302,3 +302,11 @@ def test_the_exports_page_says_what_each_job_was_asked_for(client, played, admin
     client.force_login(admin)
     page = client.get(f"/studies/{played.pk}/exports/").content.decode()
     assert '<small class="muted filters">with bots, coached retries; de-identified</small>' in page
+
+
+def test_the_leaderboards_filters_do_not_offer_de_identification():
+    from studies.errors import StudyError
+
+    with pytest.raises(StudyError, match=r"^unknown filter: include_ghosts; allowed: include_bots, include_coached, "
+                                         r"include_invalid, include_practice$"):
+        Filters.from_mapping({"include_ghosts": "1"}, rows_only=True)
