@@ -20,29 +20,17 @@ def refusal(capsys, *argv: str) -> str:
     return capsys.readouterr().err
 
 
-def test_an_unknown_flag_on_a_subcommand_shows_that_subcommands_usage(capsys, tmp_path):
-    err = refusal(capsys, "run", "--task", "steady", "--seed", "7", "--policy", "rule-based", "--out",
-                  str(tmp_path / "t"), "--bogus")
-    assert err.startswith("usage: storebench run [-h] --task TASK")
-    assert err.splitlines()[-1] == "storebench run: error: unrecognized arguments: --bogus"
-
-
-def test_an_unknown_argument_on_a_nested_subcommand_shows_the_nested_usage(capsys):
-    err = refusal(capsys, "world", "stats", "--bogus")
-    assert err.startswith("usage: storebench world stats [-h]")
-    assert err.splitlines()[-1] == "storebench world stats: error: unrecognized arguments: --bogus"
-
-
-def test_an_unknown_flag_on_a_command_added_above_the_core_shows_its_usage(capsys):
-    err = refusal(capsys, "mcp", "--bogus")
-    assert err.startswith("usage: storebench mcp [-h]")
-    assert err.splitlines()[-1] == "storebench mcp: error: unrecognized arguments: --bogus"
-
-
-def test_an_unknown_flag_before_the_command_shows_the_top_usage(capsys):
-    err = refusal(capsys, "--bogus", "tasks", "list")
-    assert err.startswith("usage: storebench [-h] [--version] COMMAND ...")
-    assert err.splitlines()[-1] == "storebench: error: unrecognized arguments: --bogus"
+@pytest.mark.parametrize(("argv", "usage", "prog"), [
+    (("run", "--task", "steady", "--seed", "7", "--policy", "rule-based", "--out", "t", "--bogus"),
+     "usage: storebench run [-h] --task TASK", "storebench run"),  # a subcommand's own usage
+    (("world", "stats", "--bogus"), "usage: storebench world stats [-h]", "storebench world stats"),  # nested
+    (("mcp", "--bogus"), "usage: storebench mcp [-h]", "storebench mcp"),  # a command added above the core
+    (("--bogus", "tasks", "list"), "usage: storebench [-h] [--version] COMMAND ...", "storebench"),  # before it
+])
+def test_an_unknown_flag_shows_the_usage_of_the_command_it_was_given_to(capsys, argv, usage, prog):
+    err = refusal(capsys, *argv)
+    assert err.startswith(usage)
+    assert err.splitlines()[-1] == f"{prog}: error: unrecognized arguments: --bogus"
 
 
 def test_version_names_the_folder_the_code_was_imported_from(capsys):

@@ -74,6 +74,14 @@ def quick(c: Counter, tool: str) -> None:
                              f"return r && Number(r.dataset.seq) > {before}; }}")
 
 
+def tool_form(page, tool: str):
+    """The tool's form, its group opened if it was closed."""
+    form = page.locator(f"#tool-{tool}")
+    if not form.is_visible():
+        form.locator("xpath=ancestor::details").locator("summary").click()
+    return form
+
+
 def act(c: Counter, row, tool: str) -> str:
     """Press a row's action button and wait for its outcome in the row."""
     c.click(row.locator(f"form.row-action[data-tool={tool}] button"))
@@ -571,9 +579,7 @@ def test_an_order_under_the_vendors_minimum_is_stopped_in_the_page_and_what_was_
     page = counted.page
     shift = ready_participant(server, login, page, "steady", 3)
     page.goto(f"/shifts/{shift}/")
-    form = page.locator("#tool-supply_product_detail")
-    if not form.is_visible():
-        form.locator("xpath=ancestor::details").locator("summary").click()
+    form = tool_form(page, "supply_product_detail")
     form.locator("[name=arg_supply_product_id]").fill("SP-0008")
     detail = answered(page, form.locator("button[type=submit]"))
     editor = page.locator("#result form.po-lines")
@@ -621,9 +627,7 @@ def test_the_second_click_of_a_double_click_on_next_page_reads_nothing_more(coun
     page = counted.page
     shift = ready_participant(server, login, page, "steady", 3)
     page.goto(f"/shifts/{shift}/")
-    form = page.locator("#tool-list_orders")
-    if not form.is_visible():
-        form.locator("xpath=ancestor::details").locator("summary").click()
+    form = tool_form(page, "list_orders")
     form.locator("[name=arg_page_size]").fill("2")
     answered(page, form.locator("button[type=submit]"))
     page.wait_for_selector("#result form.page-read:not(.arriving)")  # as a person reads the page first
