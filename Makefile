@@ -64,16 +64,19 @@ release: $(VENV)/.installed
 	$(VENV)/bin/python manage.py migrate --noinput
 
 console: $(PROCESS_VENV)
+	$(VENV)/bin/python manage.py check --fail-level ERROR
 	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT) --proxy-headers --workers $(WEB_CONCURRENCY) --timeout-graceful-shutdown 30
 
 mcp: $(PROCESS_VENV)
 	$(VENV)/bin/storebench mcp --http --host $(HOST) --port $(MCP_PORT) $(if $(MCP_STATE),--state $(MCP_STATE)) $(MCP_EPISODES)
 
 worker: $(PROCESS_VENV)
+	$(VENV)/bin/python manage.py check --fail-level ERROR
 	$(VENV)/bin/celery -A config worker --loglevel=INFO --concurrency=$(WORKER_CONCURRENCY)
 
 beat: $(PROCESS_VENV)
 	mkdir -p $(dir $(BEAT_SCHEDULE_FILE))
+	$(VENV)/bin/python manage.py check --fail-level ERROR
 	$(VENV)/bin/celery -A config beat --loglevel=INFO --schedule=$(BEAT_SCHEDULE_FILE)
 
 clean:

@@ -14,7 +14,10 @@ message is reserved per worker process at a time (prefetch multiplier 1), so a
 killed worker holds back no queued work, and long cells spread over all workers.
 
 Nothing here reads a setting: importing the app (as ``config`` does) must not load the
-settings, so that a process refused by them (``config.refusals``) can say why in one line.
+settings, so that a process refused by them (``config.refusals``) can say why; the periodic
+tasks (``CELERY_BEAT_SCHEDULE``) are settings too.  The Procfile and the make targets run
+``manage.py check`` before each process, which says a refusal in one line and stops there (a
+worker or beat would print it under a traceback).
 """
 import os
 
@@ -29,15 +32,5 @@ app.conf.worker_prefetch_multiplier = 1
 app.conf.task_default_queue = os.environ.get("STOREBENCH_CELERY_QUEUE", "celery")
 app.conf.task_ignore_result = True
 app.conf.broker_connection_retry_on_startup = True
-app.conf.beat_schedule = {
-    "enforce-shift-deadlines": {
-        "task": "jobs.tasks.enforce_shift_deadlines",
-        "schedule": float(os.environ.get("STOREBENCH_DEADLINE_SWEEP_SECONDS", "60")),
-    },
-    "study-notices": {
-        "task": "studies.notifications.sweep_notices",
-        "schedule": float(os.environ.get("STOREBENCH_NOTICE_SWEEP_SECONDS", "300")),
-    },
-    "stalled-exports": {"task": "studies.tasks.fail_stalled_exports", "schedule": 600.0},
-}
+# The periodic tasks are the settings' CELERY_BEAT_SCHEDULE (their intervals come from the environment).
 app.autodiscover_tasks()

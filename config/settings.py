@@ -48,7 +48,7 @@ from django.core.checks.security.base import (
     SECRET_KEY_MIN_UNIQUE_CHARACTERS,
 )
 
-from config.refusals import SettingsRefused
+from config.refusals import SettingsRefused, env_number
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -81,10 +81,10 @@ def _postgres_from_url(url: str) -> dict[str, Any]:
         "PORT": str(parsed.port or ""),
     }
     options: dict[str, Any] = dict(parse_qsl(parsed.query))
-    pool_max = int(os.environ.get("STOREBENCH_DB_POOL_MAX", "8"))
+    pool_max = int(env_number("STOREBENCH_DB_POOL_MAX", "8", minimum=0))
     if pool_max > 0:
         options["pool"] = {"min_size": min(2, pool_max), "max_size": pool_max,
-                           "timeout": float(os.environ.get("STOREBENCH_DB_POOL_TIMEOUT", "30"))}
+                           "timeout": env_number("STOREBENCH_DB_POOL_TIMEOUT", "30", kind=float, minimum=0)}
     if options:
         config["OPTIONS"] = options
     return config
@@ -155,6 +155,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /readyz for a load balancer, answered before the HTTPS redirect and the Host check (config.probes).
+    "config.probes.Readiness",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app itself (no separate web server needed for /static/).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -264,6 +266,18 @@ else:
 CELERY_TIMEZONE = "UTC"
 # Redis redelivers an unacknowledged task after this many seconds (config/celery.py): longer than any task.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 900}
+# The periodic tasks `celery -A config beat` sends (config/celery.py), their intervals in seconds.
+CELERY_BEAT_SCHEDULE = {
+    "enforce-shift-deadlines": {
+        "task": "jobs.tasks.enforce_shift_deadlines",
+        "schedule": env_number("STOREBENCH_DEADLINE_SWEEP_SECONDS", "60", kind=float, minimum=1),
+    },
+    "study-notices": {
+        "task": "studies.notifications.sweep_notices",
+        "schedule": env_number("STOREBENCH_NOTICE_SWEEP_SECONDS", "300", kind=float, minimum=1),
+    },
+    "stalled-exports": {"task": "studies.tasks.fail_stalled_exports", "schedule": 600.0},
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -310,8 +324,8 @@ CSRF_TRUSTED_ORIGINS = [
 ADMIN_PATH = os.environ.get("DJANGO_ADMIN_PATH", "admin/").strip("/") + "/"
 
 # Sign-in throttling (console.signin): failures counted per username and client address.
-LOGIN_ATTEMPTS = int(os.environ.get("STOREBENCH_LOGIN_ATTEMPTS", "5"))
-LOGIN_LOCKOUT_SECONDS = int(os.environ.get("STOREBENCH_LOGIN_LOCKOUT", "900"))
+LOGIN_ATTEMPTS = int(env_number("STOREBENCH_LOGIN_ATTEMPTS", "5", minimum=1))
+LOGIN_LOCKOUT_SECONDS = int(env_number("STOREBENCH_LOGIN_LOCKOUT", "900", minimum=1))
 
 # Errors reach the process's stderr in every mode (Django's default logs them only in debug).
 # One handler, on the root logger: every logger of the site (django's, ours, the MCP SDK's)
@@ -342,7 +356,7 @@ if os.environ.get("STOREBENCH_HELDOUT", "").strip():
 # (e.g. django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST, EMAIL_PORT, ...).
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
-EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_PORT = int(env_number("EMAIL_PORT", "25", minimum=1))
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = os.environ.get("EMAIL_USE_TLS", "") == "1"

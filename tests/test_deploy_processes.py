@@ -112,3 +112,18 @@ def test_the_procfile_mcp_line_serves_the_episodes_it_is_given(tmp_path):
         wait_until(mcp, listening, "MCP server", tmp_path / "mcp.log")
     finally:
         stop(mcp)
+
+
+@pytest.mark.parametrize("name", ["web", "worker", "beat"])
+def test_a_process_whose_settings_are_refused_says_so_in_one_line_and_stops(name, tmp_path):
+    """Without a secret the settings refuse to load; uvicorn's workers, each importing them, had
+    restarted forever (a traceback each), and celery printed the refusal under a traceback."""
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "DJANGO_SECRET_KEY", "DJANGO_DEBUG")}
+    clean.update(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PORT="0",
+                 BEAT_SCHEDULE_FILE=str(tmp_path / "beat" / "schedule"))
+    done = subprocess.run(["sh", "-c", procfile_line(name)], cwd=REPO, env=clean, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [done.stderr.splitlines()[0]]
+    assert done.stderr.startswith("manage.py: DJANGO_SECRET_KEY is not set.")

@@ -81,3 +81,18 @@ def test_a_correct_configuration_starts(tmp_path, env):
     done = start(tmp_path, **env)
     assert done.returncode == 0, done.stderr
     assert "System check identified no issues" in done.stdout
+
+
+@pytest.mark.parametrize(("name", "value", "said"), [
+    ("STOREBENCH_LOGIN_ATTEMPTS", "five", "must be a whole number, not 'five'"),
+    ("STOREBENCH_DB_POOL_TIMEOUT", "soon", "must be a number, not 'soon'"),
+    ("STOREBENCH_NOTICE_SWEEP_SECONDS", "0", "must be at least 1, not '0'"),
+    ("EMAIL_PORT", "nan", "must be a whole number, not 'nan'"),
+])
+def test_a_number_setting_that_is_no_number_is_one_line_naming_it(tmp_path, name, value, said):
+    # the pool's settings are read for PostgreSQL only (check connects to no database)
+    done = start(tmp_path, DJANGO_SECRET_KEY=GOOD_SECRET, DATABASE_URL="postgresql://postgres@127.0.0.1:5432/nowhere",
+                 **{name: value})
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"manage.py: {name} {said}: set it to ")
