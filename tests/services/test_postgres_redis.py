@@ -87,3 +87,13 @@ def test_celery_broker_reachable(require_service, skip_or_fail):
         conn.ensure_connection(max_retries=1)
         assert conn.connected
         assert conn.transport.driver_type == "amqp"
+
+
+def test_readiness_asks_postgresql_and_redis(postgres_ready, db, client, require_service, settings):
+    host, port = _endpoint("REDIS_URL", "127.0.0.1", 6379)
+    require_service("Redis", host, port)
+    # the cache a deployment with REDIS_URL has (the test settings keep one in memory)
+    settings.CACHES = {"default": {"BACKEND": "config.cache.RedisCache",
+                                   "LOCATION": os.environ.get("REDIS_URL", f"redis://{host}:{port}/0")}}
+    response = client.get("/readyz", HTTP_HOST="10.1.2.3")
+    assert (response.status_code, response.json()) == (200, {"ready": True, "database": "ok", "redis": "ok"})
