@@ -7,6 +7,9 @@ is written in the same transaction as the send, so a task run twice sends once).
 
 * ``assigned``/``reassigned`` are scheduled on commit by
   :func:`studies.assignment.create_attempt` (``transaction.on_commit``), with ids only.
+* an ``assigned``/``reassigned`` notice whose task never reached the queue (the broker down
+  at that moment) or ran out of retries is sent by :func:`sweep` once it has waited
+  :data:`UNSENT_GRACE`, while its shift is not started;
 * ``deadline`` and ``code_ready`` are found by :func:`sweep`, which Celery beat runs
   every few minutes: open attempts whose shift deadline is within two hours, and
   attempts whose shift has a committed score.
@@ -18,6 +21,7 @@ is written in the same transaction as the send, so a task run twice sends once).
 """
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from celery import shared_task
@@ -26,12 +30,17 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from shifts.models import RUNNING, Shift
 
-from .models import OPEN_STATUSES, Attempt, AttemptKind, Notice, NoticeKind
+from .models import OPEN_STATUSES, Attempt, AttemptKind, AttemptStatus, Notice, NoticeKind
 
 DEADLINE_NOTICE = timedelta(hours=2)
+# How long an assigned notice may wait for its task before the sweep sends it (the task, with
+# its retries, normally sends it within seconds).
+UNSENT_GRACE = timedelta(minutes=10)
+logger = logging.getLogger(__name__)
 
 SUBJECTS = {
     NoticeKind.ASSIGNED: "A new shift is ready for you",
@@ -79,7 +88,18 @@ def schedule_assignment_notice(attempt: Attempt) -> None:
     if attempt.is_practice or attempt.is_bot:
         return
     attempt_id = attempt.pk
-    transaction.on_commit(lambda: notify.delay(attempt_id, kind))
+    transaction.on_commit(lambda: _send_to_the_queue(attempt_id, kind))
+
+
+def _send_to_the_queue(attempt_id: int, kind: str) -> None:
+    """Hand the notice to the task queue; with the broker down, log it and leave the notice to
+    :func:`sweep`, which sends an assigned notice still unsent after :data:`UNSENT_GRACE` (the
+    assignment stands: it was committed, and the page answers as for any assignment)."""
+    try:
+        notify.delay(attempt_id, kind)
+    except BrokerUnavailable as exc:
+        logger.error("the %s notice of attempt %s could not be sent to the task queue (%s: %s); the notice sweep "
+                     "sends it once the queue is back", kind, attempt_id, type(exc).__name__, exc)
 
 
 # A killed pool process sends the message back (reject_on_worker_lost); a mail server that
@@ -94,11 +114,19 @@ def notify(attempt_id: int, kind: str) -> str:
 
 
 def sweep(now=None) -> dict:
-    """Send the deadline and code-ready notices that are due (idempotent)."""
+    """Send the deadline and code-ready notices that are due, and an assigned or reassigned
+    notice still unsent :data:`UNSENT_GRACE` after its attempt was made, its shift not yet
+    started (its task never reached the queue, or ran out of retries) (idempotent)."""
     now = now or timezone.now()
-    sent = {NoticeKind.DEADLINE: 0, NoticeKind.CODE_READY: 0}
+    sent = {NoticeKind.ASSIGNED: 0, NoticeKind.REASSIGNED: 0, NoticeKind.DEADLINE: 0, NoticeKind.CODE_READY: 0}
     base = (Attempt.objects.filter(is_bot=False, is_practice=False).exclude(participant__user=None)
             .exclude(participant__email="", participant__user__email=""))
+    waiting = (base.filter(status=AttemptStatus.ASSIGNED, shift__started_at__isnull=True,
+                           assigned_at__lte=now - UNSENT_GRACE)
+               .exclude(notices__kind__in=(NoticeKind.ASSIGNED, NoticeKind.REASSIGNED)))
+    for attempt_id, attempt_kind in waiting.values_list("pk", "kind"):
+        kind = NoticeKind.REASSIGNED if attempt_kind == AttemptKind.REASSIGNMENT else NoticeKind.ASSIGNED
+        sent[kind] += send_notice(attempt_id, kind)
     near = base.filter(status__in=OPEN_STATUSES, shift__status__in=RUNNING,
                        shift__deadline__lte=now + DEADLINE_NOTICE, shift__deadline__gt=now) \
         .exclude(notices__kind=NoticeKind.DEADLINE)

@@ -17,12 +17,14 @@ that one, and its audited outcome says how many it left.
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 
 from celery import shared_task
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from shifts.models import Shift
 
@@ -33,6 +35,8 @@ from .errors import StudyError
 from .models import OPEN_STATUSES, Attempt, AuditAction, AuditEvent, Participant, Study
 from .permissions import Action, require
 from .wording import counted
+
+logger = logging.getLogger(__name__)
 
 MAX_BOTS = 20
 
@@ -172,7 +176,19 @@ def schedule(actor, study: Study, count: int, skill: str) -> int:
     check(actor, study, count, skill)
     playing = plan(study, count)
     study_id, actor_id, rehearsal_id = study.pk, actor.pk, uuid.uuid4().hex
-    transaction.on_commit(lambda: run_rehearsal.delay(study_id, actor_id, playing, skill, rehearsal_id))
+
+    def send() -> None:
+        try:
+            run_rehearsal.delay(study_id, actor_id, playing, skill, rehearsal_id)
+        except BrokerUnavailable as exc:  # the rehearsal panel says so, as a rehearsal that failed
+            logger.error("rehearsal %s of study %s could not be sent to the task queue: %s", rehearsal_id, study_id,
+                         exc)
+            _record(study, actor, rehearsal_id, Run(), AuditAction.REHEARSAL_FAILED,
+                    f"the rehearsal could not be sent to the task queue ({type(exc).__name__}: {exc}), so no bot "
+                    "played; rehearse again, and if it fails again, tell the site's operator (the broker may be "
+                    "down)")
+
+    transaction.on_commit(send)
     return playing
 
 

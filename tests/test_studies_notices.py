@@ -35,14 +35,14 @@ def test_deadline_and_code_ready_are_swept_once(person, cell, admin):
     lifecycle.begin_shift(practice)
     ending.end_shift(practice, "practice done")
     lifecycle.begin_shift(attempt.shift)
-    assert notifications.sweep() == {"deadline": 0, "code_ready": 0}  # 12 hours left
+    assert notifications.sweep() == {"assigned": 0, "reassigned": 0, "deadline": 0, "code_ready": 0}  # 12 hours left
     now = timezone.now()
     Shift.objects.filter(pk=attempt.shift_id).update(deadline=now + timedelta(minutes=90))
-    assert notifications.sweep() == {"deadline": 1, "code_ready": 0}
-    assert notifications.sweep() == {"deadline": 0, "code_ready": 0}
+    assert notifications.sweep() == {"assigned": 0, "reassigned": 0, "deadline": 1, "code_ready": 0}
+    assert notifications.sweep() == {"assigned": 0, "reassigned": 0, "deadline": 0, "code_ready": 0}
     ending.end_shift(Shift.objects.get(pk=attempt.shift_id), "ended by the participant")
-    assert notifications.sweep() == {"deadline": 0, "code_ready": 1}
-    assert notifications.sweep() == {"deadline": 0, "code_ready": 0}
+    assert notifications.sweep() == {"assigned": 0, "reassigned": 0, "deadline": 0, "code_ready": 1}
+    assert notifications.sweep() == {"assigned": 0, "reassigned": 0, "deadline": 0, "code_ready": 0}
     assert [m.subject for m in mail.outbox] == ["Your shift ends in less than two hours",
                                                 "Your completion code is ready"]
     assert Notice.objects.filter(attempt=attempt).count() == 2
