@@ -28,6 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 import environment
 from shifts.briefing import PRACTICE_CELL
@@ -523,6 +524,9 @@ class Notice(models.Model):
         constraints = [models.UniqueConstraint(fields=["attempt", "kind"], name="notice_once_per_attempt_kind")]
 
 
+QUEUED_LONG = timedelta(minutes=2)  # an export queued longer has likely no worker to run it
+
+
 class ExportJob(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -558,6 +562,18 @@ class ExportJob(models.Model):
                 if f.get(key, key == "include_coached")]
         text = "with " + ", ".join(said) if said else "no bots, practice, coached retries or invalid"
         return text + ("; de-identified" if f.get("deidentified") else "")
+
+    @property
+    def waiting_note(self) -> str:
+        """What a job queued for over :data:`QUEUED_LONG` says: no worker has taken it ("" otherwise)."""
+        if self.status != self.Status.QUEUED:
+            return ""
+        waited = timezone.now() - self.created_at
+        if waited < QUEUED_LONG:
+            return ""
+        minutes = int(waited.total_seconds() // 60)
+        return (f"queued for {minutes} minutes: no worker has taken it. An export takes seconds once a worker runs; "
+                "ask the site's operator to check that one does (`celery -A config inspect ping`)")
 
     @property
     def matched_nothing(self) -> bool:

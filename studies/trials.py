@@ -32,6 +32,7 @@ from shifts.models import Shift
 from .design import check_calibration
 from .errors import StudyError
 from .models import COMPLETED_STATUSES, Attempt, Study
+from .settling import settle_study
 
 HUMAN_SHIFT = "human shift"  # the trial's policy: who played
 
@@ -120,6 +121,7 @@ def export_trials(study: Study, out: Path, *, selected: bool = False, deidentifi
     generator: a caller shows progress); a folder already there is kept as it is, if it names
     the person as asked (their label, or with ``deidentified`` their code)."""
     calibration = check_calibration(study)
+    settle_study(study)  # the record of an attempt whose shift ended meanwhile catches up first
     for attempt in exported_attempts(study, selected=selected):
         folder = out / folder_name(attempt)
         shift = attempt.shift

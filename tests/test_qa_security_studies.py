@@ -176,3 +176,9 @@ def test_a_monitor_socket_whose_sign_in_was_ended_is_closed_instead_of_pushed_to
 
     connected, closed = async_to_sync(scenario)()
     assert connected and closed == {"type": "websocket.close", "code": 4403}
+
+
+@pytest.mark.parametrize("slug", ["a%00b", "a%20b", "%C3%A9t%C3%A9"])
+def test_a_study_link_with_a_byte_no_link_holds_is_not_found(client, slug):
+    """A link is token_urlsafe's letters, digits, - and _; a NUL had reached PostgreSQL (a 500)."""
+    assert client.get(f"/studies/s/{slug}/").status_code == 404

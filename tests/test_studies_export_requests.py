@@ -194,3 +194,13 @@ def test_a_request_made_while_another_creates_its_job_waits_for_it_and_gets_that
     assert got == [Requested(first.job, under_way=True)]
     assert list(ExportJob.objects.filter(study=study).values_list("pk", "status")) == [
         (first.job.pk, ExportJob.Status.QUEUED)]
+
+
+def test_an_export_queued_for_minutes_says_no_worker_has_taken_it(client, study, admin):  # noqa: F811
+    job = ExportJob.objects.create(study=study, requested_by=admin, filters=BOTS.as_dict())
+    client.force_login(admin)
+    assert "no worker has taken it" not in client.get(f"/studies/{study.pk}/exports/").content.decode()
+    ExportJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(minutes=7))
+    page = client.get(f"/studies/{study.pk}/exports/").content.decode()
+    assert ("queued for 7 minutes: no worker has taken it. An export takes seconds once a worker runs; ask the "
+            "site&#x27;s operator to check that one does (`celery -A config inspect ping`)") in page

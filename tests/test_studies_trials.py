@@ -209,3 +209,12 @@ def test_a_withdrawal_removes_the_persons_trials_imported_de_identified(study, a
     assert AuditEvent.objects.get(action=AuditAction.WITHDRAWN).detail["copies_removed"] == 1
     outcome = import_trial(tmp_path / f"steady-7-human-attempt{person.pk}")  # and the folder is refused now
     assert outcome.status == ImportStatus.REFUSED and "has withdrawn from study Study A" in outcome.reason
+
+
+def test_an_ended_shift_whose_attempt_the_record_still_has_open_is_written(study, person, tmp_path, capsys):
+    """The attempt's record catches up with its ended shift lazily (a page, a sweep, an export);
+    the command settles the study first, where it had left such an attempt out."""
+    Attempt.objects.filter(pk=person.pk).update(status="assigned")
+    call_command("export_human_trials", str(study.pk), "--out", str(tmp_path))
+    assert capsys.readouterr().out.splitlines()[0].startswith("[1/1] wrote ")
+    assert (tmp_path / f"steady-7-human-attempt{person.pk}" / "summary.json").exists()

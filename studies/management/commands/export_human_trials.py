@@ -9,6 +9,7 @@ from environment.cli import writable_folder
 from environment.errors import StoreBenchError
 from studies.errors import StudyError
 from studies.models import Study
+from studies.settling import settle_study
 from studies.trials import export_trials, exported_attempts
 
 
@@ -52,6 +53,7 @@ class Command(BaseCommand):
         study = study_numbered(str(options["study"]))
         try:
             out = writable_folder(Path(options["out"]), "--out")
+            settle_study(study)  # an ended shift whose attempt the record still has open is written too
             total = exported_attempts(study, selected=options["selected"]).count()
             if total == 0:
                 which = "selected attempt" if options["selected"] else "ended shift by a participant"
