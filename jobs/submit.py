@@ -7,10 +7,13 @@ after the commit, and the job is finished when the submit call returns.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from celery import current_app
 from django.db import transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from . import tasks
 from .agents import cell_name, create_agent_job, reset_failed
@@ -18,15 +21,30 @@ from .batch import create_batch_job
 from .calibration import create_calibration_job
 from .models import Job
 
+logger = logging.getLogger(__name__)
+
 
 def _fan_out(task, job: Job) -> None:
-    _send_on_commit(task, list(job.items.order_by("index").values_list("pk", flat=True)))
+    _send_on_commit(task, job.pk, list(job.items.order_by("index").values_list("pk", flat=True)))
 
 
-def _send_on_commit(task, item_ids: list[int]) -> None:
+def _send_on_commit(task, job_id: int, item_ids: list[int]) -> None:
+    """Send each item's task once the rows are committed.  With the broker down, the job is
+    failed saying so (as an export that cannot be sent is), not left pending for ever."""
     def send() -> None:
-        for item_id in item_ids:
-            task.delay(item_id)
+        sent = 0
+        try:
+            for item_id in item_ids:
+                task.delay(item_id)
+                sent += 1
+        except BrokerUnavailable as exc:
+            logger.error("job %s: %d of its %d tasks could not be sent to the task queue: %s", job_id,
+                         len(item_ids) - sent, len(item_ids), exc)
+            Job.objects.filter(pk=job_id).exclude(status__in=(Job.Status.DONE, Job.Status.FAILED)).update(
+                status=Job.Status.FAILED, finished_at=timezone.now(),
+                error=f"{len(item_ids) - sent} of its {len(item_ids)} tasks could not be sent to the task queue "
+                      f"({type(exc).__name__}: {exc}), so nothing will run them; submit the job again, and if it "
+                      "fails again, tell the site's operator (the broker may be down)")
 
     transaction.on_commit(send)
 
@@ -60,7 +78,7 @@ def retry_agents(job_id: int, *, api_key_env: str | None = None) -> tuple[Job, l
     (:func:`jobs.agents.reset_failed`, which says what is refused); the job and the cells sent."""
     with transaction.atomic():
         job, items = reset_failed(job_id, api_key_env=api_key_env)
-        _send_on_commit(tasks.run_agent_trial, [item.pk for item in items])
+        _send_on_commit(tasks.run_agent_trial, job.pk, [item.pk for item in items])
     return job, [cell_name(item) for item in items]
 
 

@@ -409,3 +409,22 @@ def test_a_batch_whose_summary_raises_fails_instead_of_staying_running(tmp_path,
         tasks.run_batch_trial.delay(job.items.get().pk)
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and job.error == "unexpected ValueError: a bug in the summary"
+
+
+def test_a_job_whose_tasks_cannot_reach_the_broker_fails_saying_so(tmp_path, monkeypatch, caplog):
+    from kombu.exceptions import OperationalError
+
+    class BrokerDown:
+        @staticmethod
+        def delay(*args):
+            raise OperationalError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(tasks, "run_batch_trial", BrokerDown)
+    job = submit_batch(["counter-punch"], [7, 11], tmp_path / "trials", policy="rule-based",
+                       calibration="calibration/public.json")
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED and job.finished_at is not None
+    assert job.error == ("2 of its 2 tasks could not be sent to the task queue (OperationalError: [Errno 111] "
+                         "Connection refused), so nothing will run them; submit the job again, and if it fails "
+                         "again, tell the site's operator (the broker may be down)")
+    assert "could not be sent to the task queue" in caplog.text
