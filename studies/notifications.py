@@ -40,6 +40,8 @@ DEADLINE_NOTICE = timedelta(hours=2)
 # How long an assigned notice may wait for its task before the sweep sends it (the task, with
 # its retries, normally sends it within seconds).
 UNSENT_GRACE = timedelta(minutes=10)
+# ... and how long after its assignment it is still worth sending (an older one is left unsent).
+UNSENT_WINDOW = timedelta(days=2)
 logger = logging.getLogger(__name__)
 
 SUBJECTS = {
@@ -96,7 +98,9 @@ def _send_to_the_queue(attempt_id: int, kind: str) -> None:
     :func:`sweep`, which sends an assigned notice still unsent after :data:`UNSENT_GRACE` (the
     assignment stands: it was committed, and the page answers as for any assignment)."""
     try:
-        notify.delay(attempt_id, kind)
+        # No publish retries: the sweep is the safety net, and an assignment (a bulk one, say) should
+        # not wait a second or more per notice while the broker is down.
+        notify.apply_async((attempt_id, kind), retry=False)
     except BrokerUnavailable as exc:
         logger.error("the %s notice of attempt %s could not be sent to the task queue (%s: %s); the notice sweep "
                      "sends it once the queue is back", kind, attempt_id, type(exc).__name__, exc)
@@ -104,8 +108,8 @@ def _send_to_the_queue(attempt_id: int, kind: str) -> None:
 
 # A killed pool process sends the message back (reject_on_worker_lost); a mail server that
 # cannot be reached (OSError, smtplib's errors included) is tried again 1, 2, 4, 8 and then
-# every 10 minutes, for about an hour: the sweep looks for deadline and code-ready notices
-# only, so a failed assigned or reassigned notice was lost for good.  The delays stay under
+# every 10 minutes, for about an hour; after that the sweep sends an assigned or reassigned
+# notice still unsent, within UNSENT_WINDOW of the assignment.  The delays stay under
 # Redis's visibility timeout (config/celery.py); a Notice row keeps a retry from sending twice.
 @shared_task(acks_late=True, reject_on_worker_lost=True, autoretry_for=(OSError,), retry_backoff=60,
              retry_backoff_max=600, retry_jitter=False, max_retries=8)
@@ -121,22 +125,35 @@ def sweep(now=None) -> dict:
     sent = {NoticeKind.ASSIGNED: 0, NoticeKind.REASSIGNED: 0, NoticeKind.DEADLINE: 0, NoticeKind.CODE_READY: 0}
     base = (Attempt.objects.filter(is_bot=False, is_practice=False).exclude(participant__user=None)
             .exclude(participant__email="", participant__user__email=""))
-    waiting = (base.filter(status=AttemptStatus.ASSIGNED, shift__started_at__isnull=True,
-                           assigned_at__lte=now - UNSENT_GRACE)
+    waiting = (base.filter(status=AttemptStatus.ASSIGNED, shift__status=Shift.Status.ASSIGNED,
+                           shift__started_at__isnull=True, assigned_at__lte=now - UNSENT_GRACE,
+                           assigned_at__gte=now - UNSENT_WINDOW, study__closed_at=None,
+                           participant__withdrawn_at=None, participant__returned_at=None)
                .exclude(notices__kind__in=(NoticeKind.ASSIGNED, NoticeKind.REASSIGNED)))
     for attempt_id, attempt_kind in waiting.values_list("pk", "kind"):
         kind = NoticeKind.REASSIGNED if attempt_kind == AttemptKind.REASSIGNMENT else NoticeKind.ASSIGNED
-        sent[kind] += send_notice(attempt_id, kind)
+        sent[kind] += _swept(attempt_id, kind)
     near = base.filter(status__in=OPEN_STATUSES, shift__status__in=RUNNING,
                        shift__deadline__lte=now + DEADLINE_NOTICE, shift__deadline__gt=now) \
         .exclude(notices__kind=NoticeKind.DEADLINE)
     for attempt_id in near.values_list("pk", flat=True):
-        sent[NoticeKind.DEADLINE] += send_notice(attempt_id, NoticeKind.DEADLINE)
+        sent[NoticeKind.DEADLINE] += _swept(attempt_id, NoticeKind.DEADLINE)
     done = base.filter(shift__status=Shift.Status.ENDED, shift__score_composite__isnull=False) \
         .exclude(notices__kind=NoticeKind.CODE_READY)
     for attempt_id in done.values_list("pk", flat=True):
-        sent[NoticeKind.CODE_READY] += send_notice(attempt_id, NoticeKind.CODE_READY)
+        sent[NoticeKind.CODE_READY] += _swept(attempt_id, NoticeKind.CODE_READY)
     return {str(k): v for k, v in sent.items()}
+
+
+def _swept(attempt_id: int, kind: str) -> bool:
+    """One notice of the sweep: an address the mail server refuses (or a server that cannot be
+    reached) is logged and passed over, so that one person's notice does not stop everyone's."""
+    try:
+        return send_notice(attempt_id, kind)
+    except OSError as exc:  # smtplib's errors included
+        logger.error("the %s notice of attempt %s could not be sent: %s; the next sweep tries again", kind,
+                     attempt_id, exc)
+        return False
 
 
 @shared_task

@@ -20,6 +20,10 @@ class BrokerDown:
     def delay(*args):
         raise OperationalError("[Errno 111] Connection refused")
 
+    @staticmethod
+    def apply_async(*args, **kwargs):
+        raise OperationalError("[Errno 111] Connection refused")
+
 
 @pytest.fixture
 def person(study, admin):  # noqa: F811
@@ -55,4 +59,48 @@ def test_a_rehearsal_that_cannot_be_queued_says_so_on_the_rehearsal_panel(client
     assert outcome.action == AuditAction.REHEARSAL_FAILED
     assert outcome.reason.startswith("the rehearsal could not be sent to the task queue (OperationalError: [Errno 111] "
                                      "Connection refused), so no bot played; rehearse again")
-    assert "the rehearsal could not be sent to the task queue" in response.content.decode()
+    page = response.content.decode()
+    assert "the rehearsal could not be sent to the task queue" in page and "Rehearsal started" not in page
+
+
+class RefusesOne:
+    """A mail backend whose server refuses one address for good (a 550), as SMTP does."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def send_messages(self, messages):
+        import smtplib
+
+        for message in messages:
+            if "refused@example.org" in message.to:
+                raise smtplib.SMTPRecipientsRefused({"refused@example.org": (550, b"no such user")})
+            mail.outbox.append(message)
+        return len(messages)
+
+
+def test_one_refused_address_does_not_stop_the_sweep(study, admin, cell, settings, monkeypatch, caplog):  # noqa: F811
+    monkeypatch.setattr(notifications, "notify", BrokerDown)
+    settings.EMAIL_BACKEND = f"{__name__}.RefusesOne"
+    refused = participants.add_participant(admin, study, "refused", user=make_user("p-r", email="refused@example.org"))
+    fine = participants.add_participant(admin, study, "fine", user=make_user("p-f", email="fine@example.org"))
+    from studies import assignment
+    from studies.design import set_quota
+
+    set_quota(admin, study, cell, 2)
+    for person in (refused, fine):
+        assignment.assign(admin, person, cell)
+    later = timezone.now() + notifications.UNSENT_GRACE + timedelta(seconds=1)
+    assert notifications.sweep(later)["assigned"] == 1
+    assert [m.to for m in mail.outbox] == [["fine@example.org"]]
+    assert "could not be sent: {'refused@example.org': (550, b'no such user')}" in caplog.text
+
+
+def test_an_assigned_notice_older_than_the_window_is_left_unsent(study, admin, person, cell,  # noqa: F811
+                                                                  monkeypatch):
+    from studies import assignment
+
+    monkeypatch.setattr(notifications, "notify", BrokerDown)
+    assignment.assign(admin, person, cell)
+    much_later = timezone.now() + notifications.UNSENT_WINDOW + timedelta(minutes=1)
+    assert notifications.sweep(much_later)["assigned"] == 0 and not mail.outbox
