@@ -10,7 +10,8 @@ under ``files`` the SHA-256 of every other file, so a reader can tell an edited
 folder from the one the engine wrote; manifests written before it have no
 ``files``).  Everything is first written to a sibling temporary folder that is renamed into
 place, so a crash never leaves a folder that looks complete, and a write that fails
-removes the temporary folder (no ``.<name>.partial-*`` is left behind).
+removes the temporary folder (no ``.<name>.partial-*`` is left behind; a process killed while
+it writes, by a second Ctrl-C on a batch say, leaves one behind).
 """
 
 from __future__ import annotations

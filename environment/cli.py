@@ -127,7 +127,7 @@ def _ctrl_c_noted() -> Iterator[_Pressed]:
 
 
 AGAIN = ("storebench: interrupted again: the cells under way are stopped, not waited for (their trials are not "
-         "written)")
+         "written; a hidden .<name>.partial-<pid> folder may be left where one was being written: remove it)")
 
 
 def run_in_pool(work: Callable[[Item], Result], items: Iterable[Item], workers: int,
@@ -168,6 +168,8 @@ def run_in_pool(work: Callable[[Item], Result], items: Iterable[Item], workers: 
                             raise
                         pressed.set()
         except KeyboardInterrupt:  # pressed again
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # a third press must not cut the stopping short
             print(AGAIN, file=sys.stderr, flush=True)
             for process in list((getattr(pool, "_processes", None) or {}).values()):
                 process.terminate()

@@ -43,8 +43,9 @@ def _send_on_commit(task, job_id: int, item_ids: list[int]) -> None:
             Job.objects.filter(pk=job_id).exclude(status__in=(Job.Status.DONE, Job.Status.FAILED)).update(
                 status=Job.Status.FAILED, finished_at=timezone.now(),
                 error=f"{len(item_ids) - sent} of its {len(item_ids)} tasks could not be sent to the task queue "
-                      f"({type(exc).__name__}: {exc}), so nothing will run them; submit the job again, and if it "
-                      "fails again, tell the site's operator (the broker may be down)")
+                      f"({type(exc).__name__}: {exc}), so nothing will run them; submit the job again (a model-trial "
+                      f"job: manage.py run_agents --retry {job_id}), and if it fails again, tell the site's operator "
+                      "(the broker may be down)")
 
     transaction.on_commit(send)
 

@@ -180,9 +180,9 @@ DEIDENTIFIED_NOTE = ("a de-identified export: the columns that name a person (pa
                      "prolific_session_id in participants) are left out; where a participant's label or username "
                      "stood (an event's actor, a reassignment's from_participant, a bonus file's without_pid) their "
                      "code stands, and where a team member's username stood (an event's actor, a member event's user, "
-                     "an attempt's coach) a pseudonym team-xxxxxxxx, the same in every export of the study; free text "
-                     "typed by the study team (reasons, coaching notes) is kept as typed, so read it before sharing "
-                     "the files")
+                     "an attempt's coach) a pseudonym team-xxxxxxxx, the same in every export of the study while "
+                     "the site keeps its secret key; free text typed by the study team (reasons, coaching notes) is "
+                     "kept as typed, so read it before sharing the files")
 # What a de-identified export writes in the columns that otherwise hold usernames.
 DEIDENTIFIED_MEANINGS = {
     ("attempts", "coach"): "the coach's pseudonym, team-xxxxxxxx (coached retries; the same in every export of the "
@@ -273,8 +273,8 @@ USERNAME_KEYS = ("user",)
 class Pseudonyms:
     """How a de-identified export names people: a participant by their code; anyone else (the
     study team, staff) as ``team-`` and eight hex digits, the same in every export of the study
-    and not to be worked back without the site's secret key (an HMAC of the study and the
-    account)."""
+    while the site keeps its secret key, and not to be worked back without it (an HMAC of the
+    study and the account)."""
 
     def __init__(self, study: Study) -> None:
         self.study = study

@@ -177,16 +177,19 @@ def schedule(actor, study: Study, count: int, skill: str) -> int:
     playing = plan(study, count)
     study_id, actor_id, rehearsal_id = study.pk, actor.pk, uuid.uuid4().hex
 
+    now = not transaction.get_connection().in_atomic_block  # the callback runs at once, within this call
+
     def send() -> None:
         try:
             run_rehearsal.delay(study_id, actor_id, playing, skill, rehearsal_id)
         except BrokerUnavailable as exc:  # the rehearsal panel says so, as a rehearsal that failed
             logger.error("rehearsal %s of study %s could not be sent to the task queue: %s", rehearsal_id, study_id,
                          exc)
-            _record(study, actor, rehearsal_id, Run(), AuditAction.REHEARSAL_FAILED,
-                    f"the rehearsal could not be sent to the task queue ({type(exc).__name__}: {exc}), so no bot "
-                    "played; rehearse again, and if it fails again, tell the site's operator (the broker may be "
-                    "down)")
+            said = (f"the rehearsal could not be sent to the task queue ({type(exc).__name__}: {exc}), so no bot "
+                    "played; rehearse again, and if it fails again, tell the site's operator (the broker may be down)")
+            _record(study, actor, rehearsal_id, Run(), AuditAction.REHEARSAL_FAILED, said)
+            if now:  # the caller (the page) says it, instead of "Rehearsal started"
+                raise StudyError(said) from exc
 
     transaction.on_commit(send)
     return playing

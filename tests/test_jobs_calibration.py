@@ -425,6 +425,7 @@ def test_a_job_whose_tasks_cannot_reach_the_broker_fails_saying_so(tmp_path, mon
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and job.finished_at is not None
     assert job.error == ("2 of its 2 tasks could not be sent to the task queue (OperationalError: [Errno 111] "
-                         "Connection refused), so nothing will run them; submit the job again, and if it fails "
-                         "again, tell the site's operator (the broker may be down)")
+                         "Connection refused), so nothing will run them; submit the job again (a model-trial job: "
+                         f"manage.py run_agents --retry {job.pk}), and if it fails again, tell the site's operator (the "
+                         "broker may be down)")
     assert "could not be sent to the task queue" in caplog.text
