@@ -121,7 +121,7 @@ def world(db, folder):  # noqa: F811
     values = {"shifts/<int:pk>/": shift.pk, "<int:seq>": 1, "studies/<rowid:pk>/": study_a.pk,
               "<rowid:attempt_pk>": attempt.pk, "<rowid:invitation_pk>": issued.invitation.pk,
               "<rowid:job_pk>": job.pk, "<str:name>": "attempts.csv", "<str:token>": issued.token,
-              "<rowid:participant_pk>": p1.pk, "<str:slug>": "no-such-study",
+              "<rowid:participant_pk>": p1.pk, "<slug:slug>": "no-such-study",
               "trials/<id:pk>/": trial.pk, "<id:seq>": 1, "<slug:measure>": "cash", "<fmt:fmt>": "csv",
               "<str:call_id>": "walk-call-0001"}
     return users, values
