@@ -499,7 +499,9 @@ def write_export(study: Study, filters: Filters, directory: Path, progress=lambd
     if the call fails), so two deliveries of one export job at once no longer remove each
     other's files; the last to finish puts its (identical) folder in place."""
     tmp = directory.with_name(f"{directory.name}.tmp-{uuid.uuid4().hex[:12]}")
-    tmp.mkdir(parents=True)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    # Only the site's own account (and its group) may enter: the files hold labels and recruitment ids.
+    tmp.mkdir(mode=0o750)
     try:
         manifest = _write_into(study, filters, tmp, progress)
         if not place():

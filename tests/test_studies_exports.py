@@ -310,3 +310,9 @@ def test_the_leaderboards_filters_do_not_offer_de_identification():
     with pytest.raises(StudyError, match=r"^unknown filter: include_ghosts; allowed: include_bots, include_coached, "
                                          r"include_invalid, include_practice$"):
         Filters.from_mapping({"include_ghosts": "1"}, rows_only=True)
+
+
+def test_an_exports_folder_is_closed_to_other_accounts_of_the_machine(played, admin,
+                                                                      django_capture_on_commit_callbacks):
+    job = export(admin, played, BOTS, django_capture_on_commit_callbacks)
+    assert job_dir(job.pk).stat().st_mode & 0o007 == 0  # the files hold labels and Prolific ids
