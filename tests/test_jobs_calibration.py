@@ -429,3 +429,17 @@ def test_a_job_whose_tasks_cannot_reach_the_broker_fails_saying_so(tmp_path, mon
                          f"manage.py run_agents --retry {job.pk}), and if it fails again, tell the site's operator (the "
                          "broker may be down)")
     assert "could not be sent to the task queue" in caplog.text
+
+
+def test_a_job_submitted_without_waiting_that_cannot_reach_the_broker_fails_the_command(tmp_path, monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    class BrokerDown:
+        @staticmethod
+        def delay(*args):
+            raise OperationalError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(tasks, "run_batch_trial", BrokerDown)
+    with pytest.raises(CommandError, match=r"^job \d+ failed: 2 of its 2 tasks could not be sent to the task queue "):
+        call_command("run_batch", "--tasks", "counter-punch", "--seeds", "7", "11", "--policy", "rule-based",
+                     "--calibration", "calibration/public.json", "--out", str(tmp_path / "trials"), "--no-wait")

@@ -40,5 +40,7 @@ def submitted(job: Job, noun: str, options: dict, write, detail: str = "") -> Jo
     (None), else :func:`follow` it to its end (the ended job, failed or not)."""
     write(f"job {job.pk}: {job.total} {noun}{'' if job.total == 1 else 's'}{detail}")
     if options.get("no_wait"):
+        job.refresh_from_db(fields=["status", "error"])
+        raise_if_failed(job)  # failed already: its tasks could not reach the queue
         return None
     return follow(job, options["timeout"], write)
