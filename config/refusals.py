@@ -3,6 +3,9 @@ change before any process runs.  ``manage.py`` prints its message alone (no trac
 nothing is broken, a variable is missing or wrong) and exits 2."""
 from __future__ import annotations
 
+import math
+import os
+
 from django.core.exceptions import ImproperlyConfigured
 
 
@@ -14,9 +17,6 @@ def env_number(name: str, default: str, *, kind: type[int] | type[float] = int, 
     """The environment variable ``name`` (``default`` when unset) as a whole number (``kind=int``)
     or a number of seconds (``float``), at least ``minimum``; refused naming the variable, the
     value and what to give, where ``int()`` would end the process with a traceback."""
-    import math
-    import os
-
     text = os.environ.get(name, default).strip()
     what = "a whole number" if kind is int else "a number"
     try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from .calibration import CalibrationError, calibrate_cell, cell_of
+from .calibration import FROM_FILE, CalibrationError, calibrate_cell, cell_of
 from .engine import Episode
 from .engine.settlement import Score, score
 from .tasks import Task, get_task
@@ -35,7 +35,7 @@ def cell_constants(task: str | Task, seed: int, calibration: dict[str, Any] | No
     task = task if isinstance(task, Task) else get_task(task)
     cell = cell_of(calibration, task.id, seed) if calibration else None
     if cell is not None:
-        return cell, "calibration file"
+        return cell, FROM_FILE
     return calibrate_cell(task, seed, load_world()), "calibrated for this cell on the spot"
 
 

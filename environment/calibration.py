@@ -140,11 +140,17 @@ def check_gates(task_id: str, cell: dict[str, Any]) -> list[GateFailure]:
     return failures
 
 
-def unchecked_gates(task_id: str, cell: dict[str, Any]) -> list[str]:
+FROM_FILE = "calibration file"  # where a calibration file's cell came from (api.cell_constants' source)
+
+
+def unchecked_gates(task_id: str, cell: dict[str, Any], source: str = "") -> list[str]:
     """The gates a cell calibrated on the spot fails, each as ``"gate: detail"`` ([] when it
-    passes them all).  A calibration file's cells passed them when it was written; a cell
-    calibrated on the spot (a seed outside the file) was never checked, and where a gate
-    fails its composite may rank volume play above judgment, so its pass says little."""
+    passes them all, and for a cell whose ``source`` is a calibration file: those passed them
+    when the file was written, and may hold only the grading constants).  A cell calibrated on
+    the spot (a seed outside the file) was never checked, and where a gate fails its composite
+    may rank volume play above judgment, so its pass says little."""
+    if source == FROM_FILE:
+        return []
     return [f"{f.gate}: {f.detail}" for f in check_gates(task_id, cell)]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from .anchors import get_anchor
 from .api import arm, cell_constants, grade
 from .artifacts import read_action_log, write_trial
-from .calibration import unchecked_gates
+from .calibration import FROM_FILE, unchecked_gates
 from .engine import Episode
 from .suite import suite_id
 from .world import world_hash
@@ -70,15 +70,13 @@ def settle(ep: Episode, out: str | Path, *, policy: str, calibration: dict[str, 
     cell, source = cell_constants(ep.task, ep.seed, calibration)
     result = grade(ep, cell)
     folder = write_trial(ep, result, out, policy=policy, world_hash=world_hash(),
-                         calibration_hash=calibration_hash if source == "calibration file" else None,
+                         calibration_hash=calibration_hash if source == FROM_FILE else None,
                          calibration_source=source, wall_seconds=wall_seconds, labels=labels)
     data = result.as_json()
     data["pass"] = float(result.reward_composite) >= cell["threshold"]
     data["threshold"] = cell["threshold"]
     data["out"] = str(folder)
     data["calibration"] = source
-    # A calibration file's cells passed the gates when it was written (and may hold only the
-    # grading constants); a cell calibrated on the spot is checked here.
-    data["gates_failed"] = [] if source == "calibration file" else unchecked_gates(ep.task.id, cell)
+    data["gates_failed"] = unchecked_gates(ep.task.id, cell, source)
     data["suite"] = suite_id()
     return data

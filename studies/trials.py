@@ -32,7 +32,6 @@ from shifts.models import Shift
 from .design import check_calibration
 from .errors import StudyError
 from .models import COMPLETED_STATUSES, Attempt, Study
-from .settling import settle_study
 
 HUMAN_SHIFT = "human shift"  # the trial's policy: who played
 
@@ -119,9 +118,10 @@ def _kept_naming(folder: Path, attempt: Attempt, deidentified: bool) -> None:
 def export_trials(study: Study, out: Path, *, selected: bool = False, deidentified: bool = False) -> Iterator[Written]:
     """Write each exported attempt's trial folder under ``out`` (one at a time, as a row
     generator: a caller shows progress); a folder already there is kept as it is, if it names
-    the person as asked (their label, or with ``deidentified`` their code)."""
+    the person as asked (their label, or with ``deidentified`` their code).  The caller settles
+    the study first (:func:`studies.settling.settle_study`, as the export task does), so that an
+    attempt whose shift ended meanwhile is among those written."""
     calibration = check_calibration(study)
-    settle_study(study)  # the record of an attempt whose shift ended meanwhile catches up first
     for attempt in exported_attempts(study, selected=selected):
         folder = out / folder_name(attempt)
         shift = attempt.shift

@@ -112,7 +112,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..calibration import GATES_NOTE, calibrate_cell, cell_of, load_calibration, unchecked_gates
+from ..calibration import FROM_FILE, GATES_NOTE, calibrate_cell, cell_of, load_calibration, unchecked_gates
 from ..engine import Episode, ToolResult
 from ..engine.settlement import SHAPED_FLOOR, Score, business_normalized, compose, score
 from ..errors import ErrorCode, StoreBenchError, check_seed
@@ -365,7 +365,7 @@ class Session:
     def constants(self, task: Task, seed: int) -> tuple[dict[str, Any] | None, str | None]:
         cell = cell_of(self.calibration, task.id, seed) if self.calibration else None
         if cell is not None:
-            return cell, "calibration file"
+            return cell, FROM_FILE
         if not self.calibrate_missing:
             return None, None
         key = (task.id, seed)
@@ -544,8 +544,8 @@ class Session:
             "dense_relative_return": None if self.idle is None else self.paid_relative_cents / 100,
             "calibration_source": self.calibration_source,
             # the gates the cell fails: a cell calibrated on the spot was never checked (see GATES_NOTE)
-            "gates_failed": (None if self.cell is None else [] if self.calibration_source == "calibration file"
-                             else unchecked_gates(ep.task.id, self.cell)),
+            "gates_failed": (None if self.cell is None
+                             else unchecked_gates(ep.task.id, self.cell, self.calibration_source or "")),
             "score": s.as_json() if has_constants else None,
             "reward_composite": float(s.reward_composite) if has_constants else None,
             "shaped_business": float(self.shaped_business(s)) if has_constants else None,

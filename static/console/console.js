@@ -1,6 +1,15 @@
 // The shift page's live parts. Everything here is an enhancement: without it the
 // page still works (htmx swaps the header after each call and polls the shift bar).
 
+// The forms matching ``selector`` in ``root``, ``root`` itself included (a swap may bring a
+// form as its own root); none for a text node.
+function storebenchForms(root, selector) {
+  if (!root || !root.querySelectorAll) return [];
+  var forms = Array.prototype.slice.call(root.querySelectorAll(selector || "form"));
+  if (root.matches && root.matches(selector || "form")) forms.push(root);
+  return forms;
+}
+
 // The last operation of a window moves the world on: ask first. A form with its own
 // question (a destructive tool, a reorder landing after the close) gets one dialog that
 // asks both. end_window's question names the window it ends, so that a second press
@@ -440,10 +449,9 @@ document.addEventListener("htmx:confirm", function (evt) {
 (function () {
   var DOUBLE_MS = 600, SETTLE_MS = 300, ANSWER_MS = 3000, pressed = 0;
   function callForms(root) {
-    if (!root || !root.querySelectorAll) return [];
-    var forms = Array.prototype.slice.call(root.querySelectorAll("form"));
-    if (root.tagName === "FORM") forms.push(root);
-    return forms.filter(function (f) { return f.querySelector("input[name=call_id]") && !f.hasAttribute("data-held"); });
+    return storebenchForms(root).filter(function (f) {
+      return f.querySelector("input[name=call_id]") && !f.hasAttribute("data-held");
+    });
   }
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var form = evt.detail.elt;
@@ -453,11 +461,7 @@ document.addEventListener("htmx:confirm", function (evt) {
   // enough for a quick second click to land). A form already on the page and only moved (a
   // table sorted by a column) is not new: the pointer did not bring it.
   var known = new WeakSet();
-  function know(root) {
-    if (!root || !root.querySelectorAll) return;
-    Array.prototype.forEach.call(root.querySelectorAll("form"), function (f) { known.add(f); });
-    if (root.tagName === "FORM") known.add(root);
-  }
+  function know(root) { storebenchForms(root).forEach(function (f) { known.add(f); }); }
   know(document);
   document.addEventListener("DOMContentLoaded", function () { know(document); });
   new MutationObserver(function (records) {
@@ -490,10 +494,7 @@ document.addEventListener("htmx:confirm", function (evt) {
 // whether that call was stored.
 (function () {
   function dropWhileSending(root) {
-    if (!root || !root.querySelectorAll) return;
-    var forms = Array.prototype.slice.call(root.querySelectorAll("form"));
-    if (root.tagName === "FORM") forms.push(root);
-    forms.forEach(function (form) {
+    storebenchForms(root).forEach(function (form) {
       if (form.querySelector("input[name=call_id]") && !form.hasAttribute("hx-sync")) {
         form.setAttribute("hx-sync", "this:drop");
       }
@@ -544,11 +545,7 @@ document.addEventListener("htmx:confirm", function (evt) {
   document.addEventListener("input", edited);
   document.addEventListener("change", edited);
   document.addEventListener("htmx:load", function (evt) {  // a tool form a reply brought back with its call's id
-    var root = evt.detail.elt;
-    if (!root || !root.querySelectorAll) return;
-    var forms = Array.prototype.slice.call(root.querySelectorAll("form[data-held]"));
-    if (root.matches && root.matches("form[data-held]")) forms.push(root);
-    forms.forEach(function (form) {
+    storebenchForms(evt.detail.elt, "form[data-held]").forEach(function (form) {
       form.removeAttribute("data-held");
       var input = form.querySelector("input[name=call_id]");
       if (input) renewSoon(input);
